@@ -1,0 +1,232 @@
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+
+/**
+ * One user: profile, password hash and sessions, as one actor (kind `user`,
+ * key = user id). Pure domain logic; the edge hashes passwords and secrets,
+ * so nothing here is slow or random beyond context.newId.
+ */
+export type Role = 'user' | 'admin';
+
+export interface UserRecord {
+  id: string;
+  email: string;
+  username: string;
+  display_name: string;
+  role: Role;
+  email_verified: boolean;
+  two_factor_enabled: boolean;
+  banned: boolean;
+  created_at_ms: number;
+  updated_at_ms: number;
+  password_hash: string;
+}
+
+export interface SessionRecord {
+  id: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+  /** sha256 of the current refresh secret. */
+  refresh_hash: string;
+  /** sha256 of the secret it replaced: presenting it again means theft. */
+  previous_refresh_hash: string | null;
+  ended_at_ms: number | null;
+  ip_address: string;
+  user_agent: string;
+  impersonated_by: string | null;
+}
+
+export interface UserState {
+  user: UserRecord | null;
+  sessions: Record<string, SessionRecord>;
+}
+
+export interface NewUser {
+  id: string;
+  email: string;
+  username: string;
+  display_name: string;
+  role: Role;
+  password_hash: string;
+}
+
+export type UserMessage =
+  | { op: 'create'; user: NewUser }
+  | { op: 'get' }
+  | { op: 'credentials' }
+  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
+  | { op: 'authenticate'; session_id: string }
+  | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
+  | { op: 'end-session'; session_id: string };
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  username: string;
+  display_name: string;
+  role: Role;
+  email_verified: boolean;
+  two_factor_enabled: boolean;
+  banned: boolean;
+  created_at_ms: number;
+}
+
+export interface SessionPrincipal {
+  user_id: string;
+  session_id: string;
+  role: Role;
+}
+
+export interface Credentials {
+  user_id: string;
+  password_hash: string;
+  banned: boolean;
+  two_factor_enabled: boolean;
+}
+
+/** Sessions kept per user; the oldest ended or expired ones go first. */
+export const SESSIONS_PER_USER_MAX = 100;
+/** Ended and expired sessions stay listed this long, then are dropped. */
+export const ENDED_SESSION_RETENTION_MS = 7 * 24 * 3600_000;
+
+export function initialUserState(): UserState {
+  return { user: null, sessions: {} };
+}
+
+export function publicUser(user: UserRecord): PublicUser {
+  return {
+    id: user.id,
+    email: user.email,
+    username: user.username,
+    display_name: user.display_name,
+    role: user.role,
+    email_verified: user.email_verified,
+    two_factor_enabled: user.two_factor_enabled,
+    banned: user.banned,
+    created_at_ms: user.created_at_ms,
+  };
+}
+
+export function isSessionLive(session: SessionRecord | undefined, now_ms: number): boolean {
+  return session !== undefined && session.ended_at_ms === null && session.expires_at_ms > now_ms;
+}
+
+function requireUser(state: UserState): UserRecord {
+  if (!state.user) throw new ServiceError('not_found', 'No such user.');
+  return state.user;
+}
+
+/** Drops sessions that ended long ago, then the oldest dead ones past the cap. */
+function prunedSessions(sessions: Record<string, SessionRecord>, now_ms: number): Record<string, SessionRecord> {
+  const kept = Object.values(sessions).filter(
+    (s) => isSessionLive(s, now_ms) || now_ms - (s.ended_at_ms ?? s.expires_at_ms) < ENDED_SESSION_RETENTION_MS,
+  );
+  kept.sort((a, b) => Number(isSessionLive(b, now_ms)) - Number(isSessionLive(a, now_ms)) || b.created_at_ms - a.created_at_ms);
+  const result: Record<string, SessionRecord> = {};
+  for (const session of kept.slice(0, SESSIONS_PER_USER_MAX - 1)) result[session.id] = session;
+  return result;
+}
+
+export function stepUser(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
+  const now = context.now;
+  switch (message.op) {
+    case 'create': {
+      if (state.user) {
+        // Idempotent: the directory's outbox and the edge may both deliver it.
+        if (state.user.id !== message.user.id) throw new ServiceError('conflict', 'User id already in use.');
+        return { state, reply: publicUser(state.user) };
+      }
+      const user: UserRecord = {
+        ...message.user,
+        email_verified: false,
+        two_factor_enabled: false,
+        banned: false,
+        created_at_ms: now,
+        updated_at_ms: now,
+      };
+      return { state: { user, sessions: {} }, reply: publicUser(user) };
+    }
+
+    case 'get':
+      return { state, reply: publicUser(requireUser(state)) };
+
+    case 'credentials': {
+      const user = requireUser(state);
+      const reply: Credentials = {
+        user_id: user.id,
+        password_hash: user.password_hash,
+        banned: user.banned,
+        two_factor_enabled: user.two_factor_enabled,
+      };
+      return { state, reply };
+    }
+
+    case 'open-session': {
+      const user = requireUser(state);
+      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
+      const session: SessionRecord = {
+        id: context.newId('ses_'),
+        created_at_ms: now,
+        expires_at_ms: now + message.ttl_seconds * 1000,
+        refresh_hash: message.refresh_hash,
+        previous_refresh_hash: null,
+        ended_at_ms: null,
+        ip_address: message.ip_address,
+        user_agent: message.user_agent,
+        impersonated_by: null,
+      };
+      const sessions = prunedSessions(state.sessions, now);
+      sessions[session.id] = session;
+      return { state: { user, sessions }, reply: { session_id: session.id, user: publicUser(user) } };
+    }
+
+    case 'authenticate': {
+      const user = state.user;
+      const session = state.sessions[message.session_id];
+      if (!user || user.banned || !session || !isSessionLive(session, now)) {
+        throw new ServiceError('unauthorized', 'The access token is no longer valid.');
+      }
+      const reply: SessionPrincipal = { user_id: user.id, session_id: session.id, role: user.role };
+      return { state, reply };
+    }
+
+    case 'refresh': {
+      const user = state.user;
+      const session = state.sessions[message.session_id];
+      if (!user || user.banned || !session || !isSessionLive(session, now)) {
+        throw new ServiceError('invalid_refresh_token', 'The refresh token is not valid.');
+      }
+      if (session.refresh_hash !== message.presented_hash) {
+        if (session.previous_refresh_hash === message.presented_hash) {
+          // A rotated-out token came back: it was copied. End the session so
+          // neither copy works (refresh token reuse detection).
+          const ended: SessionRecord = { ...session, ended_at_ms: now };
+          return {
+            state: { user, sessions: { ...state.sessions, [session.id]: ended } },
+            reply: { reused: true },
+          };
+        }
+        throw new ServiceError('invalid_refresh_token', 'The refresh token is not valid.');
+      }
+      const rotated: SessionRecord = {
+        ...session,
+        refresh_hash: message.new_hash,
+        previous_refresh_hash: session.refresh_hash,
+        expires_at_ms: now + message.ttl_seconds * 1000,
+      };
+      return {
+        state: { user, sessions: { ...state.sessions, [session.id]: rotated } },
+        reply: { reused: false, session_id: session.id, user: publicUser(user) },
+      };
+    }
+
+    case 'end-session': {
+      const session = state.sessions[message.session_id];
+      if (!state.user || !session || session.ended_at_ms !== null) return { state, reply: { ended: false } };
+      const ended: SessionRecord = { ...session, ended_at_ms: now };
+      return { state: { user: state.user, sessions: { ...state.sessions, [session.id]: ended } }, reply: { ended: true } };
+    }
+
+    case '$alarm':
+      return { state };
+  }
+}

@@ -1,0 +1,113 @@
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+
+/**
+ * A distributed lock on one (tenant, namespace, key): pure domain logic.
+ *
+ * The fence counter lives in the same record as the holder and is never
+ * deleted, so fence tokens strictly increase across release, expiry and
+ * restart (and, replicated with the record, across failover).
+ */
+export interface LockHolder {
+  lock_id: string;
+  owner_id: string;
+  acquired_at_ms: number;
+  expires_at_ms: number;
+  ttl_seconds: number;
+  fence_token: number;
+  metadata: unknown;
+}
+
+export interface LockState {
+  holder: LockHolder | null;
+  last_fence_token: number;
+}
+
+export type LockMessage =
+  | { op: 'acquire'; owner_id: string; ttl_seconds: number; metadata?: unknown }
+  | { op: 'extend'; lock_id: string; owner_id: string; ttl_seconds?: number }
+  | { op: 'release'; lock_id: string; owner_id: string }
+  | { op: 'status' };
+
+export interface LockView {
+  holder: LockHolder | null;
+  last_fence_token: number;
+  now_ms: number;
+}
+
+export const EXPIRY_ALARM = 'expiry';
+
+export function initialLockState(): LockState {
+  return { holder: null, last_fence_token: 0 };
+}
+
+/** The holder, unless its time is up (reads are correct before the alarm fires). */
+export function currentHolder(state: LockState, now_ms: number): LockHolder | null {
+  return state.holder && state.holder.expires_at_ms > now_ms ? state.holder : null;
+}
+
+export function stepLock(state: LockState, message: LockMessage | AlarmMessage, context: TurnContext): TurnResult<LockState, LockView> {
+  const now = context.now;
+  const holder = currentHolder(state, now);
+  switch (message.op) {
+    case 'status':
+      return { state, reply: { holder, last_fence_token: state.last_fence_token, now_ms: now } };
+
+    case 'acquire': {
+      if (holder) {
+        if (holder.owner_id !== message.owner_id) {
+          throw new ServiceError('lock_held', 'The lock is held by another owner.');
+        }
+        // Re-acquiring by the holder returns the current lock unchanged.
+        return { state, reply: { holder, last_fence_token: state.last_fence_token, now_ms: now } };
+      }
+      const fence_token = state.last_fence_token + 1;
+      const acquired: LockHolder = {
+        lock_id: context.newId('lck_'),
+        owner_id: message.owner_id,
+        acquired_at_ms: now,
+        expires_at_ms: now + message.ttl_seconds * 1000,
+        ttl_seconds: message.ttl_seconds,
+        fence_token,
+        metadata: message.metadata ?? null,
+      };
+      return {
+        state: { holder: acquired, last_fence_token: fence_token },
+        reply: { holder: acquired, last_fence_token: fence_token, now_ms: now },
+        alarms: [{ name: EXPIRY_ALARM, due_ms: acquired.expires_at_ms }],
+      };
+    }
+
+    case 'extend': {
+      if (!holder || holder.lock_id !== message.lock_id || holder.owner_id !== message.owner_id) {
+        throw new ServiceError('lock_not_held', 'This lock_id and owner_id do not hold the lock.');
+      }
+      const ttl_seconds = message.ttl_seconds ?? holder.ttl_seconds;
+      const extended: LockHolder = { ...holder, ttl_seconds, expires_at_ms: now + ttl_seconds * 1000 };
+      return {
+        state: { holder: extended, last_fence_token: state.last_fence_token },
+        reply: { holder: extended, last_fence_token: state.last_fence_token, now_ms: now },
+        alarms: [{ name: EXPIRY_ALARM, due_ms: extended.expires_at_ms }],
+      };
+    }
+
+    case 'release': {
+      if (!holder || holder.lock_id !== message.lock_id || holder.owner_id !== message.owner_id) {
+        throw new ServiceError('lock_not_held', 'This lock_id and owner_id do not hold the lock.');
+      }
+      return {
+        state: { holder: null, last_fence_token: state.last_fence_token },
+        reply: { holder: null, last_fence_token: state.last_fence_token, now_ms: now },
+        alarms: [{ name: EXPIRY_ALARM, due_ms: null }],
+      };
+    }
+
+    case '$alarm': {
+      // Expiry: drop a holder whose time is up. An extended lock re-set the
+      // alarm, so the runtime never delivers the old one; the check is for safety.
+      if (state.holder && !holder) {
+        return { state: { holder: null, last_fence_token: state.last_fence_token }, reply: undefined };
+      }
+      return { state };
+    }
+  }
+}

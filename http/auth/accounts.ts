@@ -1,0 +1,140 @@
+import { ServiceError } from '../../runtime/index.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
+import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
+import type { Credentials, NewUser, PublicUser, Role } from '../../actors/account/user-state.js';
+import { randomId } from '../../runtime/index.js';
+import type { AppServices } from '../services.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { formatRefreshToken, hashSecret, newRefreshSecret, parseRefreshToken, type TokenBody } from './tokens.js';
+
+/**
+ * Account flows that span actors: registration (directory claim, then the
+ * user), login (lookup, password check on the thread pool, new session) and
+ * refresh rotation. The edge does the slow and random parts (KDF, secrets);
+ * the actors hold the state.
+ */
+export interface ClientInfo {
+  ip_address: string;
+  user_agent: string;
+}
+
+export interface Registration {
+  email: string;
+  username: string;
+  password: string;
+  display_name?: string;
+  role?: Role;
+}
+
+let dummyHash: Promise<string> | undefined;
+
+export class Accounts {
+  constructor(private readonly services: AppServices) {}
+
+  async register(input: Registration): Promise<PublicUser> {
+    const { actors, config } = this.services;
+    const user: NewUser = {
+      id: randomId('usr_'),
+      email: input.email.trim(),
+      username: input.username.trim(),
+      display_name: input.display_name?.trim() || input.username.trim(),
+      role: input.role ?? 'user',
+      password_hash: await hashPassword(input.password, config.passwordKdfCostLog2),
+    };
+    await actors.ask(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'claim', user });
+    // The directory's outbox creates the user too; asking directly lets the
+    // reply wait for it. `create` is idempotent, so the second one is a no-op.
+    return actors.ask<PublicUser>(USER_KIND, user.id, { op: 'create', user });
+  }
+
+  async findUserId(login: string): Promise<string | null> {
+    const { user_id } = await this.services.actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login });
+    return user_id;
+  }
+
+  /** Checks the password; the same error, after the same work, for an unknown login and a wrong password. */
+  async verifyLogin(login: string, password: string): Promise<Credentials> {
+    const user_id = await this.findUserId(login);
+    if (!user_id) {
+      dummyHash ??= hashPassword('not-a-real-password', this.services.config.passwordKdfCostLog2);
+      await verifyPassword(password, await dummyHash);
+      throw new ServiceError('invalid_credentials', 'Invalid login or password.');
+    }
+    const credentials = await this.services.actors.ask<Credentials>(USER_KIND, user_id, { op: 'credentials' });
+    if (!(await verifyPassword(password, credentials.password_hash))) {
+      throw new ServiceError('invalid_credentials', 'Invalid login or password.');
+    }
+    if (credentials.banned) throw new ServiceError('forbidden', 'This account is banned.');
+    return credentials;
+  }
+
+  async openSession(user_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
+    const { actors, tokens, config } = this.services;
+    const refresh = newRefreshSecret();
+    const opened = await actors.ask<{ session_id: string; user: PublicUser }>(USER_KIND, user_id, {
+      op: 'open-session',
+      refresh_hash: refresh.hash,
+      ttl_seconds: config.refreshTokenTtlSeconds,
+      ip_address: client.ip_address,
+      user_agent: client.user_agent,
+    });
+    const access = await tokens.signAccessToken(user_id, opened.session_id);
+    return {
+      user: opened.user,
+      access_token: access.token,
+      refresh_token: formatRefreshToken(user_id, opened.session_id, refresh.secret),
+      token_type: 'Bearer',
+      expires_in: access.expires_in,
+    };
+  }
+
+  async refresh(refreshToken: string): Promise<TokenBody & { user: PublicUser }> {
+    const parsed = parseRefreshToken(refreshToken);
+    if (!parsed) throw new ServiceError('invalid_refresh_token', 'The refresh token is not valid.');
+    const { actors, tokens, config } = this.services;
+    const next = newRefreshSecret();
+    const rotated = await actors.ask<{ reused: boolean; session_id: string; user: PublicUser }>(USER_KIND, parsed.user_id, {
+      op: 'refresh',
+      session_id: parsed.session_id,
+      presented_hash: hashSecret(parsed.secret),
+      new_hash: next.hash,
+      ttl_seconds: config.refreshTokenTtlSeconds,
+    });
+    if (rotated.reused) throw new ServiceError('invalid_refresh_token', 'The refresh token was already used; the session has been ended.');
+    const access = await tokens.signAccessToken(parsed.user_id, rotated.session_id);
+    return {
+      user: rotated.user,
+      access_token: access.token,
+      refresh_token: formatRefreshToken(parsed.user_id, rotated.session_id, next.secret),
+      token_type: 'Bearer',
+      expires_in: access.expires_in,
+    };
+  }
+
+  async endSession(user_id: string, session_id: string): Promise<void> {
+    await this.services.actors.ask(USER_KIND, user_id, { op: 'end-session', session_id });
+  }
+
+  async getUser(user_id: string): Promise<PublicUser> {
+    return this.services.actors.ask<PublicUser>(USER_KIND, user_id, { op: 'get' });
+  }
+
+  /** ADMIN_EMAIL/ADMIN_PASSWORD: create that admin unless a user with the e-mail exists. */
+  async bootstrapAdmin(email: string, password: string): Promise<'created' | 'exists'> {
+    if (await this.findUserId(email)) return 'exists';
+    const base = email.split('@')[0].replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 24) || 'admin';
+    let username = base.length >= 3 ? base : `${base}-admin`;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.register({ email, username, password, display_name: 'Administrator', role: 'admin' });
+        return 'created';
+      } catch (error) {
+        if (error instanceof ServiceError && error.code === 'username_taken' && attempt < 5) {
+          username = `${base.slice(0, 20)}-${randomId().slice(0, 6)}`;
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Node configuration from the environment, read once at start. Every
+ * variable is documented in README.md (Configuration).
+ */
+export interface NodeConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  partitions: number;
+  logLevel: string;
+  adminEmail?: string;
+  adminPassword?: string;
+  /** log2 of the scrypt cost parameter N for password hashing. */
+  passwordKdfCostLog2: number;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  bodyLimitBytes: number;
+  /** `sync` (fsync before reply, default) or `commit` (visible, survives a process crash). */
+  durability: 'sync' | 'commit';
+  issuer: string;
+}
+
+function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
+  const durability = env.DURABILITY ?? 'sync';
+  if (durability !== 'sync' && durability !== 'commit') throw new Error('DURABILITY must be sync or commit');
+  const host = env.HOST || '127.0.0.1';
+  const port = intFrom(env, 'PORT', 8080, 0, 65535);
+  return {
+    host,
+    port,
+    dataDir: env.DATA_DIR || './data',
+    partitions: intFrom(env, 'PARTITIONS', 64, 1, 4096),
+    logLevel: env.LOG_LEVEL || 'info',
+    adminEmail: env.ADMIN_EMAIL || undefined,
+    adminPassword: env.ADMIN_PASSWORD || undefined,
+    passwordKdfCostLog2: intFrom(env, 'PASSWORD_KDF_COST', 15, 10, 20),
+    accessTokenTtlSeconds: intFrom(env, 'ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
+    refreshTokenTtlSeconds: intFrom(env, 'REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 60, 365 * 86_400),
+    bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    durability,
+    issuer: env.TOKEN_ISSUER || 'platform-service',
+  };
+}

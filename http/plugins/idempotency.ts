@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ServiceError } from '../../runtime/index.js';
+import { IDEMPOTENCY_KIND, type BeginReply } from '../../actors/idempotency/state.js';
+import type { AppServices } from '../services.js';
+
+/**
+ * `Idempotency-Key` on authenticated POSTs: the first request runs, retries
+ * get its stored response (marked `Idempotent-Replayed: true`). Scoped to
+ * the caller's tenant. The stored response is committed before the first
+ * response leaves, so a retry can never run the request a second time.
+ * 5xx responses are not stored: the request may be retried.
+ */
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+interface IdempotencyContext {
+  actorKey: string;
+  fingerprint: string;
+  replayed: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency: IdempotencyContext | null;
+  }
+}
+
+function fingerprintOf(request: FastifyRequest): string {
+  return createHash('sha256')
+    .update(`${request.method} ${request.url}\n`)
+    .update(JSON.stringify(request.body ?? null))
+    .digest('base64url');
+}
+
+export function registerIdempotency(app: FastifyInstance, services: AppServices): void {
+  app.decorateRequest('idempotency', null);
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method !== 'POST' || !request.principal) return;
+    const header = request.headers['idempotency-key'];
+    if (header === undefined) return;
+    if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+      throw new ServiceError('BAD_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
+    }
+    const context: IdempotencyContext = {
+      actorKey: JSON.stringify([request.principal.tenant, header]),
+      fingerprint: fingerprintOf(request),
+      replayed: false,
+    };
+    const begin = await services.actors.ask<BeginReply>(IDEMPOTENCY_KIND, context.actorKey, { op: 'begin', fingerprint: context.fingerprint });
+    request.idempotency = context;
+    if (begin.outcome === 'replay') {
+      context.replayed = true;
+      return reply
+        .code(begin.response.status_code)
+        .header('idempotent-replayed', 'true')
+        .type(begin.response.content_type)
+        .send(begin.response.body);
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const context = request.idempotency;
+    if (!context || context.replayed) return payload;
+    request.idempotency = null;
+    if (reply.statusCode >= 500 || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
+      await services.actors.ask(IDEMPOTENCY_KIND, context.actorKey, { op: 'abort', fingerprint: context.fingerprint });
+      return payload;
+    }
+    const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
+    await services.actors.ask(IDEMPOTENCY_KIND, context.actorKey, {
+      op: 'complete',
+      fingerprint: context.fingerprint,
+      response: { status_code: reply.statusCode, content_type: contentType, body: (payload as string | null) ?? '' },
+    });
+    return payload;
+  });
+}

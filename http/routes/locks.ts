@@ -1,0 +1,174 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { ServiceError } from '../../runtime/index.js';
+import { LOCK_KIND, lockActorKey } from '../../actors/lock/actor.js';
+import type { LockHolder, LockMessage, LockView } from '../../actors/lock/state.js';
+import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
+import type { AppServices } from '../services.js';
+
+/** Distributed locks with fencing tokens (spec doc 1 §4.7, conventions "Distributed locks"). */
+const NAME = Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
+const Params = Type.Object({ namespace: NAME, key: NAME });
+const OWNER = Type.String({ minLength: 1, maxLength: 256 });
+const LOCK_ID = Type.String({ minLength: 1, maxLength: 64 });
+const TTL = Type.Integer({ minimum: 1, maximum: 86_400 });
+/** Metadata is stored with the lock; bounded so one lock cannot hold megabytes. */
+const METADATA_BYTES_MAX = 16 * 1024;
+
+const AcquireBody = Type.Object({
+  owner_id: OWNER,
+  ttl_seconds: Type.Optional(TTL),
+  metadata: Type.Optional(Type.Unknown({ description: 'Any JSON value, up to 16 KiB serialised.' })),
+});
+const ExtendBody = Type.Object({ lock_id: LOCK_ID, owner_id: OWNER, ttl_seconds: Type.Optional(TTL) });
+const ReleaseBody = Type.Object({ lock_id: LOCK_ID, owner_id: OWNER });
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+const AcquiredLock = Type.Object({
+  lock_id: Type.String(),
+  namespace: Type.String(),
+  key: Type.String(),
+  owner_id: Type.String(),
+  fence_token: Type.Integer(),
+  acquired_at: Type.String({ format: 'date-time' }),
+  expires_at: Type.String({ format: 'date-time' }),
+  ttl_seconds: Type.Integer(),
+  metadata: Type.Unknown(),
+});
+const LockStatus = Type.Object({
+  namespace: Type.String(),
+  key: Type.String(),
+  is_locked: Type.Boolean(),
+  lock_id: Nullable(Type.String()),
+  owner_id: Nullable(Type.String()),
+  fence_token: Type.Integer({ description: 'The holder\'s token, or the last one issued (0 if never locked).' }),
+  acquired_at: Nullable(Type.String({ format: 'date-time' })),
+  expires_at: Nullable(Type.String({ format: 'date-time' })),
+  time_remaining_ms: Type.Integer(),
+  metadata: Type.Unknown(),
+});
+const ExtendedLock = Type.Object({
+  lock_id: Type.String(),
+  namespace: Type.String(),
+  key: Type.String(),
+  owner_id: Type.String(),
+  fence_token: Type.Integer(),
+  expires_at: Type.String({ format: 'date-time' }),
+  ttl_seconds: Type.Integer(),
+});
+
+type LockParams = Static<typeof Params>;
+
+function acquiredShape(params: LockParams, holder: LockHolder) {
+  return {
+    lock_id: holder.lock_id,
+    namespace: params.namespace,
+    key: params.key,
+    owner_id: holder.owner_id,
+    fence_token: holder.fence_token,
+    acquired_at: isoTime(holder.acquired_at_ms)!,
+    expires_at: isoTime(holder.expires_at_ms)!,
+    ttl_seconds: holder.ttl_seconds,
+    metadata: holder.metadata ?? null,
+  };
+}
+
+export function lockRoutes(app: FastifyInstance, services: AppServices): void {
+  const authenticate = bearerAuthentication(services);
+  const path = '/api/v1/distributed-state/:namespace/:key/lock';
+  const ask = (tenant: string, params: LockParams, message: LockMessage) =>
+    services.actors.ask<LockView>(LOCK_KIND, lockActorKey(tenant, params.namespace, params.key), message);
+
+  app.get<{ Params: LockParams }>(path, {
+    onRequest: authenticate,
+    schema: {
+      tags: ['locks'],
+      summary: 'Lock status. A free key answers is_locked false with the last fence token.',
+      security: bearerSecurity,
+      params: Params,
+      response: { 200: LockStatus, ...errorResponses(...bearerErrors) },
+    },
+  }, async (request) => {
+    const principal = requirePrincipal(request);
+    const view = await ask(principal.tenant, request.params, { op: 'status' });
+    const holder = view.holder;
+    return {
+      namespace: request.params.namespace,
+      key: request.params.key,
+      is_locked: holder !== null,
+      lock_id: holder?.lock_id ?? null,
+      owner_id: holder?.owner_id ?? null,
+      fence_token: holder?.fence_token ?? view.last_fence_token,
+      acquired_at: isoTime(holder?.acquired_at_ms),
+      expires_at: isoTime(holder?.expires_at_ms),
+      time_remaining_ms: holder ? Math.max(0, holder.expires_at_ms - view.now_ms) : 0,
+      metadata: holder?.metadata ?? null,
+    };
+  });
+
+  app.post<{ Params: LockParams; Body: Static<typeof AcquireBody> }>(path, {
+    onRequest: authenticate,
+    schema: {
+      tags: ['locks'],
+      summary: 'Acquire. Held by another owner: 409 lock_held. The holder acquiring again gets the current lock.',
+      security: bearerSecurity,
+      params: Params,
+      body: AcquireBody,
+      response: { 200: AcquiredLock, ...errorResponses(...bearerErrors, 409) },
+    },
+  }, async (request) => {
+    const principal = requirePrincipal(request);
+    const { owner_id, ttl_seconds = 30, metadata } = request.body;
+    if (metadata !== undefined && JSON.stringify(metadata).length > METADATA_BYTES_MAX) {
+      throw new ServiceError('BAD_REQUEST', `metadata must serialise to at most ${METADATA_BYTES_MAX} bytes.`, {
+        details: [{ field: 'body.metadata', message: 'is too large' }],
+      });
+    }
+    const view = await ask(principal.tenant, request.params, { op: 'acquire', owner_id, ttl_seconds, metadata });
+    return acquiredShape(request.params, view.holder!);
+  });
+
+  app.patch<{ Params: LockParams; Body: Static<typeof ExtendBody> }>(path, {
+    onRequest: authenticate,
+    schema: {
+      tags: ['locks'],
+      summary: 'Extend. Expiry becomes now + ttl_seconds (default: the ttl the lock was acquired with).',
+      security: bearerSecurity,
+      params: Params,
+      body: ExtendBody,
+      response: { 200: ExtendedLock, ...errorResponses(...bearerErrors, 409) },
+    },
+  }, async (request) => {
+    const principal = requirePrincipal(request);
+    const { lock_id, owner_id, ttl_seconds } = request.body;
+    const view = await ask(principal.tenant, request.params, { op: 'extend', lock_id, owner_id, ttl_seconds });
+    const holder = view.holder!;
+    return {
+      lock_id: holder.lock_id,
+      namespace: request.params.namespace,
+      key: request.params.key,
+      owner_id: holder.owner_id,
+      fence_token: holder.fence_token,
+      expires_at: isoTime(holder.expires_at_ms)!,
+      ttl_seconds: holder.ttl_seconds,
+    };
+  });
+
+  app.delete<{ Params: LockParams; Body: Static<typeof ReleaseBody> }>(path, {
+    onRequest: authenticate,
+    schema: {
+      tags: ['locks'],
+      summary: 'Release. Not the holder: 409 lock_not_held.',
+      security: bearerSecurity,
+      params: Params,
+      body: ReleaseBody,
+      response: { 204: Type.Null(), ...errorResponses(...bearerErrors, 409) },
+    },
+  }, async (request, reply) => {
+    const principal = requirePrincipal(request);
+    const { lock_id, owner_id } = request.body;
+    await ask(principal.tenant, request.params, { op: 'release', lock_id, owner_id });
+    return reply.code(204).send();
+  });
+}

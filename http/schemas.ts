@@ -1,0 +1,41 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** Schemas shared by every area: the error body, Message, pagination. */
+export const ErrorBody = Type.Object(
+  {
+    statusCode: Type.Integer(),
+    code: Type.String({ description: 'Stable machine-readable code; see docs/errors.md.' }),
+    error: Type.String(),
+    message: Type.String(),
+    details: Type.Optional(Type.Unknown()),
+  },
+  { $id: 'ErrorBody', title: 'Error' },
+);
+
+export const MessageBody = Type.Object({ message: Type.String() }, { title: 'Message' });
+
+export const Pagination = Type.Object({
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+  total: Type.Integer(),
+  has_more: Type.Boolean(),
+});
+
+const errorRef = Type.Ref('ErrorBody');
+
+/** Error responses for a route's OpenAPI entry (the body is always ErrorBody). */
+export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  const responses: Record<number, TSchema> = {};
+  for (const status of statuses) responses[status] = errorRef;
+  return responses;
+}
+
+/** The error responses every bearer-authenticated JSON route can give. */
+export const bearerErrors = [400, 401, 413, 415, 429, 503];
+
+export const bearerSecurity = [{ bearerAuth: [] as string[] }];
+
+/** Epoch-ms to the RFC 3339 string the conventions use for `ts` fields. */
+export function isoTime(epoch_ms: number | null | undefined): string | null {
+  return epoch_ms === null || epoch_ms === undefined ? null : new Date(epoch_ms).toISOString();
+}

@@ -1,0 +1,15 @@
+import type { ActorClient, Clock } from '../runtime/index.js';
+import type { TokenService } from './auth/tokens.js';
+import type { NodeConfig } from './config.js';
+import type { Metrics } from './plugins/metrics.js';
+
+/** What route plugins are given: the edge talks to actors, never to storage. */
+export interface AppServices {
+  actors: ActorClient;
+  tokens: TokenService;
+  clock: Clock;
+  config: NodeConfig;
+  metrics: Metrics;
+  /** True while this node owns and serves its partitions. */
+  isReady(): boolean;
+}

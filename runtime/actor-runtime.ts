@@ -1,0 +1,554 @@
+import { EventEmitter } from 'node:events';
+import type { ActorClient } from './actor-client.js';
+import { isAlarm, type ActorDefinition, type ActorEvent, type AlarmChange, type ActorSend, type TurnContext } from './actor.js';
+import { AlarmQueue } from './alarm-queue.js';
+import { assert } from './assert.js';
+import type { Clock, TimerHandle } from './clock.js';
+import { isServiceError, ServiceError } from './errors.js';
+import { randomId } from './ids.js';
+import { limits as defaultLimits, type Limits } from './limits.js';
+import { Mailbox } from './mailbox.js';
+import { silentLogger, type RuntimeLogger, type RuntimeObserver } from './observer.js';
+import { partitionOf } from './partitioning.js';
+import { keys } from './storage-keys.js';
+import type { Store, WriteOp } from './store.js';
+
+interface Envelope {
+  message: unknown;
+  resolve?: (reply: unknown) => void;
+  reject?: (error: unknown) => void;
+  /** Set on outbox deliveries: the receiver de-duplicates on it. */
+  messageId?: string;
+}
+
+interface Activation {
+  readonly partition: number;
+  readonly kind: string;
+  readonly key: string;
+  readonly definition: ActorDefinition;
+  state: unknown;
+  readonly mailbox: Mailbox<Envelope>;
+  /** A batch is running or waiting for its commit. */
+  running: boolean;
+  /** A batch is queued to run. */
+  scheduled: boolean;
+  lastActiveMs: number;
+}
+
+interface Outcome {
+  envelope: Envelope;
+  ok: boolean;
+  value: unknown;
+}
+
+/** An event published on `runtime.events` ('event') after its turn committed. */
+export interface PublishedEvent extends ActorEvent {
+  kind: string;
+  key: string;
+  at_ms: number;
+}
+
+export interface ActorRuntimeOptions {
+  store: Store;
+  clock: Clock;
+  partitionCount?: number;
+  limits?: Partial<Limits>;
+  logger?: RuntimeLogger;
+  observer?: RuntimeObserver;
+}
+
+/**
+ * Runs virtual actors: addressed by kind + key, activated on first message
+ * with their state read from the store, one turn at a time, passivated when
+ * idle. Each batch of turns commits once; replies, alarms, outbox deliveries
+ * and events leave only after that commit (the output gate).
+ */
+export class ActorRuntime implements ActorClient {
+  readonly partitionCount: number;
+  readonly limits: Limits;
+  /** Emits 'event' with a PublishedEvent after the turn that produced it committed. */
+  readonly events = new EventEmitter();
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly logger: RuntimeLogger;
+  private readonly observer?: RuntimeObserver;
+  private readonly definitions = new Map<string, ActorDefinition>();
+  private readonly partitions: Map<string, Activation>[] = [];
+  /** Committed due time of every durable alarm, by alarm id. */
+  private readonly alarmDue = new Map<string, number>();
+  private readonly alarmQueue = new AlarmQueue();
+  private alarmTimer?: TimerHandle;
+  private alarmTimerFireMs = Infinity;
+  private sweepTimer?: TimerHandle;
+  private readonly retryTimers = new Set<TimerHandle>();
+  private state: 'created' | 'running' | 'stopping' | 'stopped' = 'created';
+  private runningBatches = 0;
+  private idleWaiters: (() => void)[] = [];
+  private lastDedupSweepMs = 0;
+
+  constructor(options: ActorRuntimeOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.partitionCount = options.partitionCount ?? defaultLimits.partitions_default;
+    this.limits = { ...defaultLimits, ...options.limits };
+    this.logger = options.logger ?? silentLogger;
+    this.observer = options.observer;
+    for (let p = 0; p < this.partitionCount; p++) this.partitions.push(new Map());
+    this.events.setMaxListeners(0);
+  }
+
+  register(definition: ActorDefinition): this {
+    assert(!this.definitions.has(definition.kind), `actor kind ${definition.kind} registered twice`);
+    this.definitions.set(definition.kind, definition);
+    return this;
+  }
+
+  /** Re-arms durable alarms and re-delivers the outbox, then accepts messages. */
+  async start(): Promise<void> {
+    assert(this.state === 'created', 'runtime started twice');
+    for (let p = 0; p < this.partitionCount; p++) {
+      const [alarmStart, alarmEnd] = keys.alarmRange(p);
+      for (const { key, value } of this.store.range(alarmStart, alarmEnd)) {
+        const [, , kind, actorKey, name] = key as [string, number, string, string, string];
+        const due_ms = value as number;
+        this.alarmDue.set(alarmId(p, kind, actorKey, name), due_ms);
+        this.alarmQueue.push({ fire_ms: due_ms, due_ms, partition: p, kind, key: actorKey, name });
+      }
+    }
+    this.state = 'running';
+    for (let p = 0; p < this.partitionCount; p++) {
+      const [outboxStart, outboxEnd] = keys.outboxRange(p);
+      for (const { key, value } of this.store.range(outboxStart, outboxEnd)) {
+        this.deliverOutbox(p, key[2] as string, value as ActorSend);
+      }
+    }
+    this.armAlarmTimer();
+    this.scheduleSweep();
+  }
+
+  /** Sends a message and waits for the reply, released after its turn committed. */
+  ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
+      this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject });
+    });
+  }
+
+  /** Sends a message without waiting. Throws if the actor's mailbox is full. */
+  tell(kind: string, key: string, message: unknown): void {
+    this.enqueue(kind, key, { message });
+  }
+
+  /** Number of actors currently in memory. */
+  activeActorCount(): number {
+    let count = 0;
+    for (const partition of this.partitions) count += partition.size;
+    return count;
+  }
+
+  pendingAlarmCount(): number {
+    return this.alarmDue.size;
+  }
+
+  /** Passivates every idle actor now (tests and benchmarks). */
+  passivateIdle(idle_ms = this.limits.passivate_idle_ms): number {
+    const now = this.clock.now();
+    let count = 0;
+    for (const partition of this.partitions) {
+      for (const [id, activation] of partition) {
+        if (activation.running || activation.scheduled || activation.mailbox.length > 0) continue;
+        if (now - activation.lastActiveMs < idle_ms) continue;
+        partition.delete(id);
+        this.observer?.passivated(activation.kind);
+        count++;
+      }
+    }
+    return count;
+  }
+
+  /** Stops accepting messages, finishes every queued turn and commit, closes the store. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'stopping') return;
+    this.state = 'stopping';
+    this.alarmTimer?.cancel();
+    this.sweepTimer?.cancel();
+    for (const timer of this.retryTimers) timer.cancel();
+    this.retryTimers.clear();
+    await this.whenIdle();
+    this.state = 'stopped';
+    await this.store.close();
+  }
+
+  private whenIdle(): Promise<void> {
+    if (this.runningBatches === 0 && !this.hasQueuedMessages()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private hasQueuedMessages(): boolean {
+    for (const partition of this.partitions) {
+      for (const activation of partition.values()) if (activation.mailbox.length > 0) return true;
+    }
+    return false;
+  }
+
+  private enqueue(kind: string, key: string, envelope: Envelope): void {
+    if (this.state !== 'running') {
+      throw new ServiceError('shutting_down', 'The node is not accepting requests.', { retryAfterSeconds: 1 });
+    }
+    const activation = this.activate(kind, key);
+    if (activation.mailbox.length >= this.limits.mailbox_messages_max) {
+      this.observer?.overloaded(kind);
+      throw new ServiceError('actor_overloaded', `Too many queued requests for this ${kind}.`, { retryAfterSeconds: 1 });
+    }
+    activation.mailbox.push(envelope);
+    if (!activation.running && !activation.scheduled) {
+      activation.scheduled = true;
+      queueMicrotask(() => this.runBatch(activation));
+    }
+  }
+
+  private activate(kind: string, key: string): Activation {
+    const partition = partitionOf(kind, key, this.partitionCount);
+    const activations = this.partitions[partition];
+    const id = kind + '\u0000' + key;
+    const existing = activations.get(id);
+    if (existing) return existing;
+    const definition = this.definitions.get(kind);
+    assert(definition, `unknown actor kind ${kind}`);
+    const activation: Activation = {
+      partition,
+      kind,
+      key,
+      definition,
+      state: this.loadState(definition, partition, key),
+      mailbox: new Mailbox(),
+      running: false,
+      scheduled: false,
+      lastActiveMs: this.clock.now(),
+    };
+    activations.set(id, activation);
+    this.observer?.activated(kind);
+    return activation;
+  }
+
+  private loadState(definition: ActorDefinition, partition: number, key: string): unknown {
+    if (definition.storage === 'snapshot') {
+      const stored = this.store.get(keys.snapshot(partition, definition.kind, key));
+      return stored === undefined ? definition.initial(key) : stored;
+    }
+    const [start, end] = keys.recordRange(partition, definition.kind, key);
+    const store = this.store;
+    function* records(): Iterable<[string, unknown]> {
+      for (const entry of store.range(start, end)) yield [entry.key[4] as string, entry.value];
+    }
+    return definition.load(key, records());
+  }
+
+  /** Runs up to turn_batch_messages_max turns, then commits them as one. */
+  private runBatch(activation: Activation): void {
+    activation.scheduled = false;
+    activation.running = true;
+    this.runningBatches++;
+    const { definition, partition, kind, key } = activation;
+    const started_ms = performance.now();
+    const batch = activation.mailbox.take(this.limits.turn_batch_messages_max);
+    const ops: WriteOp[] = [];
+    const outcomes: Outcome[] = [];
+    const alarmChanges: AlarmChange[] = [];
+    const sends: { id: string; send: ActorSend }[] = [];
+    const events: ActorEvent[] = [];
+    let pendingAlarms: Map<string, number | null> | undefined;
+    let seenMessageIds: Set<string> | undefined;
+    let snapshotChanged = false;
+    /** What the snapshot record becomes: null deletes it. */
+    let snapshotValue: unknown = null;
+    let poisoned = false;
+    const context: { now: number; kind: string; key: string; newId: (prefix?: string) => string } = {
+      now: 0,
+      kind,
+      key,
+      newId: randomId,
+    };
+
+    for (let i = 0; i < batch.length; i++) {
+      const envelope = batch[i];
+      const message = envelope.message;
+      context.now = this.clock.now();
+
+      if (envelope.messageId !== undefined) {
+        seenMessageIds ??= new Set();
+        if (seenMessageIds.has(envelope.messageId) || this.store.get(keys.dedup(partition, kind, key, envelope.messageId)) !== undefined) {
+          outcomes.push({ envelope, ok: true, value: undefined });
+          continue;
+        }
+      }
+
+      let clearsAlarm = false;
+      if (isAlarm(message)) {
+        const current = pendingAlarms?.has(message.name)
+          ? pendingAlarms.get(message.name)
+          : this.alarmDue.get(alarmId(partition, kind, key, message.name));
+        if (current !== message.due_ms) {
+          // Replaced or cancelled after it fired: a stale wake-up, not a turn.
+          outcomes.push({ envelope, ok: true, value: undefined });
+          continue;
+        }
+        clearsAlarm = true;
+      }
+
+      let result;
+      try {
+        result = definition.step(activation.state, message, context as TurnContext);
+      } catch (error) {
+        if (isServiceError(error)) {
+          if (clearsAlarm) this.recordAlarmChange(ops, alarmChanges, (pendingAlarms ??= new Map()), activation, { name: (message as { name: string }).name, due_ms: null });
+          outcomes.push({ envelope, ok: false, value: error });
+          continue;
+        }
+        // A defect: answer this message with a 500, stop the batch here, and
+        // reload the actor from storage after the commit of the turns before it.
+        this.logger.error({ err: error, kind, key }, 'actor turn threw');
+        outcomes.push({ envelope, ok: false, value: new ServiceError('internal_error') });
+        activation.mailbox.unshiftAll(batch.slice(i + 1));
+        poisoned = true;
+        break;
+      }
+
+      if (clearsAlarm) {
+        this.recordAlarmChange(ops, alarmChanges, (pendingAlarms ??= new Map()), activation, { name: (message as { name: string }).name, due_ms: null });
+      }
+      if (definition.storage === 'snapshot') {
+        if (result.state !== activation.state) {
+          snapshotChanged = true;
+          snapshotValue = result.state ?? null;
+          activation.state = result.state ?? definition.initial(key);
+        }
+      } else {
+        activation.state = result.state;
+        if (result.writes) {
+          for (const write of result.writes) {
+            const storeKey = keys.record(partition, kind, key, write.subkey);
+            ops.push(write.value === undefined ? { type: 'del', key: storeKey } : { type: 'put', key: storeKey, value: write.value });
+          }
+        }
+      }
+      if (result.alarms) {
+        pendingAlarms ??= new Map();
+        for (const change of result.alarms) this.recordAlarmChange(ops, alarmChanges, pendingAlarms, activation, change);
+      }
+      if (result.sends) {
+        for (const send of result.sends) {
+          const id = randomId();
+          ops.push({ type: 'put', key: keys.outbox(partition, id), value: send });
+          sends.push({ id, send });
+        }
+      }
+      if (result.events) for (const event of result.events) events.push(event);
+      if (envelope.messageId !== undefined) {
+        seenMessageIds!.add(envelope.messageId);
+        ops.push({ type: 'put', key: keys.dedup(partition, kind, key, envelope.messageId), value: context.now });
+      }
+      outcomes.push({ envelope, ok: true, value: result.reply });
+    }
+
+    if (snapshotChanged) {
+      const snapshotKey = keys.snapshot(partition, kind, key);
+      ops.push(snapshotValue === null ? { type: 'del', key: snapshotKey } : { type: 'put', key: snapshotKey, value: snapshotValue });
+    }
+    const turn_ms = performance.now() - started_ms;
+    this.observer?.batch(kind, batch.length, turn_ms);
+
+    if (ops.length === 0) {
+      this.finishBatch(activation, outcomes, alarmChanges, sends, events, poisoned);
+      return;
+    }
+    const commitStarted_ms = performance.now();
+    this.store.commit(ops).then(
+      () => {
+        this.observer?.commit(ops.length, performance.now() - commitStarted_ms);
+        this.finishBatch(activation, outcomes, alarmChanges, sends, events, poisoned);
+      },
+      (error: unknown) => {
+        // The batch never happened: fail every message in it and reload the
+        // actor from what is durable.
+        this.logger.error({ err: error, kind, key, ops: ops.length }, 'commit failed');
+        const failure = new ServiceError('internal_error', 'The change could not be stored.');
+        for (const outcome of outcomes) {
+          outcome.ok = false;
+          outcome.value = failure;
+        }
+        this.finishBatch(activation, outcomes, [], [], [], true);
+      },
+    );
+  }
+
+  private recordAlarmChange(
+    ops: WriteOp[],
+    alarmChanges: AlarmChange[],
+    pendingAlarms: Map<string, number | null>,
+    activation: Activation,
+    change: AlarmChange,
+  ): void {
+    const storeKey = keys.alarm(activation.partition, activation.kind, activation.key, change.name);
+    if (change.due_ms === null) ops.push({ type: 'del', key: storeKey });
+    else {
+      assert(Number.isFinite(change.due_ms), 'alarm due time must be a finite number');
+      ops.push({ type: 'put', key: storeKey, value: change.due_ms });
+    }
+    pendingAlarms.set(change.name, change.due_ms);
+    alarmChanges.push(change);
+  }
+
+  private finishBatch(
+    activation: Activation,
+    outcomes: Outcome[],
+    alarmChanges: AlarmChange[],
+    sends: { id: string; send: ActorSend }[],
+    events: ActorEvent[],
+    reload: boolean,
+  ): void {
+    const { partition, kind, key } = activation;
+    for (const change of alarmChanges) this.applyAlarmChange(partition, kind, key, change);
+    if (alarmChanges.length > 0) this.armAlarmTimer();
+    if (reload) activation.state = this.loadState(activation.definition, partition, key);
+    activation.running = false;
+    activation.lastActiveMs = this.clock.now();
+    this.runningBatches--;
+
+    for (const outcome of outcomes) {
+      if (outcome.ok) outcome.envelope.resolve?.(outcome.value);
+      else if (outcome.envelope.reject) outcome.envelope.reject(outcome.value);
+      else if (!isServiceError(outcome.value) || outcome.value.code === 'internal_error') {
+        this.logger.warn({ err: outcome.value, kind, key }, 'told message failed');
+      }
+    }
+    for (const { id, send } of sends) this.deliverOutbox(partition, id, send);
+    if (events.length > 0) {
+      const at_ms = this.clock.now();
+      for (const event of events) this.events.emit('event', { ...event, kind, key, at_ms } satisfies PublishedEvent);
+    }
+
+    if (activation.mailbox.length > 0) {
+      if (!activation.scheduled) {
+        activation.scheduled = true;
+        queueMicrotask(() => this.runBatch(activation));
+      }
+    } else if (this.runningBatches === 0 && this.idleWaiters.length > 0 && !this.hasQueuedMessages()) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const waiter of waiters) waiter();
+    }
+  }
+
+  // ---- durable alarms ----
+
+  private applyAlarmChange(partition: number, kind: string, key: string, change: AlarmChange): void {
+    const id = alarmId(partition, kind, key, change.name);
+    if (change.due_ms === null) {
+      this.alarmDue.delete(id);
+      return;
+    }
+    this.alarmDue.set(id, change.due_ms);
+    this.alarmQueue.push({ fire_ms: change.due_ms, due_ms: change.due_ms, partition, kind, key, name: change.name });
+  }
+
+  private armAlarmTimer(): void {
+    if (this.state !== 'running') return;
+    const next = this.alarmQueue.peek();
+    if (!next) {
+      this.alarmTimer?.cancel();
+      this.alarmTimer = undefined;
+      this.alarmTimerFireMs = Infinity;
+      return;
+    }
+    if (this.alarmTimer && this.alarmTimerFireMs <= next.fire_ms) return;
+    this.alarmTimer?.cancel();
+    this.alarmTimerFireMs = next.fire_ms;
+    this.alarmTimer = this.clock.setTimer(next.fire_ms - this.clock.now(), () => {
+      this.alarmTimer = undefined;
+      this.alarmTimerFireMs = Infinity;
+      this.fireDueAlarms();
+    });
+  }
+
+  private fireDueAlarms(): void {
+    if (this.state !== 'running') return;
+    const now = this.clock.now();
+    for (let next = this.alarmQueue.peek(); next && next.fire_ms <= now; next = this.alarmQueue.peek()) {
+      this.alarmQueue.pop();
+      if (this.alarmDue.get(alarmId(next.partition, next.kind, next.key, next.name)) !== next.due_ms) continue;
+      try {
+        this.tell(next.kind, next.key, { op: '$alarm', name: next.name, due_ms: next.due_ms });
+      } catch {
+        // Mailbox full: try again shortly; the alarm stays durable meanwhile.
+        this.alarmQueue.push({ ...next, fire_ms: now + this.limits.outbox_retry_delay_ms });
+      }
+    }
+    this.armAlarmTimer();
+  }
+
+  // ---- outbox ----
+
+  private deliverOutbox(sourcePartition: number, id: string, send: ActorSend): void {
+    const retry = () => {
+      const timer = this.clock.setTimer(this.limits.outbox_retry_delay_ms, () => {
+        this.retryTimers.delete(timer);
+        if (this.state === 'running') this.deliverOutbox(sourcePartition, id, send);
+      });
+      this.retryTimers.add(timer);
+    };
+    const acknowledge = () => {
+      this.store.commit([{ type: 'del', key: keys.outbox(sourcePartition, id) }]).catch((error: unknown) => {
+        this.logger.error({ err: error }, 'outbox acknowledgement failed; the message will be re-delivered and de-duplicated');
+      });
+    };
+    try {
+      this.enqueue(send.kind, send.key, {
+        message: send.message,
+        messageId: id,
+        resolve: acknowledge,
+        reject: (error) => {
+          if (isServiceError(error) && error.statusCode < 500) {
+            // The receiver refused it for good: retrying would change nothing.
+            this.logger.warn({ err: error, kind: send.kind, key: send.key }, 'outbox message refused by receiver');
+            acknowledge();
+          } else retry();
+        },
+      });
+    } catch (error) {
+      if (this.state === 'running') retry();
+    }
+  }
+
+  // ---- passivation and housekeeping ----
+
+  private scheduleSweep(): void {
+    if (this.state !== 'running') return;
+    this.sweepTimer = this.clock.setTimer(this.limits.passivate_sweep_interval_ms, () => {
+      this.passivateIdle();
+      this.sweepDedupRecords();
+      this.scheduleSweep();
+    });
+  }
+
+  /** Drops receiver de-duplication records older than their retention, hourly. */
+  private sweepDedupRecords(): void {
+    const now = this.clock.now();
+    if (now - this.lastDedupSweepMs < 3600_000) return;
+    this.lastDedupSweepMs = now;
+    const expired: WriteOp[] = [];
+    for (let p = 0; p < this.partitionCount; p++) {
+      const [start, end] = keys.dedupRange(p);
+      for (const { key, value } of this.store.range(start, end)) {
+        if (now - (value as number) > this.limits.dedup_retention_ms) expired.push({ type: 'del', key });
+        if (expired.length >= 10_000) break;
+      }
+    }
+    if (expired.length > 0) {
+      this.store.commit(expired).catch((error: unknown) => this.logger.error({ err: error }, 'dedup sweep failed'));
+    }
+  }
+}
+
+function alarmId(partition: number, kind: string, key: string, name: string): string {
+  return `${partition}\u0000${kind}\u0000${key}\u0000${name}`;
+}

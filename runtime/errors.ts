@@ -1,0 +1,60 @@
+/**
+ * The one registry of error codes (as in fastify's lib/errors.js). Each code
+ * has an HTTP status and a description; docs/errors.md lists the same codes
+ * and test/unit/error-registry.test.ts keeps the two in step.
+ *
+ * Actors throw ServiceError for expected operating errors (a held lock, a
+ * duplicate e-mail); the edge turns it into the conventions' error body.
+ */
+export const errorCodes = {
+  // 400
+  BAD_REQUEST: { status: 400, description: 'The request is malformed or fails validation; `details` names the failing fields.' },
+  // 401
+  unauthorized: { status: 401, description: 'Missing, malformed, expired or revoked credential.' },
+  invalid_credentials: { status: 401, description: 'Login failed. The same message for an unknown user and a wrong password.' },
+  invalid_refresh_token: { status: 401, description: 'The refresh token is unknown, already rotated, or its session ended.' },
+  // 403
+  forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
+  // 404
+  not_found: { status: 404, description: 'No such resource (also for a resource of another tenant).' },
+  // 409
+  conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
+  email_taken: { status: 409, description: 'A user with this e-mail address already exists.' },
+  username_taken: { status: 409, description: 'A user with this username already exists.' },
+  lock_held: { status: 409, description: 'The lock is held by another owner.' },
+  lock_not_held: { status: 409, description: 'The lock_id/owner_id pair is not the current holder of the lock.' },
+  idempotency_in_progress: { status: 409, description: 'A request with the same Idempotency-Key is still being processed.' },
+  idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was used before with a different method, path or body.' },
+  // 413, 415
+  payload_too_large: { status: 413, description: 'The request body is larger than the limit.' },
+  unsupported_media_type: { status: 415, description: 'The request body has a content type the endpoint does not accept.' },
+  // 429
+  rate_limited: { status: 429, description: 'Too many requests; retry after the Retry-After header.' },
+  // 5xx
+  internal_error: { status: 500, description: 'A defect in the service. Never used for bad input.' },
+  actor_overloaded: { status: 503, description: "The resource's mailbox is full; retry after the Retry-After header." },
+  shutting_down: { status: 503, description: 'The node is shutting down; retry on another node or later.' },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export class ServiceError extends Error {
+  override name = 'ServiceError';
+  readonly code: ErrorCode;
+  readonly statusCode: number;
+  readonly details?: unknown;
+  /** Seconds, sent as Retry-After on 429/503. */
+  readonly retryAfterSeconds?: number;
+
+  constructor(code: ErrorCode, message?: string, options: { details?: unknown; retryAfterSeconds?: number } = {}) {
+    super(message ?? errorCodes[code].description);
+    this.code = code;
+    this.statusCode = errorCodes[code].status;
+    this.details = options.details;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+export function isServiceError(error: unknown): error is ServiceError {
+  return error instanceof ServiceError;
+}

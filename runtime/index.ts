@@ -1,0 +1,25 @@
+/** The public surface of the runtime. Sibling layers import from here only. */
+export type { ActorClient } from './actor-client.js';
+export { ActorRuntime, type ActorRuntimeOptions, type PublishedEvent } from './actor-runtime.js';
+export {
+  isAlarm,
+  type ActorDefinition,
+  type ActorEvent,
+  type ActorSend,
+  type AlarmChange,
+  type AlarmMessage,
+  type RecordWrite,
+  type RecordsActorDefinition,
+  type SnapshotActorDefinition,
+  type TurnContext,
+  type TurnResult,
+} from './actor.js';
+export { assert, AssertionError } from './assert.js';
+export { ManualClock, SystemClock, type Clock, type TimerHandle } from './clock.js';
+export { errorCodes, isServiceError, ServiceError, type ErrorCode } from './errors.js';
+export { randomId } from './ids.js';
+export { limits, type Limits } from './limits.js';
+export { silentLogger, type RuntimeLogger, type RuntimeObserver } from './observer.js';
+export { partitionOf } from './partitioning.js';
+export { LmdbStore, type LmdbStoreOptions } from './store-lmdb.js';
+export type { Store, StoreKey, WriteOp } from './store.js';

@@ -1,0 +1,22 @@
+/**
+ * Every queue and loop has an upper bound (TigerBeetle's "put a limit on
+ * everything"). Names carry the unit last.
+ */
+export const limits = {
+  /** Messages waiting for one actor before new ones are refused (503). */
+  mailbox_messages_max: 10_000,
+  /** Messages one actor runs before committing them together (group commit). */
+  turn_batch_messages_max: 512,
+  /** An actor with no message for this long is passivated (dropped from RAM). */
+  passivate_idle_ms: 60_000,
+  /** How often the passivation sweep runs. */
+  passivate_sweep_interval_ms: 15_000,
+  /** Outbox deliveries refused by a full mailbox are retried after this long. */
+  outbox_retry_delay_ms: 250,
+  /** Receiver-side de-duplication records are kept this long. */
+  dedup_retention_ms: 24 * 3600_000,
+  /** Default number of partitions on a node that is not in a cluster. */
+  partitions_default: 64,
+} as const;
+
+export type Limits = { -readonly [K in keyof typeof limits]: number };

@@ -1,0 +1,35 @@
+import type { StoreKey } from './store.js';
+
+/**
+ * The key layout, in one place. Every key starts with a one-letter table and
+ * the partition, so a partition's data is one set of contiguous ranges that
+ * can be shipped, snapshotted or dropped as a unit.
+ *
+ *   ['s', p, kind, key]                 snapshot of a `snapshot` actor
+ *   ['r', p, kind, key, subkey]         record of a `records` actor
+ *   ['t', p, kind, key, name]           durable alarm -> due_ms
+ *   ['o', p, id]                        outbox entry -> {kind, key, message}
+ *   ['x', p, kind, key, message_id]     receiver de-duplication -> received_ms
+ *   ['m', name]                         node metadata
+ */
+const END = '\uffff';
+
+export const keys = {
+  snapshot: (p: number, kind: string, key: string): StoreKey => ['s', p, kind, key],
+  record: (p: number, kind: string, key: string, subkey: string): StoreKey => ['r', p, kind, key, subkey],
+  recordRange: (p: number, kind: string, key: string): [StoreKey, StoreKey] => [
+    ['r', p, kind, key, ''],
+    ['r', p, kind, key, END],
+  ],
+  alarm: (p: number, kind: string, key: string, name: string): StoreKey => ['t', p, kind, key, name],
+  alarmRange: (p: number): [StoreKey, StoreKey] => [['t', p, ''], ['t', p, END]],
+  actorAlarmRange: (p: number, kind: string, key: string): [StoreKey, StoreKey] => [
+    ['t', p, kind, key, ''],
+    ['t', p, kind, key, END],
+  ],
+  outbox: (p: number, id: string): StoreKey => ['o', p, id],
+  outboxRange: (p: number): [StoreKey, StoreKey] => [['o', p, ''], ['o', p, END]],
+  dedup: (p: number, kind: string, key: string, messageId: string): StoreKey => ['x', p, kind, key, messageId],
+  dedupRange: (p: number): [StoreKey, StoreKey] => [['x', p, ''], ['x', p, END]],
+  meta: (name: string): StoreKey => ['m', name],
+};
