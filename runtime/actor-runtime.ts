@@ -85,6 +85,8 @@ export class ActorRuntime implements ActorClient {
   private runningBatches = 0;
   private idleWaiters: (() => void)[] = [];
   private lastDedupSweepMs = 0;
+  /** Commits made outside turns (outbox acknowledgements, sweeps); stop() waits for them. */
+  private readonly housekeeping = new Set<Promise<void>>();
 
   constructor(options: ActorRuntimeOptions) {
     this.store = options.store;
@@ -174,6 +176,7 @@ export class ActorRuntime implements ActorClient {
     for (const timer of this.retryTimers) timer.cancel();
     this.retryTimers.clear();
     await this.whenIdle();
+    await Promise.all([...this.housekeeping]);
     this.state = 'stopped';
     await this.store.close();
   }
@@ -497,9 +500,7 @@ export class ActorRuntime implements ActorClient {
       this.retryTimers.add(timer);
     };
     const acknowledge = () => {
-      this.store.commit([{ type: 'del', key: keys.outbox(sourcePartition, id) }]).catch((error: unknown) => {
-        this.logger.error({ err: error }, 'outbox acknowledgement failed; the message will be re-delivered and de-duplicated');
-      });
+      this.housekeepingCommit([{ type: 'del', key: keys.outbox(sourcePartition, id) }], 'outbox acknowledgement failed; the message will be re-delivered and de-duplicated');
     };
     try {
       this.enqueue(send.kind, send.key, {
@@ -543,9 +544,13 @@ export class ActorRuntime implements ActorClient {
         if (expired.length >= 10_000) break;
       }
     }
-    if (expired.length > 0) {
-      this.store.commit(expired).catch((error: unknown) => this.logger.error({ err: error }, 'dedup sweep failed'));
-    }
+    if (expired.length > 0) this.housekeepingCommit(expired, 'dedup sweep failed');
+  }
+
+  private housekeepingCommit(ops: WriteOp[], failure: string): void {
+    const commit = this.store.commit(ops).catch((error: unknown) => this.logger.error({ err: error }, failure));
+    this.housekeeping.add(commit);
+    void commit.finally(() => this.housekeeping.delete(commit));
   }
 }
 

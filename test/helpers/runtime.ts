@@ -43,3 +43,16 @@ export async function startTestRuntime(
 export async function settle(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
 }
+
+/** Polls `check` until it stops throwing (real time, bounded): for effects that follow a commit. */
+export async function eventually<T>(check: () => T | Promise<T>, timeout_ms = 2000): Promise<T> {
+  const deadline = Date.now() + timeout_ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+}
