@@ -427,7 +427,14 @@ export class ActorRuntime implements ActorClient {
     for (const { id, send } of sends) this.deliverOutbox(partition, id, send);
     if (events.length > 0) {
       const at_ms = this.clock.now();
-      for (const event of events) this.events.emit('event', { ...event, kind, key, at_ms } satisfies PublishedEvent);
+      for (const event of events) {
+        try {
+          this.events.emit('event', { ...event, kind, key, at_ms } satisfies PublishedEvent);
+        } catch (error) {
+          // A subscriber's bug must not stop this actor's mailbox.
+          this.logger.error({ err: error, kind, key, type: event.type }, 'event subscriber threw');
+        }
+      }
     }
 
     if (activation.mailbox.length > 0) {
@@ -548,7 +555,9 @@ export class ActorRuntime implements ActorClient {
   }
 
   private housekeepingCommit(ops: WriteOp[], failure: string): void {
-    const commit = this.store.commit(ops).catch((error: unknown) => this.logger.error({ err: error }, failure));
+    const commit = Promise.resolve()
+      .then(() => this.store.commit(ops))
+      .catch((error: unknown) => this.logger.error({ err: error }, failure));
     this.housekeeping.add(commit);
     void commit.finally(() => this.housekeeping.delete(commit));
   }
