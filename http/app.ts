@@ -1,8 +1,10 @@
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { randomId } from '../runtime/index.js';
-import { registerErrorHandling } from './plugins/error-handler.js';
+import { registerErrorHandling, sendError } from './plugins/error-handler.js';
+import { registerGracefulClose } from './plugins/graceful-close.js';
 import { registerIdempotency } from './plugins/idempotency.js';
+import { registerJsonBody } from './plugins/json-body.js';
 import { registerValidation } from './plugins/validation.js';
 import { routeAreas } from './routes/index.js';
 import { ErrorBody } from './schemas.js';
@@ -22,16 +24,24 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger)
     // One log line per request at debug level (below); the default two lines
     // at info would cost more than a lock turn.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
-    return503OnClosing: true,
+    // Drain answers come from plugins/graceful-close.ts (the error shape, Connection: close).
+    return503OnClosing: false,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     routerOptions: { maxParamLength: 1024 },
+    // Malformed URLs and over-long path parameters are rejected by the router before any
+    // hook runs; answer them in the conventions' shape too (400 BAD_REQUEST, not FST_ codes).
+    frameworkErrors: (error, _request, reply) => {
+      sendError(reply, error.code === 'FST_ERR_ASYNC_CONSTRAINT' ? 'internal_error' : 'BAD_REQUEST', error.message);
+    },
   });
   app.decorateRequest('principal', null);
   registerValidation(app);
   // JSON only: any other body type is a 415, not a string handed to a route.
   app.removeContentTypeParser(['text/plain']);
+  registerJsonBody(app);
   registerErrorHandling(app);
+  registerGracefulClose(app);
 
   await app.register(swagger, {
     openapi: {

@@ -74,7 +74,9 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 201: TokenBodySchema, ...errorResponses(400, 409, 413, 415, 503) },
     },
   }, async (request, reply) => {
-    const user = await accounts.register(request.body);
+    // Only the documented fields: unknown ones (a `role`, say) are ignored, never used.
+    const { email, username, password, display_name } = request.body;
+    const user = await accounts.register({ email, username, password, display_name });
     const tokens = await accounts.openSession(user.id, clientInfo(request));
     return reply.code(201).send(tokenResponse(tokens));
   });

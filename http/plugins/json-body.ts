@@ -1,0 +1,75 @@
+import { isUtf8 } from 'node:buffer';
+import type { FastifyInstance } from 'fastify';
+import { ServiceError } from '../../runtime/index.js';
+
+/**
+ * The JSON body parser: Fastify's own (secure-json-parse, `__proto__` and
+ * `constructor.prototype` refused) behind three checks it does not make.
+ * - The bytes must be valid UTF-8 (RFC 8259). Decoding them leniently would
+ *   turn different byte strings into the same U+FFFD text: two clients with
+ *   different invalid owner_ids would share one lock.
+ * - Arrays and objects nest at most JSON_DEPTH_MAX levels, so nothing after
+ *   the parser (JSON.stringify for fingerprints and size checks, msgpack in
+ *   storage, the response serialiser) can overflow the stack: a 400, not a 500.
+ * - No string or key may hold an unpaired surrogate (`"\ud800"` is valid JSON
+ *   syntax). Storage encodes strings as UTF-8, which cannot carry one: the
+ *   value would come back changed after a reload (a lock owner that can no
+ *   longer release its own lock).
+ */
+export const JSON_DEPTH_MAX = 100;
+
+export function registerJsonBody(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      done(new ServiceError('BAD_REQUEST', 'The request body is not valid UTF-8.'), undefined);
+      return;
+    }
+    const text = bytes.toString('utf8');
+    if (nestingExceeds(text, JSON_DEPTH_MAX)) {
+      done(new ServiceError('BAD_REQUEST', `The request body nests arrays and objects deeper than ${JSON_DEPTH_MAX} levels.`), undefined);
+      return;
+    }
+    parse(request, text, (error, value) => {
+      // Only a \u escape can produce a lone surrogate: the bytes are valid UTF-8.
+      if (!error && text.includes('\\u') && hasLoneSurrogate(value)) {
+        done(new ServiceError('BAD_REQUEST', 'The request body holds a string with an unpaired UTF-16 surrogate escape.'), undefined);
+        return;
+      }
+      done(error, value);
+    });
+  });
+}
+
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Walks a parsed body (at most JSON_DEPTH_MAX deep, so recursion is bounded). */
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) if (LONE_SURROGATE.test(key) || hasLoneSurrogate(item)) return true;
+  }
+  return false;
+}
+
+/** True when brackets outside strings nest deeper than `depth_max`. Linear, no recursion. */
+export function nestingExceeds(text: string, depth_max: number): boolean {
+  // Deeper than depth_max needs more than depth_max opening brackets.
+  if (text.length <= depth_max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > depth_max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
