@@ -1,4 +1,15 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import {
+  beginSetup,
+  CHALLENGE_FAILURES_MAX,
+  challengeFailures,
+  completeSetup,
+  emptyTwoFactor,
+  recordChallenge,
+  verifyCode,
+  type PresentedCode,
+  type TwoFactorState,
+} from './two-factor.js';
 
 /**
  * One user: profile, password hash and sessions, as one actor (kind `user`,
@@ -38,6 +49,15 @@ export interface SessionRecord {
 export interface UserState {
   user: UserRecord | null;
   sessions: Record<string, SessionRecord>;
+  /** Absent on users stored before two-factor existed: read as emptyTwoFactor(). */
+  two_factor?: TwoFactorState;
+}
+
+interface SessionRequest {
+  refresh_hash: string;
+  ttl_seconds: number;
+  ip_address: string;
+  user_agent: string;
 }
 
 export interface NewUser {
@@ -56,7 +76,13 @@ export type UserMessage =
   | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
   | { op: 'authenticate'; session_id: string }
   | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
-  | { op: 'end-session'; session_id: string };
+  | { op: 'end-session'; session_id: string }
+  | { op: '2fa-setup'; secret_b32: string; backup_hashes: string[] }
+  | { op: '2fa-verify-setup'; code: string }
+  | { op: '2fa-status' }
+  | { op: '2fa-disable'; presented: PresentedCode }
+  | { op: '2fa-regenerate'; presented: PresentedCode; backup_hashes: string[] }
+  | ({ op: '2fa-login'; challenge_id: string; presented: PresentedCode } & SessionRequest);
 
 export interface PublicUser {
   id: string;
@@ -160,24 +186,8 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       return { state, reply };
     }
 
-    case 'open-session': {
-      const user = requireUser(state);
-      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
-      const session: SessionRecord = {
-        id: context.newId('ses_'),
-        created_at_ms: now,
-        expires_at_ms: now + message.ttl_seconds * 1000,
-        refresh_hash: message.refresh_hash,
-        previous_refresh_hash: null,
-        ended_at_ms: null,
-        ip_address: message.ip_address,
-        user_agent: message.user_agent,
-        impersonated_by: null,
-      };
-      const sessions = prunedSessions(state.sessions, now);
-      sessions[session.id] = session;
-      return { state: { user, sessions }, reply: { session_id: session.id, user: publicUser(user) } };
-    }
+    case 'open-session':
+      return openSession(state, message, context);
 
     case 'authenticate': {
       const user = state.user;
@@ -201,7 +211,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
           // neither copy works (refresh token reuse detection).
           const ended: SessionRecord = { ...session, ended_at_ms: now };
           return {
-            state: { user, sessions: { ...state.sessions, [session.id]: ended } },
+            state: { ...state, sessions: { ...state.sessions, [session.id]: ended } },
             reply: { reused: true },
           };
         }
@@ -214,7 +224,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         expires_at_ms: now + message.ttl_seconds * 1000,
       };
       return {
-        state: { user, sessions: { ...state.sessions, [session.id]: rotated } },
+        state: { ...state, sessions: { ...state.sessions, [session.id]: rotated } },
         reply: { reused: false, session_id: session.id, user: publicUser(user) },
       };
     }
@@ -223,10 +233,87 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       const session = state.sessions[message.session_id];
       if (!state.user || !session || session.ended_at_ms !== null) return { state, reply: { ended: false } };
       const ended: SessionRecord = { ...session, ended_at_ms: now };
-      return { state: { user: state.user, sessions: { ...state.sessions, [session.id]: ended } }, reply: { ended: true } };
+      return { state: { ...state, sessions: { ...state.sessions, [session.id]: ended } }, reply: { ended: true } };
+    }
+
+    case '2fa-setup': {
+      requireUser(state);
+      const two_factor = beginSetup(twoFactorOf(state), message.secret_b32, message.backup_hashes);
+      return { state: { ...state, two_factor }, reply: null };
+    }
+
+    case '2fa-verify-setup': {
+      const user = requireUser(state);
+      const two_factor = completeSetup(twoFactorOf(state), message.code, now);
+      return { state: { ...state, user: { ...user, two_factor_enabled: true, updated_at_ms: now }, two_factor }, reply: null };
+    }
+
+    case '2fa-status': {
+      requireUser(state);
+      const two_factor = twoFactorOf(state);
+      return { state, reply: { enabled: two_factor.enabled, backup_codes_remaining: two_factor.enabled ? two_factor.backup_hashes.length : 0 } };
+    }
+
+    case '2fa-disable': {
+      const user = requireUser(state);
+      const two_factor = twoFactorOf(state);
+      if (!two_factor.enabled) throw new ServiceError('conflict', 'Two-factor authentication is not enabled.');
+      if (!verifyCode(two_factor, message.presented, now, true).ok) throw new ServiceError('invalid_two_factor_code', 'The code is not valid.');
+      return { state: { ...state, user: { ...user, two_factor_enabled: false, updated_at_ms: now }, two_factor: emptyTwoFactor() }, reply: null };
+    }
+
+    case '2fa-regenerate': {
+      requireUser(state);
+      const two_factor = twoFactorOf(state);
+      if (!two_factor.enabled) throw new ServiceError('conflict', 'Two-factor authentication is not enabled.');
+      const verdict = verifyCode(two_factor, message.presented, now, false);
+      if (!verdict.ok) throw new ServiceError('invalid_two_factor_code', 'The code is not valid.');
+      return { state: { ...state, two_factor: { ...verdict.state, backup_hashes: message.backup_hashes } }, reply: null };
+    }
+
+    case '2fa-login': {
+      // Wrong codes are counted, so they are answered with a value, not a throw
+      // (a throw would discard the count).
+      const user = requireUser(state);
+      const two_factor = twoFactorOf(state);
+      const failures = challengeFailures(two_factor, message.challenge_id);
+      if (user.banned || !two_factor.enabled || failures < 0 || failures >= CHALLENGE_FAILURES_MAX) {
+        return { state, reply: { ok: false } };
+      }
+      const verdict = verifyCode(two_factor, message.presented, now, true);
+      if (!verdict.ok) {
+        return { state: { ...state, two_factor: recordChallenge(two_factor, message.challenge_id, failures + 1) }, reply: { ok: false } };
+      }
+      const verified = { ...state, two_factor: recordChallenge(verdict.state, message.challenge_id, -1) };
+      const opened = openSession(verified, message, context);
+      return { state: opened.state, reply: { ok: true, ...(opened.reply as object) } };
     }
 
     case '$alarm':
       return { state };
   }
+}
+
+function twoFactorOf(state: UserState): TwoFactorState {
+  return state.two_factor ?? emptyTwoFactor();
+}
+
+function openSession(state: UserState, request: SessionRequest, context: TurnContext): TurnResult<UserState, unknown> {
+  const now = context.now;
+  const user = requireUser(state);
+  if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
+  const session: SessionRecord = {
+    id: context.newId('ses_'),
+    created_at_ms: now,
+    expires_at_ms: now + request.ttl_seconds * 1000,
+    refresh_hash: request.refresh_hash,
+    previous_refresh_hash: null,
+    ended_at_ms: null,
+    ip_address: request.ip_address,
+    user_agent: request.user_agent,
+    impersonated_by: null,
+  };
+  const sessions = prunedSessions(state.sessions, now);
+  sessions[session.id] = session;
+  return { state: { ...state, user, sessions }, reply: { session_id: session.id, user: publicUser(user) } };
 }

@@ -28,6 +28,19 @@ export interface Registration {
 
 let dummyHash: Promise<string> | undefined;
 
+/** How long the password step of a two-factor login stays valid. */
+export const TWO_FACTOR_CHALLENGE_TTL_SECONDS = 300;
+
+/** A code as typed: digits for TOTP, and the hash of its normalised form for backup codes. */
+export function presentedCode(code: string): { code: string; code_hash: string } {
+  const trimmed = code.trim();
+  return { code: trimmed, code_hash: hashSecret(normalizeBackupCode(trimmed)) };
+}
+
+export function normalizeBackupCode(code: string): string {
+  return code.toLowerCase().replace(/[\s-]/g, '');
+}
+
 export class Accounts {
   constructor(private readonly services: AppServices) {}
 
@@ -69,7 +82,7 @@ export class Accounts {
   }
 
   async openSession(user_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
-    const { actors, tokens, config } = this.services;
+    const { actors, config } = this.services;
     const refresh = newRefreshSecret();
     const opened = await actors.ask<{ session_id: string; user: PublicUser }>(USER_KIND, user_id, {
       op: 'open-session',
@@ -78,11 +91,38 @@ export class Accounts {
       ip_address: client.ip_address,
       user_agent: client.user_agent,
     });
-    const access = await tokens.signAccessToken(user_id, opened.session_id);
+    return this.tokenBody(user_id, opened.session_id, refresh.secret, opened.user);
+  }
+
+  /** The token for the second login step of a user with two-factor enabled. */
+  twoFactorChallenge(user_id: string): Promise<string> {
+    return this.services.tokens.signTwoFactorChallenge(user_id, randomId('chl_'), TWO_FACTOR_CHALLENGE_TTL_SECONDS);
+  }
+
+  /** Second login step: the challenge token and a TOTP or backup code open a session. */
+  async completeTwoFactorLogin(two_factor_token: string, code: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
+    const { actors, tokens, config } = this.services;
+    const challenge = await tokens.verifyTwoFactorChallenge(two_factor_token);
+    const refresh = newRefreshSecret();
+    const outcome = await actors.ask<{ ok: boolean; session_id?: string; user?: PublicUser }>(USER_KIND, challenge.user_id, {
+      op: '2fa-login',
+      challenge_id: challenge.challenge_id,
+      presented: presentedCode(code),
+      refresh_hash: refresh.hash,
+      ttl_seconds: config.refreshTokenTtlSeconds,
+      ip_address: client.ip_address,
+      user_agent: client.user_agent,
+    });
+    if (!outcome.ok) throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
+    return this.tokenBody(challenge.user_id, outcome.session_id!, refresh.secret, outcome.user!);
+  }
+
+  private async tokenBody(user_id: string, session_id: string, refreshSecret: string, user: PublicUser): Promise<TokenBody & { user: PublicUser }> {
+    const access = await this.services.tokens.signAccessToken(user_id, session_id);
     return {
-      user: opened.user,
+      user,
       access_token: access.token,
-      refresh_token: formatRefreshToken(user_id, opened.session_id, refresh.secret),
+      refresh_token: formatRefreshToken(user_id, session_id, refreshSecret),
       token_type: 'Bearer',
       expires_in: access.expires_in,
     };
@@ -91,7 +131,7 @@ export class Accounts {
   async refresh(refreshToken: string): Promise<TokenBody & { user: PublicUser }> {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) throw new ServiceError('invalid_refresh_token', 'The refresh token is not valid.');
-    const { actors, tokens, config } = this.services;
+    const { actors, config } = this.services;
     const next = newRefreshSecret();
     const rotated = await actors.ask<{ reused: boolean; session_id: string; user: PublicUser }>(USER_KIND, parsed.user_id, {
       op: 'refresh',
@@ -101,14 +141,7 @@ export class Accounts {
       ttl_seconds: config.refreshTokenTtlSeconds,
     });
     if (rotated.reused) throw new ServiceError('invalid_refresh_token', 'The refresh token was already used; the session has been ended.');
-    const access = await tokens.signAccessToken(parsed.user_id, rotated.session_id);
-    return {
-      user: rotated.user,
-      access_token: access.token,
-      refresh_token: formatRefreshToken(parsed.user_id, rotated.session_id, next.secret),
-      token_type: 'Bearer',
-      expires_in: access.expires_in,
-    };
+    return this.tokenBody(parsed.user_id, rotated.session_id, next.secret, rotated.user);
   }
 
   async endSession(user_id: string, session_id: string): Promise<void> {

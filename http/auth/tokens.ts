@@ -69,6 +69,38 @@ export class TokenService {
     return { token, expires_in: this.accessTtlSeconds };
   }
 
+  /**
+   * The token a login of a user with two-factor returns instead of tokens:
+   * proves the password step for `ttl_seconds`; `jti` names the challenge so the
+   * user actor can count wrong codes and refuse a second use.
+   */
+  async signTwoFactorChallenge(user_id: string, challenge_id: string, ttl_seconds: number): Promise<string> {
+    const now_s = Math.floor(this.now() / 1000);
+    return new SignJWT({})
+      .setProtectedHeader({ alg: ALGORITHM, kid: this.kid, typ: '2fa+jwt' })
+      .setSubject(user_id)
+      .setJti(challenge_id)
+      .setIssuer(this.issuer)
+      .setIssuedAt(now_s)
+      .setExpirationTime(now_s + ttl_seconds)
+      .sign(this.signKey);
+  }
+
+  async verifyTwoFactorChallenge(token: string): Promise<{ user_id: string; challenge_id: string }> {
+    try {
+      const { payload } = await jwtVerify(token, this.verifyKey, {
+        issuer: this.issuer,
+        algorithms: [ALGORITHM],
+        typ: '2fa+jwt',
+        currentDate: new Date(this.now()),
+      });
+      if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string') throw new Error('missing claims');
+      return { user_id: payload.sub, challenge_id: payload.jti };
+    } catch {
+      throw new ServiceError('invalid_credentials', 'The two-factor token is invalid or expired.');
+    }
+  }
+
   /** The token's claims, or a 401. */
   async verifyAccessToken(token: string): Promise<AccessClaims> {
     const now_s = this.now() / 1000;

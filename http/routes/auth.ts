@@ -41,6 +41,11 @@ const LoginBody = Type.Object({
   password: Type.String({ minLength: 1, maxLength: 256 }),
 });
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 512 }) });
+const TwoFactorRequired = Type.Object({ requires_2fa: Type.Literal(true), two_factor_token: Type.String() });
+const TwoFactorVerifyBody = Type.Object({
+  two_factor_token: Type.String({ minLength: 1, maxLength: 2048 }),
+  code: Type.String({ minLength: 1, maxLength: 32, description: 'A 6-digit TOTP code or a backup code.' }),
+});
 
 export function userView(user: PublicUser) {
   return {
@@ -84,14 +89,26 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
   app.post<{ Body: Static<typeof LoginBody> }>('/api/v1/auth/login', {
     schema: {
       tags: ['auth'],
-      summary: 'Sign in with e-mail or username. Unknown user and wrong password give the same 401.',
+      summary: 'Sign in with e-mail or username. Unknown user and wrong password give the same 401. With two-factor on: requires_2fa and a two_factor_token instead of tokens.',
       body: LoginBody,
-      response: { 200: TokenBodySchema, ...errorResponses(400, 401, 403, 413, 415, 503) },
+      response: { 200: Type.Union([TokenBodySchema, TwoFactorRequired]), ...errorResponses(400, 401, 403, 413, 415, 503) },
     },
   }, async (request) => {
     const credentials = await accounts.verifyLogin(request.body.login, request.body.password);
+    if (credentials.two_factor_enabled) {
+      return { requires_2fa: true as const, two_factor_token: await accounts.twoFactorChallenge(credentials.user_id) };
+    }
     return tokenResponse(await accounts.openSession(credentials.user_id, clientInfo(request)));
   });
+
+  app.post<{ Body: Static<typeof TwoFactorVerifyBody> }>('/api/v1/auth/2fa/verify', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Second login step: the two_factor_token from login and a TOTP or backup code. Wrong code: 401; five wrong codes end the challenge.',
+      body: TwoFactorVerifyBody,
+      response: { 200: TokenBodySchema, ...errorResponses(400, 401, 403, 413, 415, 503) },
+    },
+  }, async (request) => tokenResponse(await accounts.completeTwoFactorLogin(request.body.two_factor_token, request.body.code, clientInfo(request))));
 
   app.post<{ Body: Static<typeof RefreshBody> }>('/api/v1/auth/refresh', {
     schema: {
