@@ -89,7 +89,6 @@ export class ActorRuntime implements ActorClient {
   private state: 'created' | 'running' | 'stopping' | 'stopped' = 'created';
   private runningBatches = 0;
   private idleWaiters: (() => void)[] = [];
-  private lastDedupSweepMs = 0;
   /** Commits made outside turns (outbox acknowledgements, sweeps); stop() waits for them. */
   private readonly housekeeping = new Set<Promise<void>>();
 
@@ -356,6 +355,7 @@ export class ActorRuntime implements ActorClient {
       if (envelope.messageId !== undefined) {
         seenMessageIds!.add(envelope.messageId);
         ops.push({ type: 'put', key: keys.dedup(partition, kind, key, envelope.messageId), value: context.now });
+        ops.push({ type: 'put', key: keys.dedupByTime(partition, context.now, envelope.messageId), value: [kind, key] });
       }
       // A successful tell has nobody to answer: no outcome to carry.
       if (envelope.resolve) outcomes.push({ envelope, ok: true, value: result.reply });
@@ -546,17 +546,22 @@ export class ActorRuntime implements ActorClient {
     });
   }
 
-  /** Drops receiver de-duplication records older than their retention, hourly. */
+  /**
+   * Drops receiver de-duplication records past their retention. The time
+   * index ['y', p, received_ms, id] makes this a scan of expired entries only,
+   * at most `dedup_sweep_records_max` per sweep, so its cost does not grow with
+   * the number of live records.
+   */
   private sweepDedupRecords(): void {
-    const now = this.clock.now();
-    if (now - this.lastDedupSweepMs < 3600_000) return;
-    this.lastDedupSweepMs = now;
+    const cutoff_ms = this.clock.now() - this.limits.dedup_retention_ms;
     const expired: WriteOp[] = [];
-    for (let p = 0; p < this.partitionCount; p++) {
-      const [start, end] = keys.dedupRange(p);
+    let budget = this.limits.dedup_sweep_records_max;
+    for (let p = 0; p < this.partitionCount && budget > 0; p++) {
+      const [start, end] = keys.dedupExpiredRange(p, cutoff_ms);
       for (const { key, value } of this.store.range(start, end)) {
-        if (now - (value as number) > this.limits.dedup_retention_ms) expired.push({ type: 'del', key });
-        if (expired.length >= 10_000) break;
+        const [kind, actorKey] = value as [string, string];
+        expired.push({ type: 'del', key }, { type: 'del', key: keys.dedup(p, kind, actorKey, key[3] as string) });
+        if (--budget <= 0) break;
       }
     }
     if (expired.length > 0) this.housekeepingCommit(expired, 'dedup sweep failed');

@@ -15,6 +15,8 @@ export const limits = {
   outbox_retry_delay_ms: 250,
   /** Receiver-side de-duplication records are kept this long. */
   dedup_retention_ms: 24 * 3600_000,
+  /** Expired de-duplication records dropped per sweep (every passivate_sweep_interval_ms): 50k per 15 s. */
+  dedup_sweep_records_max: 50_000,
   /** Default number of partitions on a node that is not in a cluster. */
   partitions_default: 64,
 } as const;

@@ -10,6 +10,7 @@ import type { StoreKey } from './store.js';
  *   ['t', p, kind, key, name]           durable alarm -> due_ms
  *   ['o', p, id]                        outbox entry -> {kind, key, message}
  *   ['x', p, kind, key, message_id]     receiver de-duplication -> received_ms
+ *   ['y', p, received_ms, message_id]   the same, by time -> [kind, key] (for the sweep)
  *   ['m', name]                         node metadata
  */
 const END = '\uffff';
@@ -30,6 +31,8 @@ export const keys = {
   outbox: (p: number, id: string): StoreKey => ['o', p, id],
   outboxRange: (p: number): [StoreKey, StoreKey] => [['o', p, ''], ['o', p, END]],
   dedup: (p: number, kind: string, key: string, messageId: string): StoreKey => ['x', p, kind, key, messageId],
-  dedupRange: (p: number): [StoreKey, StoreKey] => [['x', p, ''], ['x', p, END]],
+  dedupByTime: (p: number, received_ms: number, messageId: string): StoreKey => ['y', p, received_ms, messageId],
+  /** De-duplication records received before `before_ms`, oldest first. */
+  dedupExpiredRange: (p: number, before_ms: number): [StoreKey, StoreKey] => [['y', p, 0], ['y', p, before_ms]],
   meta: (name: string): StoreKey => ['m', name],
 };

@@ -318,6 +318,21 @@ describe('outbox', () => {
   });
 });
 
+describe('de-duplication records', () => {
+  it('are kept for their retention, then swept with their time index', async () => {
+    const { runtime, store, clock } = await controlledRuntime();
+    await runtime.ask('counter', 'from', { op: 'forward', to: 'to', by: 1 });
+    const countOf = (table: string) => [...store.range([table, 0], [table, 4096])].length;
+    await eventually(() => expect(countOf('x')).toBe(1));
+    expect(countOf('y')).toBe(1);
+    clock.advance(runtime.limits.dedup_retention_ms - 60_000);
+    await settle();
+    expect(countOf('x')).toBe(1);
+    clock.advance(60_000 + runtime.limits.passivate_sweep_interval_ms);
+    await eventually(() => expect(countOf('x') + countOf('y')).toBe(0));
+  });
+});
+
 describe('stop', () => {
   it('finishes queued turns before closing and refuses new messages', async () => {
     const handle = await startTestRuntime([counterActor, bagActor]);
