@@ -1,8 +1,11 @@
 import type { ActorDefinition } from '../runtime/index.js';
 import { directoryActor, userActor } from './account/actor.js';
 import { idempotencyActor } from './idempotency/state.js';
+import { livenessActor, livenessIndexActor } from './liveness/actor.js';
 import { lockActor } from './lock/actor.js';
+import { presenceContextActor, presenceSubjectActor } from './presence/actor.js';
 import { signingKeyActor } from './system/signing-key.js';
+import { waitingRoomActor, waitingRoomDirectoryActor } from './waiting-room/actor.js';
 
 /** Every actor kind the node runs. Add a kind by adding its definition here. */
 export const allActors: ActorDefinition[] = [
@@ -11,4 +14,7 @@ export const allActors: ActorDefinition[] = [
   directoryActor,
   idempotencyActor,
   lockActor,
+  livenessActor, livenessIndexActor,
+  presenceContextActor, presenceSubjectActor,
+  waitingRoomActor, waitingRoomDirectoryActor,
 ];

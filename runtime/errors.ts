@@ -9,14 +9,17 @@
 export const errorCodes = {
   // 400
   BAD_REQUEST: { status: 400, description: 'The request is malformed or fails validation; `details` names the failing fields.' },
+  invalid_two_factor_code: { status: 400, description: 'The two-factor code (TOTP or backup code) is not valid, or was already used.' },
   // 401
   unauthorized: { status: 401, description: 'Missing, malformed, expired or revoked credential.' },
   invalid_credentials: { status: 401, description: 'Login failed. The same message for an unknown user and a wrong password.' },
   invalid_refresh_token: { status: 401, description: 'The refresh token is unknown, already rotated, or its session ended.' },
   // 403
   forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
+  waiting_room_member_banned: { status: 403, description: 'The member is banned from this waiting room (a room ban or a global ban of the tenant).' },
   // 404
   not_found: { status: 404, description: 'No such resource (also for a resource of another tenant).' },
+  presence_session_not_found: { status: 404, description: 'No live presence session with this session_id in the context (it left or expired).' },
   // 409
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   email_taken: { status: 409, description: 'A user with this e-mail address already exists.' },
@@ -25,11 +28,17 @@ export const errorCodes = {
   lock_not_held: { status: 409, description: 'The lock_id/owner_id pair is not the current holder of the lock.' },
   idempotency_in_progress: { status: 409, description: 'A request with the same Idempotency-Key is still being processed.' },
   idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was used before with a different method, path or body.' },
+  waiting_room_exists: { status: 409, description: 'A waiting room with this room_id already exists.' },
+  waiting_room_member_not_active: { status: 409, description: 'The member is still waiting; only an admitted (active) session can be refreshed.' },
+  waiting_room_limit_reached: { status: 409, description: 'A per-room limit is reached (waiting members or bans); see docs/api/waiting-rooms.md.' },
+  presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
+  presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
   // 413, 415
   payload_too_large: { status: 413, description: 'The request body is larger than the limit.' },
   unsupported_media_type: { status: 415, description: 'The request body has a content type the endpoint does not accept.' },
   // 429
   rate_limited: { status: 429, description: 'Too many requests; retry after the Retry-After header.' },
+  waiting_room_rejoin_cooldown: { status: 429, description: 'The member left or was rejected recently and may not rejoin yet; retry after the Retry-After header.' },
   // 5xx
   internal_error: { status: 500, description: 'A defect in the service. Never used for bad input.' },
   actor_overloaded: { status: 503, description: "The resource's mailbox is full; retry after the Retry-After header." },

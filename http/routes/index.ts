@@ -2,11 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import type { AppServices } from '../services.js';
 import { authRoutes } from './auth.js';
 import { healthRoutes } from './health.js';
+import { livenessRoutes } from './liveness.js';
 import { lockRoutes } from './locks.js';
+import { twoFactorRoutes } from './two-factor.js';
+import { presenceRoutes } from './presence.js';
+import { waitingRoomRoutes } from './waiting-rooms.js';
 
 /** Every area's routes, in one list. Add an area by adding its function here. */
 export const routeAreas: ((app: FastifyInstance, services: AppServices) => void)[] = [
   healthRoutes,
   authRoutes,
+  twoFactorRoutes,
   lockRoutes,
+  livenessRoutes,
+  presenceRoutes,
+  waitingRoomRoutes,
 ];
