@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Two cores: run files two at a time so process-spawning tests do not starve.
     maxWorkers: 2,
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
   },
 });
