@@ -1,0 +1,115 @@
+import { fork } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startCpuMeter } from './support/cpu-meter.js';
+import type { RunOneMessage } from './support/run-one.js';
+import { isFailedRow, progress } from './support/scenarios.js';
+import { formatMarkdownTable, formatTable } from './support/table.js';
+import type { BenchRow } from './types.js';
+
+/**
+ * `npm run bench [-- <filter>] [--markdown]`: runs every dist/bench/*.bench.js
+ * whose file name contains <filter> (all of them without one), one after
+ * another, each in its own node process (with --expose-gc). Progress goes to
+ * stderr; at the end one table goes to stdout (as Markdown with --markdown,
+ * for docs/performance.md) and the rows to bench-results.json. A failed file
+ * or scenario is reported and the run goes on; the exit code is then 1.
+ *
+ * Env: BENCH_FILE_TIMEOUT_SECONDS (default 300) bounds each file;
+ * BENCH_CPU_PROF=1 writes a V8 CPU profile of each bench process to
+ * .bench-data/profiles (servers started by a bench are not profiled).
+ */
+const benchDir = dirname(fileURLToPath(import.meta.url));
+/** dist/bench -> the project root, where bench-results.json goes. */
+const projectRoot = dirname(dirname(benchDir));
+const runOne = join(benchDir, 'support', 'run-one.js');
+const fileTimeout_ms = Number(process.env.BENCH_FILE_TIMEOUT_SECONDS ?? 300) * 1000;
+
+function runFile(file: string): Promise<BenchRow[]> {
+  const area = basename(file, '.bench.js');
+  const failed = (message: string): BenchRow[] => [{ area, scenario: 'run()', value: Number.NaN, unit: '', note: `FAILED: ${message}` }];
+  const execArgv = ['--expose-gc'];
+  if (process.env.BENCH_CPU_PROF === '1') execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(projectRoot, '.bench-data', 'profiles')}`);
+  return new Promise((resolve) => {
+    // The child's stdout goes to our stderr: stdout is the table only.
+    const child = fork(runOne, [file], { execArgv, stdio: ['ignore', 2, 2, 'ipc'] });
+    let result: RunOneMessage | undefined;
+    const timer = setTimeout(() => {
+      process.stderr.write(`[bench] ${area}: no result after ${fileTimeout_ms / 1000} s, killing it\n`);
+      child.kill('SIGKILL');
+    }, fileTimeout_ms);
+    child.on('message', (message: RunOneMessage) => {
+      result = message;
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (result && 'rows' in result) resolve(result.rows);
+      else if (result && 'error' in result) {
+        process.stderr.write(`[bench] ${area} FAILED:\n${result.error}\n`);
+        resolve(failed(result.error.split('\n')[0]));
+      } else resolve(failed(`process exited with ${signal ?? `code ${code}`} and no result`));
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const markdown = args.includes('--markdown');
+  const filter = args.find((arg) => !arg.startsWith('--')) ?? '';
+  const files = readdirSync(benchDir)
+    .filter((name) => name.endsWith('.bench.js') && name.includes(filter))
+    .sort();
+  if (files.length === 0) {
+    process.stderr.write(`[bench] no dist/bench/*.bench.js matches ${JSON.stringify(filter)}\n`);
+    return 1;
+  }
+  const started_ms = performance.now();
+  // Figures are only comparable on an otherwise idle machine: look for one
+  // second what the rest of the machine is doing, and say so when it is busy.
+  const load_1min_at_start = Math.round(loadavg()[0] * 100) / 100;
+  const stopMeter = startCpuMeter([process.pid]);
+  await sleep(1000);
+  const other_cores_before_start = stopMeter()?.others_cores ?? null;
+  if (other_cores_before_start !== null && other_cores_before_start > 0.2) {
+    progress(`warning: other processes used ${other_cores_before_start} cores just before the start; they will skew the figures`);
+  }
+  const rows: BenchRow[] = [];
+  for (const name of files) {
+    const fileStarted_ms = performance.now();
+    progress(`=== ${name}`);
+    const produced = await runFile(join(benchDir, name));
+    rows.push(...produced);
+    progress(`=== ${name}: ${produced.length} rows in ${((performance.now() - fileStarted_ms) / 1000).toFixed(1)} s`);
+  }
+  const failures = rows.filter(isFailedRow);
+  const total_s = (performance.now() - started_ms) / 1000;
+
+  process.stdout.write((markdown ? formatMarkdownTable(rows) : formatTable(rows)) + '\n');
+  const cpuList = cpus();
+  writeFileSync(join(projectRoot, 'bench-results.json'), JSON.stringify({
+    generated_at: new Date().toISOString(),
+    node_version: process.version,
+    cpu_count: cpuList.length,
+    cpu_model: cpuList[0]?.model ?? 'unknown',
+    filter,
+    load_1min_at_start,
+    other_cores_before_start,
+    total_seconds: Math.round(total_s),
+    rows,
+  }, null, 2) + '\n');
+  progress(`${rows.length} rows, ${failures.length} failed, ${total_s.toFixed(0)} s; rows written to bench-results.json`);
+  return failures.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,81 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+
+/** A free TCP port on the loopback interface (asked from the OS, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  /** SIGTERM, then SIGKILL if it has not exited after `grace_ms`. */
+  stop(grace_ms?: number): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts `node <script>` with PORT set to a free port and the given env, and
+ * waits until GET <readyPath> answers 200. The child's stdout and stderr go
+ * to our stderr (stdout of the bench run is kept for the table).
+ */
+export async function startServerProcess(
+  script: string,
+  env: Record<string, string>,
+  options: { readyPath?: string; startTimeout_ms?: number; nodeArgs?: string[] } = {},
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.pipe(process.stderr, { end: false });
+  child.stderr!.pipe(process.stderr, { end: false });
+  let exited: string | undefined;
+  const exitPromise = new Promise<void>((resolve) => {
+    child.on('exit', (code, signal) => {
+      exited = signal ?? `code ${code}`;
+      resolve();
+    });
+  });
+
+  const stop = async (grace_ms = 10_000) => {
+    if (exited === undefined) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), grace_ms);
+      await exitPromise;
+      clearTimeout(timer);
+    }
+  };
+
+  const deadline_ms = Date.now() + (options.startTimeout_ms ?? 30_000);
+  const readyUrl = url + (options.readyPath ?? '/');
+  for (;;) {
+    if (exited !== undefined) throw new Error(`${script} exited (${exited}) before it was ready`);
+    try {
+      const response = await fetch(readyUrl);
+      await response.arrayBuffer();
+      if (response.status === 200) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline_ms) {
+      await stop(1000);
+      throw new Error(`${script} not ready at ${readyUrl} after ${options.startTimeout_ms ?? 30_000} ms`);
+    }
+    await sleep(100);
+  }
+  return { url, port, child, stop };
+}
