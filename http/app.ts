@@ -56,9 +56,11 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger)
   });
   app.addSchema(ErrorBody);
 
-  app.addHook('onResponse', async (request, reply) => {
+  const debugEnabled = (logger as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('debug') ?? true;
+  app.addHook('onResponse', (request, reply, done) => {
     if (reply.statusCode >= 500) request.log.error({ status: reply.statusCode, url: request.url, method: request.method }, 'request failed');
-    else request.log.debug({ status: reply.statusCode, url: request.url, method: request.method, ms: reply.elapsedTime }, 'request');
+    else if (debugEnabled) request.log.debug({ status: reply.statusCode, url: request.url, method: request.method, ms: reply.elapsedTime }, 'request');
+    done();
   });
   services.metrics.register(app);
   registerIdempotency(app, services);

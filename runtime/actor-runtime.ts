@@ -278,10 +278,12 @@ export class ActorRuntime implements ActorClient {
       newId: randomId,
     };
 
+    // One time for the whole batch: its turns run back to back within
+    // microseconds, and reading the clock per message cost a fifth of a tell.
+    context.now = this.clock.now();
     for (let i = 0; i < batch.length; i++) {
       const envelope = batch[i];
       const message = envelope.message;
-      context.now = this.clock.now();
 
       if (envelope.messageId !== undefined) {
         seenMessageIds ??= new Set();

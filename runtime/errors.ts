@@ -56,7 +56,13 @@ export class ServiceError extends Error {
   readonly retryAfterSeconds?: number;
 
   constructor(code: ErrorCode, message?: string, options: { details?: unknown; retryAfterSeconds?: number } = {}) {
+    // An expected outcome (a held lock, a duplicate e-mail) needs no stack, and
+    // capturing one costs more than the lock turn itself. Defects are other
+    // Error classes and keep theirs.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message ?? errorCodes[code].description);
+    Error.stackTraceLimit = stackTraceLimit;
     this.code = code;
     this.statusCode = errorCodes[code].status;
     this.details = options.details;

@@ -16,13 +16,18 @@ export function registerGracefulClose(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
+  // Plain callbacks, not async: they run on every request and almost always do nothing.
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) {
+      done();
+      return;
+    }
     reply.header('connection', 'close');
-    return sendError(reply, 'shutting_down', 'The node is shutting down; retry on another node or later.', { retryAfterSeconds: 1 });
+    // Answering from a callback hook: the chain stops, done is not called.
+    sendError(reply, 'shutting_down', 'The node is shutting down; retry on another node or later.', { retryAfterSeconds: 1 });
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { IDEMPOTENCY_KIND, type BeginReply } from '../../actors/idempotency/state.js';
 import type { AppServices } from '../services.js';
@@ -35,34 +35,30 @@ function fingerprintOf(request: FastifyRequest): string {
 export function registerIdempotency(app: FastifyInstance, services: AppServices): void {
   app.decorateRequest('idempotency', null);
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (request.method !== 'POST' || !request.principal) return;
-    const header = request.headers['idempotency-key'];
-    if (header === undefined) return;
+  // Both hooks run on every request: a plain callback with an early exit costs
+  // nothing when there is no Idempotency-Key; the work happens only when there is.
+  async function begin(request: FastifyRequest, reply: FastifyReply, header: unknown): Promise<void> {
     if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
       throw new ServiceError('BAD_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
     }
     const context: IdempotencyContext = {
-      actorKey: JSON.stringify([request.principal.tenant, header]),
+      actorKey: JSON.stringify([request.principal!.tenant, header]),
       fingerprint: fingerprintOf(request),
       replayed: false,
     };
-    const begin = await services.actors.ask<BeginReply>(IDEMPOTENCY_KIND, context.actorKey, { op: 'begin', fingerprint: context.fingerprint });
+    const outcome = await services.actors.ask<BeginReply>(IDEMPOTENCY_KIND, context.actorKey, { op: 'begin', fingerprint: context.fingerprint });
     request.idempotency = context;
-    if (begin.outcome === 'replay') {
+    if (outcome.outcome === 'replay') {
       context.replayed = true;
-      return reply
-        .code(begin.response.status_code)
+      reply
+        .code(outcome.response.status_code)
         .header('idempotent-replayed', 'true')
-        .type(begin.response.content_type)
-        .send(begin.response.body);
+        .type(outcome.response.content_type)
+        .send(outcome.response.body);
     }
-  });
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    const context = request.idempotency;
-    if (!context || context.replayed) return payload;
-    request.idempotency = null;
+  async function finish(context: IdempotencyContext, reply: FastifyReply, payload: unknown): Promise<unknown> {
     if (reply.statusCode >= 500 || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
       await services.actors.ask(IDEMPOTENCY_KIND, context.actorKey, { op: 'abort', fingerprint: context.fingerprint });
       return payload;
@@ -74,5 +70,27 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
       response: { status_code: reply.statusCode, content_type: contentType, body: (payload as string | null) ?? '' },
     });
     return payload;
+  }
+
+  app.addHook('preHandler', (request, reply, done) => {
+    const header = request.headers['idempotency-key'];
+    if (request.method !== 'POST' || !request.principal || header === undefined) {
+      done();
+      return;
+    }
+    // A replay answers from the hook: then the chain stops and done is not called.
+    begin(request, reply, header).then(() => {
+      if (!reply.sent) done();
+    }, done);
+  });
+
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const context = request.idempotency;
+    if (!context || context.replayed) {
+      done(null, payload);
+      return;
+    }
+    request.idempotency = null;
+    finish(context, reply, payload).then((result) => done(null, result), done);
   });
 }

@@ -96,10 +96,11 @@ export class Metrics implements RuntimeObserver {
 
   /** Records each response against its route template (not the raw URL: bounded labels). */
   register(app: FastifyInstance): void {
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
       this.httpRequests.inc({ method: request.method, route, status_code: reply.statusCode });
       this.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+      done();
     });
   }
 }
