@@ -36,7 +36,7 @@ function rows(result: MemoryProbeResult, label: string, stateNote: string): Benc
   if (result.passivated !== result.count) throw new Error(`${result.passivated} actors passivated, expected ${result.count}`);
   const activeBytes = Math.round((result.heap_active_bytes - result.heap_base_bytes) / result.count);
   const passivatedBytes = Math.round((result.heap_passivated_bytes - result.heap_base_bytes) / result.count);
-  const alarms = result.pending_alarms > 0 ? `; ${result.pending_alarms.toLocaleString('en-US')} expiry alarms still pending: the runtime keeps every pending alarm in RAM` : '';
+  const alarms = result.pending_alarms > 0 ? `; ${result.pending_alarms.toLocaleString('en-US')} expiry alarms still pending (stored in LMDB; only those due within the alarm window are held in RAM)` : '';
   return [
     {
       area: AREA,

@@ -79,8 +79,11 @@ export class ActorRuntime implements ActorClient {
    * concatenation; the partition is computed once, at activation.
    */
   private readonly activations = new Map<string, Map<string, Activation>>();
-  /** Committed due time of every durable alarm, by alarm id. */
-  private readonly alarmDue = new Map<string, number>();
+  /** Durable alarms stored (all of them, not only the window in memory). */
+  private alarmCount = 0;
+  /** Alarms due before this time are in alarmQueue; later ones only in the store. */
+  private alarmWindowEndMs = 0;
+  private alarmWindowTimer?: TimerHandle;
   private readonly alarmQueue = new AlarmQueue();
   private alarmTimer?: TimerHandle;
   private alarmTimerFireMs = Infinity;
@@ -113,13 +116,9 @@ export class ActorRuntime implements ActorClient {
     assert(this.state === 'created', 'runtime started twice');
     for (let p = 0; p < this.partitionCount; p++) {
       const [alarmStart, alarmEnd] = keys.alarmRange(p);
-      for (const { key, value } of this.store.range(alarmStart, alarmEnd)) {
-        const [, , kind, actorKey, name] = key as [string, number, string, string, string];
-        const due_ms = value as number;
-        this.alarmDue.set(alarmId(p, kind, actorKey, name), due_ms);
-        this.alarmQueue.push({ fire_ms: due_ms, due_ms, partition: p, kind, key: actorKey, name });
-      }
+      for (const _ of this.store.range(alarmStart, alarmEnd)) this.alarmCount++;
     }
+    this.loadAlarmWindow(0);
     this.state = 'running';
     for (let p = 0; p < this.partitionCount; p++) {
       const [outboxStart, outboxEnd] = keys.outboxRange(p);
@@ -150,8 +149,14 @@ export class ActorRuntime implements ActorClient {
     return count;
   }
 
+  /** Durable alarms stored, whether or not their actor or their time window is in memory. */
   pendingAlarmCount(): number {
-    return this.alarmDue.size;
+    return this.alarmCount;
+  }
+
+  /** Alarm entries held in memory: those due within the window (plus stale ones not yet popped). */
+  alarmsInMemory(): number {
+    return this.alarmQueue.size;
   }
 
   /** Passivates every idle actor now (tests and benchmarks). */
@@ -175,6 +180,7 @@ export class ActorRuntime implements ActorClient {
     if (this.state === 'stopped' || this.state === 'stopping') return;
     this.state = 'stopping';
     this.alarmTimer?.cancel();
+    this.alarmWindowTimer?.cancel();
     this.sweepTimer?.cancel();
     for (const timer of this.retryTimers) timer.cancel();
     this.retryTimers.clear();
@@ -262,7 +268,7 @@ export class ActorRuntime implements ActorClient {
     const batch = activation.mailbox.take(this.limits.turn_batch_messages_max);
     const ops: WriteOp[] = [];
     const outcomes: Outcome[] = [];
-    const alarmChanges: AlarmChange[] = [];
+    const alarmChanges: AppliedAlarmChange[] = [];
     const sends: { id: string; send: ActorSend }[] = [];
     const events: ActorEvent[] = [];
     let pendingAlarms: Map<string, number | null> | undefined;
@@ -297,7 +303,7 @@ export class ActorRuntime implements ActorClient {
       if (isAlarm(message)) {
         const current = pendingAlarms?.has(message.name)
           ? pendingAlarms.get(message.name)
-          : this.alarmDue.get(alarmId(partition, kind, key, message.name));
+          : this.store.get(keys.alarm(partition, kind, key, message.name));
         if (current !== message.due_ms) {
           // Replaced or cancelled after it fired: a stale wake-up, not a turn.
           outcomes.push({ envelope, ok: true, value: undefined });
@@ -396,25 +402,29 @@ export class ActorRuntime implements ActorClient {
 
   private recordAlarmChange(
     ops: WriteOp[],
-    alarmChanges: AlarmChange[],
+    alarmChanges: AppliedAlarmChange[],
     pendingAlarms: Map<string, number | null>,
     activation: Activation,
     change: AlarmChange,
   ): void {
-    const storeKey = keys.alarm(activation.partition, activation.kind, activation.key, change.name);
+    const { partition, kind, key } = activation;
+    const storeKey = keys.alarm(partition, kind, key, change.name);
+    const previous = pendingAlarms.has(change.name) ? pendingAlarms.get(change.name) : (this.store.get(storeKey) as number | undefined);
+    if (previous !== undefined && previous !== null) ops.push({ type: 'del', key: keys.alarmByTime(partition, previous, kind, key, change.name) });
     if (change.due_ms === null) ops.push({ type: 'del', key: storeKey });
     else {
       assert(Number.isFinite(change.due_ms), 'alarm due time must be a finite number');
       ops.push({ type: 'put', key: storeKey, value: change.due_ms });
+      ops.push({ type: 'put', key: keys.alarmByTime(partition, change.due_ms, kind, key, change.name), value: 1 });
     }
     pendingAlarms.set(change.name, change.due_ms);
-    alarmChanges.push(change);
+    alarmChanges.push({ ...change, existed: previous !== undefined && previous !== null });
   }
 
   private finishBatch(
     activation: Activation,
     outcomes: Outcome[],
-    alarmChanges: AlarmChange[],
+    alarmChanges: AppliedAlarmChange[],
     sends: { id: string; send: ActorSend }[],
     events: ActorEvent[],
     reload: boolean,
@@ -461,14 +471,35 @@ export class ActorRuntime implements ActorClient {
 
   // ---- durable alarms ----
 
-  private applyAlarmChange(partition: number, kind: string, key: string, change: AlarmChange): void {
-    const id = alarmId(partition, kind, key, change.name);
-    if (change.due_ms === null) {
-      this.alarmDue.delete(id);
-      return;
+  private applyAlarmChange(partition: number, kind: string, key: string, change: AppliedAlarmChange): void {
+    this.alarmCount += (change.due_ms === null ? 0 : 1) - (change.existed ? 1 : 0);
+    // Inside the window: schedule now. Later: the window will load it from the store.
+    if (change.due_ms !== null && change.due_ms < this.alarmWindowEndMs) {
+      this.alarmQueue.push({ fire_ms: change.due_ms, due_ms: change.due_ms, partition, kind, key, name: change.name });
     }
-    this.alarmDue.set(id, change.due_ms);
-    this.alarmQueue.push({ fire_ms: change.due_ms, due_ms: change.due_ms, partition, kind, key, name: change.name });
+  }
+
+  /**
+   * Moves the alarm window to now + alarm_window_ms, scheduling the stored
+   * alarms it now covers, and re-arms itself. An alarm may end up in the queue
+   * twice (committed just before a scan); the stale check at fire time and in
+   * the turn drops the second.
+   */
+  private loadAlarmWindow(from_ms: number): void {
+    const until_ms = this.clock.now() + this.limits.alarm_window_ms;
+    for (let p = 0; p < this.partitionCount; p++) {
+      const [start, end] = keys.alarmDueRange(p, from_ms, until_ms);
+      for (const { key } of this.store.range(start, end)) {
+        const [, , due_ms, kind, actorKey, name] = key as [string, number, number, string, string, string];
+        this.alarmQueue.push({ fire_ms: due_ms, due_ms, partition: p, kind, key: actorKey, name });
+      }
+    }
+    this.alarmWindowEndMs = until_ms;
+    this.alarmWindowTimer = this.clock.setTimer(this.limits.alarm_window_ms / 4, () => {
+      if (this.state !== 'running') return;
+      this.loadAlarmWindow(this.alarmWindowEndMs);
+      this.armAlarmTimer();
+    });
   }
 
   private armAlarmTimer(): void {
@@ -495,7 +526,7 @@ export class ActorRuntime implements ActorClient {
     const now = this.clock.now();
     for (let next = this.alarmQueue.peek(); next && next.fire_ms <= now; next = this.alarmQueue.peek()) {
       this.alarmQueue.pop();
-      if (this.alarmDue.get(alarmId(next.partition, next.kind, next.key, next.name)) !== next.due_ms) continue;
+      if (this.store.get(keys.alarm(next.partition, next.kind, next.key, next.name)) !== next.due_ms) continue;
       try {
         this.tell(next.kind, next.key, { op: '$alarm', name: next.name, due_ms: next.due_ms });
       } catch {
@@ -578,6 +609,7 @@ export class ActorRuntime implements ActorClient {
   }
 }
 
-function alarmId(partition: number, kind: string, key: string, name: string): string {
-  return `${partition}\u0000${kind}\u0000${key}\u0000${name}`;
+/** An alarm change as committed, with whether it replaced or removed a stored alarm. */
+interface AppliedAlarmChange extends AlarmChange {
+  existed: boolean;
 }

@@ -11,6 +11,12 @@ export const limits = {
   passivate_idle_ms: 60_000,
   /** How often the passivation sweep runs. */
   passivate_sweep_interval_ms: 15_000,
+  /**
+   * Only alarms due within this window are held in memory; later ones stay in
+   * LMDB (time-ordered) until the window reaches them, so a passivated actor's
+   * far-off alarm costs no RAM. The window moves every quarter of its length.
+   */
+  alarm_window_ms: 5 * 60_000,
   /** Outbox deliveries refused by a full mailbox are retried after this long. */
   outbox_retry_delay_ms: 250,
   /** Receiver-side de-duplication records are kept this long. */

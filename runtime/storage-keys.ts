@@ -8,6 +8,7 @@ import type { StoreKey } from './store.js';
  *   ['s', p, kind, key]                 snapshot of a `snapshot` actor
  *   ['r', p, kind, key, subkey]         record of a `records` actor
  *   ['t', p, kind, key, name]           durable alarm -> due_ms
+ *   ['u', p, due_ms, kind, key, name]   the same alarm, by time (loaded a window at a time)
  *   ['o', p, id]                        outbox entry -> {kind, key, message}
  *   ['x', p, kind, key, message_id]     receiver de-duplication -> received_ms
  *   ['y', p, received_ms, message_id]   the same, by time -> [kind, key] (for the sweep)
@@ -24,10 +25,9 @@ export const keys = {
   ],
   alarm: (p: number, kind: string, key: string, name: string): StoreKey => ['t', p, kind, key, name],
   alarmRange: (p: number): [StoreKey, StoreKey] => [['t', p, ''], ['t', p, END]],
-  actorAlarmRange: (p: number, kind: string, key: string): [StoreKey, StoreKey] => [
-    ['t', p, kind, key, ''],
-    ['t', p, kind, key, END],
-  ],
+  alarmByTime: (p: number, due_ms: number, kind: string, key: string, name: string): StoreKey => ['u', p, due_ms, kind, key, name],
+  /** Alarms of partition p due in [from_ms, to_ms). */
+  alarmDueRange: (p: number, from_ms: number, to_ms: number): [StoreKey, StoreKey] => [['u', p, from_ms], ['u', p, to_ms]],
   outbox: (p: number, id: string): StoreKey => ['o', p, id],
   outboxRange: (p: number): [StoreKey, StoreKey] => [['o', p, ''], ['o', p, END]],
   dedup: (p: number, kind: string, key: string, messageId: string): StoreKey => ['x', p, kind, key, messageId],

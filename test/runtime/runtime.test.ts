@@ -264,6 +264,24 @@ describe('durable alarms', () => {
     expect((await handle.runtime.ask<CounterState>('counter', 'persist2', { op: 'get' })).history).toEqual([`alarm:much-later@${due + 60_000}`]);
   });
 
+  it('keeps far-off alarms out of memory until their window comes', async () => {
+    const { runtime, clock } = await runtimeWith();
+    const due = clock.now() + 24 * 3600_000;
+    await runtime.ask('counter', 'far', { op: 'set-alarm', name: 'tomorrow', at: due });
+    await runtime.ask('counter', 'near', { op: 'set-alarm', name: 'soon', at: clock.now() + 1000 });
+    expect(runtime.pendingAlarmCount()).toBe(2);
+    expect(runtime.alarmsInMemory()).toBe(1);
+    runtime.passivateIdle(0);
+    // The window reaches at least three quarters of its length ahead at any time.
+    clock.advance(24 * 3600_000 - runtime.limits.alarm_window_ms / 2);
+    await settle();
+    expect((await runtime.ask<CounterState>('counter', 'far', { op: 'get' })).history).toEqual([]);
+    expect(runtime.alarmsInMemory()).toBe(1);
+    clock.advance(runtime.limits.alarm_window_ms / 2);
+    await eventually(async () => expect((await runtime.ask<CounterState>('counter', 'far', { op: 'get' })).history).toEqual([`alarm:tomorrow@${due}`]));
+    await eventually(() => expect(runtime.pendingAlarmCount()).toBe(0));
+  });
+
   it('reaches passivated actors', async () => {
     const { runtime, clock } = await runtimeWith();
     await runtime.ask('counter', 'sleepy', { op: 'set-alarm', name: 'z', at: clock.now() + 3600_000 });
