@@ -6,6 +6,7 @@ import type { PublishedEvent } from '../runtime/index.js';
 import { othersNote, startCpuMeter } from './support/cpu-meter.js';
 import { startBenchRuntime } from './support/runtime.js';
 import type { BenchRow } from './types.js';
+import { percentile } from './support/stats.js';
 
 /**
  * Issue 5 target: 5,000 entities heartbeating once a second on one node
@@ -29,11 +30,6 @@ const RESOLUTION_MS = 5;
 const IN_FLIGHT_MAX = 50_000;
 const LAG_TARGET_MS = 20;
 const TENANT = 'bench-tenant';
-
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 const round = (value: number, decimals = 2) => Math.round(value * 10 ** decimals) / 10 ** decimals;
 

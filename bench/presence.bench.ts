@@ -4,6 +4,7 @@ import type { ActorRuntime } from '../runtime/index.js';
 import { startBenchRuntime } from './support/runtime.js';
 import { runScenarios, type Scenario } from './support/scenarios.js';
 import type { BenchRow } from './types.js';
+import { percentile, seeded } from './support/stats.js';
 
 /**
  * One presence context with 10,000 live sessions, through the in-process
@@ -18,22 +19,6 @@ const NEARBY_QUERIES = 2000;
 const NEARBY_RADIUS_METERS = 1000;
 /** Sessions spread over a 50 km x 50 km city (around Madrid). */
 const CITY = { lat: 40.4168, lon: -3.7038, spanDegrees: 0.45 };
-
-/** A small seeded generator so every run places the same points. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 interface Populated {
   key: string;

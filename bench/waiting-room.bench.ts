@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { ActorRuntime, LmdbStore, SystemClock, type RuntimeObserver } from '../runtime/index.js';
 import { runScenarios } from './support/scenarios.js';
 import type { BenchRow } from './types.js';
+import { percentile, seeded } from './support/stats.js';
 
 /**
  * One waiting room with 100,000 waiting members, through the in-process
@@ -22,22 +23,6 @@ const ADMIT_BATCHES = 20;
 const ADMIT_BATCH = 1000;
 /** Every loop also stops after this long. */
 const LOOP_SECONDS_MAX = 20;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-/** A small seeded generator so every run asks the same members. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
 
