@@ -18,6 +18,8 @@ export interface NodeConfig {
   /** `sync` (fsync before reply, default) or `commit` (visible, survives a process crash). */
   durability: 'sync' | 'commit';
   issuer: string;
+  /** Liveness: an entity is alive while now < last heartbeat + this. */
+  livenessGraceSeconds: number;
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -49,5 +51,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     durability,
     issuer: env.TOKEN_ISSUER || 'platform-service',
+    livenessGraceSeconds: intFrom(env, 'LIVENESS_GRACE_SECONDS', 30, 1, 86_400),
   };
 }

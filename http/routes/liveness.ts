@@ -155,24 +155,13 @@ const UptimeReply = Type.Object({
   uptime: Type.Record(Type.String(), UptimeFiguresSchema),
 });
 
-/** LIVENESS_GRACE_SECONDS (1..86400, default 30): the grace window of every heartbeat this node records. */
-export function graceFromEnvironment(env: NodeJS.ProcessEnv): number {
-  const raw = env.LIVENESS_GRACE_SECONDS;
-  if (raw === undefined || raw === '') return policy.grace_ms_default;
-  const seconds = Number(raw);
-  if (!Number.isInteger(seconds) || seconds * 1000 < policy.grace_ms_min || seconds * 1000 > policy.grace_ms_max) {
-    throw new Error(`LIVENESS_GRACE_SECONDS must be an integer from 1 to 86400, got ${JSON.stringify(raw)}`);
-  }
-  return seconds * 1000;
-}
-
 function badRequest(field: string, message: string): ServiceError {
   return new ServiceError('BAD_REQUEST', `${field} ${message}`, { details: [{ field, message }] });
 }
 
 export function livenessRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
-  const grace_ms = graceFromEnvironment(process.env);
+  const grace_ms = services.config.livenessGraceSeconds * 1000;
   const ask = <Reply>(tenant: string, entity_id: string, message: LivenessMessage) =>
     services.actors.ask<Reply>(LIVENESS_KIND, livenessActorKey(tenant, entity_id), message);
   const schema = (summary: string, parts: { params?: TSchema; querystring?: TSchema; body?: TSchema }, response: Record<number, TSchema>, errors: number[] = []) => ({
