@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ServiceError, type TurnContext } from '../../runtime/index.js';
+import { type TurnContext } from '../../runtime/index.js';
 import { loadDirectory, stepDirectory, type DirectoryState } from '../../actors/account/directory-state.js';
 import {
   ENDED_SESSION_RETENTION_MS,
@@ -11,24 +11,11 @@ import {
   type UserMessage,
   type UserState,
 } from '../../actors/account/user-state.js';
+import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests of the user and the user directory. */
 const T0 = Date.UTC(2026, 0, 1);
-let idCounter = 0;
-
-function contextAt(now: number, kind = 'user', key = 'usr_1'): TurnContext {
-  return { now, kind, key, newId: (prefix = '') => `${prefix}${++idCounter}` };
-}
-
-function codeOf(run: () => unknown): string | undefined {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ServiceError) return error.code;
-    throw error;
-  }
-  return undefined;
-}
+const contextAt = (now: number, kind = 'user', key = 'usr_1'): TurnContext => fixedContext(now, kind, key);
 
 const alice: NewUser = {
   id: 'usr_1',

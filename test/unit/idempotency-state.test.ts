@@ -8,6 +8,7 @@ import {
   type IdempotencyRecord,
   type StoredResponse,
 } from '../../actors/idempotency/state.js';
+import { codeOf } from '../helpers/step.js';
 
 /** Pure step tests of one Idempotency-Key. */
 const T0 = Date.UTC(2026, 0, 1);
@@ -16,16 +17,6 @@ const response: StoredResponse = { status_code: 200, content_type: 'application/
 function send(state: IdempotencyRecord | null, message: IdempotencyMessage | { op: '$alarm'; name: string; due_ms: number }, now: number) {
   const context: TurnContext = { now, kind: 'idempotency', key: '["t","k"]', newId: () => 'id' };
   return stepIdempotency(state, message, context);
-}
-
-function codeOf(run: () => unknown): string | undefined {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ServiceError) return error.code;
-    throw error;
-  }
-  return undefined;
 }
 
 describe('idempotency step', () => {

@@ -11,27 +11,15 @@ import {
   type LockState,
   type LockView,
 } from '../../actors/lock/state.js';
+import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests of the lock: a fixed context, no runtime, no disk, no clock. */
 const T0 = Date.UTC(2026, 0, 1);
 
-let idCounter = 0;
-function contextAt(now: number): TurnContext {
-  return { now, kind: 'lock', key: 'k', newId: (prefix = '') => `${prefix}${++idCounter}` };
-}
+const contextAt = (now: number): TurnContext => fixedContext(now, 'lock', 'k');
 
 function step(state: LockState, message: LockMessage | { op: '$alarm'; name: string; due_ms: number }, now: number): TurnResult<LockState, LockView> {
   return stepLock(state, message, contextAt(now));
-}
-
-function codeOf(run: () => unknown): string | undefined {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ServiceError) return error.code;
-    throw error;
-  }
-  return undefined;
 }
 
 describe('lock step', () => {
