@@ -1,5 +1,6 @@
 import type { ActorDefinition } from '../runtime/index.js';
 import { directoryActor, userActor } from './account/actor.js';
+import { apiKeyActor, userApiKeysActor } from './api-key/actor.js';
 import { idempotencyActor } from './idempotency/state.js';
 import { livenessActor, livenessIndexActor } from './liveness/actor.js';
 import { lockActor } from './lock/actor.js';
@@ -12,6 +13,7 @@ export const allActors: ActorDefinition[] = [
   signingKeyActor,
   userActor,
   directoryActor,
+  apiKeyActor, userApiKeysActor,
   idempotencyActor,
   lockActor,
   livenessActor, livenessIndexActor,

@@ -16,6 +16,7 @@ export const errorCodes = {
   invalid_refresh_token: { status: 401, description: 'The refresh token is unknown, already rotated, or its session ended.' },
   // 403
   forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
+  insufficient_scope: { status: 403, description: 'The API key lacks the scope this endpoint needs, or the endpoint does not accept API keys; see docs/api/auth.md.' },
   waiting_room_member_banned: { status: 403, description: 'The member is banned from this waiting room (a room ban or a global ban of the tenant).' },
   // 404
   not_found: { status: 404, description: 'No such resource (also for a resource of another tenant).' },
@@ -31,6 +32,7 @@ export const errorCodes = {
   waiting_room_exists: { status: 409, description: 'A waiting room with this room_id already exists.' },
   waiting_room_member_not_active: { status: 409, description: 'The member is still waiting; only an admitted (active) session can be refreshed.' },
   waiting_room_limit_reached: { status: 409, description: 'A per-room limit is reached (waiting members or bans); see docs/api/waiting-rooms.md.' },
+  api_key_limit_reached: { status: 409, description: 'The user already holds the maximum number of API keys; delete one first.' },
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
   // 413, 415

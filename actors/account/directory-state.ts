@@ -1,5 +1,5 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import type { NewUser } from './user-state.js';
+import type { NewUser, PublicUser, Role, SummarySync } from './user-state.js';
 
 /**
  * The user directory: e-mail and username -> user id, so that both stay
@@ -12,11 +12,46 @@ import type { NewUser } from './user-state.js';
 export interface DirectoryState {
   byEmail: Map<string, string>;
   byUsername: Map<string, string>;
+  /**
+   * One summary per user for the admin list (record `p:<user id>`), with the
+   * revision it came with; user null is a deleted user's tombstone, kept so a
+   * late summary cannot bring it back.
+   */
+  summaries: Map<string, SummaryRecord>;
+  /** Listed users (not deleted), oldest first (created_at, then id): rebuilt on load, kept sorted on change. */
+  listed: ListedUser[];
+}
+
+/** A listed user with its lower-cased search text (e-mail, username, display name). */
+export interface ListedUser {
+  user: PublicUser;
+  text: string;
+}
+
+function listed(user: PublicUser): ListedUser {
+  return { user, text: `${user.email}\u0000${user.username}\u0000${user.display_name}`.toLowerCase() };
+}
+
+export interface SummaryRecord {
+  rev: number;
+  user: PublicUser | null;
+}
+
+export interface UserListQuery {
+  q?: string;
+  roles?: Role[];
+  banned?: boolean;
+  email_verified?: boolean;
+  page: number;
+  page_size: number;
 }
 
 export type DirectoryMessage =
   | { op: 'claim'; user: NewUser }
-  | { op: 'lookup'; login: string };
+  | { op: 'lookup'; login: string }
+  | SummarySync
+  | { op: 'reserve'; user_id: string; email?: string; username?: string }
+  | ({ op: 'list' } & UserListQuery);
 
 export const DIRECTORY_KEY = 'global';
 
@@ -29,11 +64,14 @@ export function normalizeUsername(username: string): string {
 }
 
 export function loadDirectory(_key: string, records: Iterable<[string, unknown]>): DirectoryState {
-  const state: DirectoryState = { byEmail: new Map(), byUsername: new Map() };
+  const state: DirectoryState = { byEmail: new Map(), byUsername: new Map(), summaries: new Map(), listed: [] };
   for (const [subkey, value] of records) {
     if (subkey.startsWith('e:')) state.byEmail.set(subkey.slice(2), value as string);
     else if (subkey.startsWith('u:')) state.byUsername.set(subkey.slice(2), value as string);
+    else if (subkey.startsWith('p:')) state.summaries.set(subkey.slice(2), value as SummaryRecord);
   }
+  for (const { user } of state.summaries.values()) if (user) state.listed.push(listed(user));
+  state.listed.sort((a, b) => listOrder(a.user, b.user));
   return state;
 }
 
@@ -66,7 +104,98 @@ export function stepDirectory(
       const user_id = state.byEmail.get(login) ?? state.byUsername.get(login) ?? null;
       return { state, reply: { user_id } };
     }
+    case 'sync': {
+      const current = state.summaries.get(message.user_id);
+      if (current && current.rev >= message.rev) return { state, reply: { applied: false } };
+      const summary: SummaryRecord = { rev: message.rev, user: message.user };
+      const at = current?.user ? listedIndex(state.listed, current.user) : -1;
+      if (at >= 0 && message.user && listOrder(current!.user!, message.user) === 0) {
+        state.listed[at] = listed(message.user); // same place: replace in O(1)
+      } else {
+        if (at >= 0) state.listed.splice(at, 1);
+        if (message.user) state.listed.splice(listedIndex(state.listed, message.user), 0, listed(message.user));
+      }
+      state.summaries.set(message.user_id, summary);
+      const writes: RecordWrite[] = [{ subkey: `p:${message.user_id}`, value: summary }];
+      const email = message.release.email === undefined ? undefined : normalizeEmail(message.release.email);
+      const username = message.release.username === undefined ? undefined : normalizeUsername(message.release.username);
+      // A name is freed only while it still points at this user (it may have been claimed again since).
+      if (email !== undefined && state.byEmail.get(email) === message.user_id && normalizeEmail(message.user?.email ?? '') !== email) {
+        state.byEmail.delete(email);
+        writes.push({ subkey: `e:${email}`, value: undefined });
+      }
+      if (username !== undefined && state.byUsername.get(username) === message.user_id && normalizeUsername(message.user?.username ?? '') !== username) {
+        state.byUsername.delete(username);
+        writes.push({ subkey: `u:${username}`, value: undefined });
+      }
+      return { state, writes, reply: { applied: true } };
+    }
+
+    case 'reserve': {
+      // A deleted user's tombstone refuses; a user without a summary yet (the
+      // edge checked it exists) may reserve.
+      const summary = state.summaries.get(message.user_id);
+      if (summary && !summary.user) throw new ServiceError('not_found', 'No such user.');
+      const email = message.email === undefined ? undefined : normalizeEmail(message.email);
+      const username = message.username === undefined ? undefined : normalizeUsername(message.username);
+      const emailOwner = email === undefined ? undefined : state.byEmail.get(email);
+      const usernameOwner = username === undefined ? undefined : state.byUsername.get(username);
+      if (emailOwner !== undefined && emailOwner !== message.user_id) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
+      if (usernameOwner !== undefined && usernameOwner !== message.user_id) throw new ServiceError('username_taken', 'A user with this username already exists.');
+      const writes: RecordWrite[] = [];
+      if (email !== undefined && emailOwner === undefined) {
+        state.byEmail.set(email, message.user_id);
+        writes.push({ subkey: `e:${email}`, value: message.user_id });
+      }
+      if (username !== undefined && usernameOwner === undefined) {
+        state.byUsername.set(username, message.user_id);
+        writes.push({ subkey: `u:${username}`, value: message.user_id });
+      }
+      return { state, writes, reply: { reserved: true } };
+    }
+
+    case 'list':
+      return { state, reply: listUsers(state, message) };
+
     case '$alarm':
       return { state };
   }
+}
+
+/** The longest free-text query the admin list accepts. */
+export const USER_QUERY_MAX = 100;
+
+function listOrder(a: PublicUser, b: PublicUser): number {
+  return a.created_at_ms - b.created_at_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/** Where `user` is (or would go) in the sorted list: binary search. */
+function listedIndex(list: ListedUser[], user: PublicUser): number {
+  let low = 0;
+  let high = list.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (listOrder(list[mid].user, user) < 0) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** One pass over the users in order: counts the matches, keeps only the page's. */
+export function listUsers(state: DirectoryState, query: UserListQuery): { total: number; users: PublicUser[] } {
+  const q = query.q?.trim().toLowerCase().slice(0, USER_QUERY_MAX) || null;
+  const roles = query.roles && query.roles.length > 0 ? query.roles : null;
+  const start = (query.page - 1) * query.page_size;
+  const end = start + query.page_size;
+  const users: PublicUser[] = [];
+  let total = 0;
+  for (const { user, text } of state.listed) {
+    if (roles && !roles.includes(user.role)) continue;
+    if (query.banned !== undefined && user.banned !== query.banned) continue;
+    if (query.email_verified !== undefined && user.email_verified !== query.email_verified) continue;
+    if (q && !text.includes(q)) continue;
+    if (total >= start && total < end) users.push(user);
+    total++;
+  }
+  return { total, users };
 }

@@ -51,6 +51,48 @@ export interface UserState {
   sessions: Record<string, SessionRecord>;
   /** Absent on users stored before two-factor existed: read as emptyTwoFactor(). */
   two_factor?: TwoFactorState;
+  /** Revision of the summary last sent to the directory (absent = 0). */
+  summary_rev?: number;
+  /** Set while banned (absent on users stored before bans had details). */
+  ban?: BanRecord | null;
+  /** Set once an admin deleted the user: the actor stays a tombstone. */
+  deleted_at_ms?: number | null;
+}
+
+export interface BanRecord {
+  reason: string;
+  banned_at_ms: number;
+  banned_by: string;
+}
+
+/** The directory message that keeps the admin list in step with this user. */
+export interface SummarySync {
+  op: 'sync';
+  user_id: string;
+  rev: number;
+  /** null: the user was deleted. */
+  user: PublicUser | null;
+  /** Names this user no longer uses: the directory frees them if they still point here. */
+  release: { email?: string; username?: string };
+}
+
+export interface AdminPatch {
+  display_name?: string;
+  role?: Role;
+  email_verified?: boolean;
+  email?: string;
+  username?: string;
+}
+
+export interface SessionView {
+  id: string;
+  user_id: string;
+  active: boolean;
+  created_at_ms: number;
+  expires_at_ms: number;
+  ip_address: string;
+  user_agent: string;
+  impersonated_by: string | null;
 }
 
 interface SessionRequest {
@@ -82,7 +124,14 @@ export type UserMessage =
   | { op: '2fa-status' }
   | { op: '2fa-disable'; presented: PresentedCode }
   | { op: '2fa-regenerate'; presented: PresentedCode; backup_hashes: string[] }
-  | ({ op: '2fa-login'; challenge_id: string; presented: PresentedCode } & SessionRequest);
+  | ({ op: '2fa-login'; challenge_id: string; presented: PresentedCode } & SessionRequest)
+  | { op: 'admin-detail' }
+  | { op: 'admin-patch'; patch: AdminPatch }
+  | { op: 'ban'; reason: string; banned_by: string }
+  | { op: 'unban' }
+  | { op: 'admin-delete' }
+  | { op: 'list-sessions' }
+  | { op: 'admin-end-session'; session_id: string };
 
 export interface PublicUser {
   id: string;
@@ -161,6 +210,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         if (state.user.id !== message.user.id) throw new ServiceError('conflict', 'User id already in use.');
         return { state, reply: publicUser(state.user) };
       }
+      if (state.deleted_at_ms) throw new ServiceError('conflict', 'This user was deleted.');
       const user: UserRecord = {
         ...message.user,
         email_verified: false,
@@ -169,7 +219,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         created_at_ms: now,
         updated_at_ms: now,
       };
-      return { state: { user, sessions: {} }, reply: publicUser(user) };
+      return summarized({ user, sessions: {} }, publicUser(user), {});
     }
 
     case 'get':
@@ -183,6 +233,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         banned: user.banned,
         two_factor_enabled: user.two_factor_enabled,
       };
+      if (state.summary_rev === undefined) return summarized(state, reply, {});
       return { state, reply };
     }
 
@@ -196,6 +247,8 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         throw new ServiceError('unauthorized', 'The access token is no longer valid.');
       }
       const reply: SessionPrincipal = { user_id: user.id, session_id: session.id, role: user.role };
+      // Users stored before the admin list existed publish their summary once.
+      if (state.summary_rev === undefined) return summarized(state, reply, {});
       return { state, reply };
     }
 
@@ -245,7 +298,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     case '2fa-verify-setup': {
       const user = requireUser(state);
       const two_factor = completeSetup(twoFactorOf(state), message.code, now);
-      return { state: { ...state, user: { ...user, two_factor_enabled: true, updated_at_ms: now }, two_factor }, reply: null };
+      return summarized({ ...state, user: { ...user, two_factor_enabled: true, updated_at_ms: now }, two_factor }, null, {});
     }
 
     case '2fa-status': {
@@ -259,7 +312,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       const two_factor = twoFactorOf(state);
       if (!two_factor.enabled) throw new ServiceError('conflict', 'Two-factor authentication is not enabled.');
       if (!verifyCode(two_factor, message.presented, now, true).ok) throw new ServiceError('invalid_two_factor_code', 'The code is not valid.');
-      return { state: { ...state, user: { ...user, two_factor_enabled: false, updated_at_ms: now }, two_factor: emptyTwoFactor() }, reply: null };
+      return summarized({ ...state, user: { ...user, two_factor_enabled: false, updated_at_ms: now }, two_factor: emptyTwoFactor() }, null, {});
     }
 
     case '2fa-regenerate': {
@@ -274,7 +327,9 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     case '2fa-login': {
       // Wrong codes are counted, so they are answered with a value, not a throw
       // (a throw would discard the count).
-      const user = requireUser(state);
+      // A challenge issued before the user was deleted just fails (401 at the edge, not 404).
+      if (!state.user) return { state, reply: { ok: false } };
+      const user = state.user;
       const two_factor = twoFactorOf(state);
       const failures = challengeFailures(two_factor, message.challenge_id);
       if (user.banned || !two_factor.enabled || failures < 0 || failures >= CHALLENGE_FAILURES_MAX) {
@@ -289,9 +344,119 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       return { state: opened.state, reply: { ok: true, ...(opened.reply as object) } };
     }
 
+    case 'admin-detail': {
+      const user = requireUser(state);
+      const active_session_count = Object.values(state.sessions).filter((s) => isSessionLive(s, now)).length;
+      return { state, reply: { user: publicUser(user), active_session_count, ban: user.banned ? (state.ban ?? null) : null } };
+    }
+
+    case 'admin-patch': {
+      const user = requireUser(state);
+      const patch = message.patch;
+      const next: UserRecord = { ...user, updated_at_ms: now };
+      if (patch.display_name !== undefined) next.display_name = patch.display_name;
+      if (patch.role !== undefined) next.role = patch.role;
+      if (patch.email_verified !== undefined) next.email_verified = patch.email_verified;
+      if (patch.email !== undefined) next.email = patch.email;
+      if (patch.username !== undefined) next.username = patch.username;
+      const release: SummarySync['release'] = {};
+      if (next.email.toLowerCase() !== user.email.toLowerCase()) release.email = user.email;
+      if (next.username.toLowerCase() !== user.username.toLowerCase()) release.username = user.username;
+      return summarized({ ...state, user: next }, { user: publicUser(next) }, release, true);
+    }
+
+    case 'ban': {
+      const user = requireUser(state);
+      // Banning a banned user keeps the first ban: retries are harmless.
+      if (user.banned) return { state, reply: { changed: false, sync: null } };
+      const ban: BanRecord = { reason: message.reason, banned_at_ms: now, banned_by: message.banned_by };
+      // Every live session ends too, so an unban does not bring old tokens back.
+      const sessions: Record<string, SessionRecord> = {};
+      for (const [id, session] of Object.entries(state.sessions)) {
+        sessions[id] = session.ended_at_ms === null ? { ...session, ended_at_ms: now } : session;
+      }
+      return summarized({ ...state, user: { ...user, banned: true, updated_at_ms: now }, ban, sessions }, { changed: true }, {}, true);
+    }
+
+    case 'unban': {
+      const user = requireUser(state);
+      if (!user.banned) return { state, reply: { changed: false, sync: null } };
+      return summarized({ ...state, user: { ...user, banned: false, updated_at_ms: now }, ban: null }, { changed: true }, {}, true);
+    }
+
+    case 'admin-delete': {
+      const user = requireUser(state);
+      // Every session ends with the user: `authenticate` and `refresh` find no user.
+      const rev = (state.summary_rev ?? 0) + 1;
+      const sync: SummarySync = { op: 'sync', user_id: user.id, rev, user: null, release: { email: user.email, username: user.username } };
+      return {
+        state: { user: null, sessions: {}, summary_rev: rev, deleted_at_ms: now, ban: null },
+        reply: { sync },
+        sends: [{ kind: 'user-directory', key: 'global', message: sync }],
+      };
+    }
+
+    case 'list-sessions': {
+      const user = requireUser(state);
+      const sessions: SessionView[] = Object.values(state.sessions)
+        .map((s) => sessionView(user.id, s, now))
+        .sort((a, b) => b.created_at_ms - a.created_at_ms || (a.id < b.id ? -1 : 1));
+      return { state, reply: sessions };
+    }
+
+    case 'admin-end-session': {
+      const user = requireUser(state);
+      const session = state.sessions[message.session_id];
+      if (!session) throw new ServiceError('not_found', 'No such session.');
+      if (session.ended_at_ms !== null) return { state, reply: { ended: false, user_id: user.id } };
+      const ended: SessionRecord = { ...session, ended_at_ms: now };
+      return { state: { ...state, sessions: { ...state.sessions, [session.id]: ended } }, reply: { ended: true, user_id: user.id } };
+    }
+
     case '$alarm':
       return { state };
   }
+}
+
+/**
+ * Session ids carry their user: `ses_<user id>~<random>`, so an admin can end a
+ * session by id alone. Ids from before this format (`ses_<random>`) give null.
+ */
+export function sessionUserId(session_id: string): string | null {
+  if (!session_id.startsWith('ses_')) return null;
+  const tilde = session_id.indexOf('~');
+  if (tilde <= 4) return null;
+  return session_id.slice(4, tilde);
+}
+
+export function sessionView(user_id: string, session: SessionRecord, now_ms: number): SessionView {
+  return {
+    id: session.id,
+    user_id,
+    active: isSessionLive(session, now_ms),
+    created_at_ms: session.created_at_ms,
+    expires_at_ms: session.expires_at_ms,
+    ip_address: session.ip_address,
+    user_agent: session.user_agent,
+    impersonated_by: session.impersonated_by,
+  };
+}
+
+/**
+ * A turn that changed what the admin list shows: bumps the summary revision
+ * and sends the new summary to the directory (ordered by revision there, so a
+ * late delivery never undoes a newer one). The reply carries the same message
+ * under `sync` so the edge can apply it at once (read-your-writes).
+ */
+function summarized(state: UserState, reply: unknown, release: SummarySync['release'], withSync = false): TurnResult<UserState, unknown> {
+  const user = state.user!;
+  const rev = (state.summary_rev ?? 0) + 1;
+  const sync: SummarySync = { op: 'sync', user_id: user.id, rev, user: publicUser(user), release };
+  return {
+    state: { ...state, summary_rev: rev },
+    reply: withSync ? { ...(reply as object), sync } : reply,
+    sends: [{ kind: 'user-directory', key: 'global', message: sync }],
+  };
 }
 
 function twoFactorOf(state: UserState): TwoFactorState {
@@ -303,7 +468,7 @@ function openSession(state: UserState, request: SessionRequest, context: TurnCon
   const user = requireUser(state);
   if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
   const session: SessionRecord = {
-    id: context.newId('ses_'),
+    id: context.newId(`ses_${user.id}~`),
     created_at_ms: now,
     expires_at_ms: now + request.ttl_seconds * 1000,
     refresh_hash: request.refresh_hash,

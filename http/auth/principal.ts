@@ -3,6 +3,7 @@ import type { Role } from '../../actors/account/user-state.js';
 /**
  * Who is calling. `tenant` scopes every stateful resource: the
  * organization of the credential when it has one, otherwise the user.
+ * An API key's principal has `session_id` '' (a key has no session).
  */
 export interface Principal {
   user_id: string;
@@ -10,6 +11,12 @@ export interface Principal {
   role: Role;
   org_id: string | null;
   tenant: string;
+  /** How the caller authenticated. */
+  credential: 'access_token' | 'api_key';
+  /** What the credential may do: `['*']` for an access token, the key's scopes for an API key. */
+  scopes: string[];
+  /** The API key's id when `credential` is `api_key`, otherwise null. */
+  api_key_id: string | null;
 }
 
 declare module 'fastify' {

@@ -1,7 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { USER_KIND } from '../../actors/account/actor.js';
-import type { SessionPrincipal } from '../../actors/account/user-state.js';
+import type { PublicUser, SessionPrincipal } from '../../actors/account/user-state.js';
+import { API_KEY_KIND } from '../../actors/api-key/actor.js';
+import type { VerifiedKey } from '../../actors/api-key/state.js';
+import { looksLikeApiKey, parseApiKey, requiredScope, scopeAllows } from '../auth/api-keys.js';
 import type { Principal } from '../auth/principal.js';
 import type { AppServices } from '../services.js';
 
@@ -9,7 +12,40 @@ import type { AppServices } from '../services.js';
  * The onRequest hook of every B route. Checks the bearer token's signature
  * (cached), then asks the user actor whether its session is still live, so
  * logout and bans cut access off at once, on every node.
+ *
+ * A bearer starting with `pk_` is an API key: its actor checks the hash,
+ * revocation and expiry, then the user actor confirms the owner exists and is
+ * not banned (so a ban or a deleted user cuts every key off at once). The
+ * key's scopes are then checked against the route (see http/auth/api-keys.ts).
  */
+const API_KEY_REJECTED = 'The API key is invalid, revoked or expired.';
+
+async function authenticateApiKey(services: AppServices, token: string): Promise<Principal> {
+  const parsed = parseApiKey(token);
+  if (!parsed) throw new ServiceError('unauthorized', API_KEY_REJECTED);
+  let user: PublicUser;
+  let key: VerifiedKey;
+  try {
+    key = await services.actors.ask<VerifiedKey>(API_KEY_KIND, parsed.api_key_id, { op: 'verify', key_hash: parsed.key_hash });
+    user = await services.actors.ask<PublicUser>(USER_KIND, key.user_id, { op: 'get' });
+  } catch (error) {
+    if (error instanceof ServiceError && (error.code === 'unauthorized' || error.code === 'not_found')) {
+      throw new ServiceError('unauthorized', API_KEY_REJECTED);
+    }
+    throw error;
+  }
+  if (user.banned) throw new ServiceError('unauthorized', API_KEY_REJECTED);
+  return {
+    user_id: user.id,
+    session_id: '',
+    role: user.role,
+    org_id: null,
+    tenant: user.id,
+    credential: 'api_key',
+    scopes: key.scopes,
+    api_key_id: key.api_key_id,
+  };
+}
 export function bearerAuthentication(services: AppServices) {
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;
@@ -18,6 +54,22 @@ export function bearerAuthentication(services: AppServices) {
     }
     const token = header.slice(header.indexOf(' ') + 1).trim();
     if (token.length > 4096) throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
+    if (looksLikeApiKey(token)) {
+      const principal = await authenticateApiKey(services, token);
+      const requirement = requiredScope(request.routeOptions.url ?? request.url, request.method);
+      if (!scopeAllows(principal.scopes, requirement)) {
+        throw new ServiceError(
+          'insufficient_scope',
+          requirement.kind === 'scope'
+            ? `This API key lacks the scope ${requirement.scope}.`
+            : requirement.kind === 'wildcard'
+              ? 'This endpoint needs an API key with the * scope.'
+              : 'This endpoint does not accept API keys; use an access token.',
+        );
+      }
+      request.principal = principal;
+      return;
+    }
     const claims = await services.tokens.verifyAccessToken(token);
     const session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid });
     const principal: Principal = {
@@ -26,6 +78,9 @@ export function bearerAuthentication(services: AppServices) {
       role: session.role,
       org_id: null,
       tenant: session.user_id,
+      credential: 'access_token',
+      scopes: ['*'],
+      api_key_id: null,
     };
     request.principal = principal;
   };

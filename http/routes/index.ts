@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppServices } from '../services.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { adminUserRoutes } from './admin-users.js';
 import { authRoutes } from './auth.js';
 import { healthRoutes } from './health.js';
 import { livenessRoutes } from './liveness.js';
@@ -13,6 +15,8 @@ export const routeAreas: ((app: FastifyInstance, services: AppServices) => void)
   healthRoutes,
   authRoutes,
   twoFactorRoutes,
+  adminUserRoutes,
+  apiKeyRoutes,
   lockRoutes,
   livenessRoutes,
   presenceRoutes,

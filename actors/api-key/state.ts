@@ -1,0 +1,161 @@
+import { timingSafeEqual } from 'node:crypto';
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+
+/**
+ * One API key (spec doc 1 §2 ApiKey, §4.2). The actor key is the key id (the
+ * `<key_id>` part of `pk_<key_id>_<secret>`); the state holds only
+ * sha256(secret), never the secret. Every management message names the
+ * calling user and a key of anyone else is `not_found`, so a key id reveals
+ * nothing to another user.
+ *
+ * Revoking is one-way (`update` with `revoked: true`); deleting removes the
+ * record and tells the owner's index (`user-api-keys`) through the outbox.
+ */
+export const API_KEY_KIND = 'api-key';
+export const USER_API_KEYS_KIND = 'user-api-keys';
+/** `last_used_at` is written at most once per this interval per key. */
+export const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+
+export interface ApiKeyRecord {
+  api_key_id: string;
+  user_id: string;
+  name: string;
+  scopes: string[];
+  key_hash: string;
+  key_prefix: string;
+  created_at_ms: number;
+  expires_at_ms: number | null;
+  last_used_at_ms: number | null;
+  revoked: boolean;
+  updated_at_ms: number;
+}
+
+export type ApiKeyState = ApiKeyRecord | null;
+
+/** What the owner sees: everything but the hash. */
+export type ApiKeyView = Omit<ApiKeyRecord, 'key_hash'>;
+
+/** The reply of a successful `verify`. */
+export interface VerifiedKey {
+  api_key_id: string;
+  user_id: string;
+  scopes: string[];
+}
+
+export type ApiKeyMessage =
+  | {
+      op: 'create';
+      user_id: string;
+      name: string;
+      scopes: string[];
+      key_hash: string;
+      key_prefix: string;
+      expires_at_ms: number | null;
+    }
+  | { op: 'get'; user_id: string }
+  | { op: 'update'; user_id: string; name?: string; scopes?: string[]; revoked?: boolean }
+  | { op: 'delete'; user_id: string }
+  | { op: 'verify'; key_hash: string };
+
+export function initialApiKeyState(): ApiKeyState {
+  return null;
+}
+
+export function apiKeyView(record: ApiKeyRecord): ApiKeyView {
+  const { key_hash: _hash, ...view } = record;
+  return view;
+}
+
+const UNAUTHORIZED_MESSAGE = 'The API key is invalid, revoked or expired.';
+
+function sameHash(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+function owned(state: ApiKeyState, user_id: string): ApiKeyRecord {
+  if (!state || state.user_id !== user_id) throw new ServiceError('not_found', 'No such API key.');
+  return state;
+}
+
+export function isKeyUsable(record: ApiKeyRecord, now_ms: number): boolean {
+  return !record.revoked && (record.expires_at_ms === null || record.expires_at_ms > now_ms);
+}
+
+export function stepApiKey(
+  state: ApiKeyState,
+  message: ApiKeyMessage | AlarmMessage,
+  context: TurnContext,
+): TurnResult<ApiKeyState, unknown> {
+  const now = context.now;
+  switch (message.op) {
+    case 'create': {
+      if (state) {
+        // A retried create of the same key is answered again; anything else is a clash.
+        if (state.user_id === message.user_id && sameHash(state.key_hash, message.key_hash)) {
+          return { state, reply: apiKeyView(state) };
+        }
+        throw new ServiceError('conflict', 'API key id already in use.');
+      }
+      const record: ApiKeyRecord = {
+        api_key_id: context.key,
+        user_id: message.user_id,
+        name: message.name,
+        scopes: [...message.scopes],
+        key_hash: message.key_hash,
+        key_prefix: message.key_prefix,
+        created_at_ms: now,
+        expires_at_ms: message.expires_at_ms,
+        last_used_at_ms: null,
+        revoked: false,
+        updated_at_ms: now,
+      };
+      return { state: record, reply: apiKeyView(record) };
+    }
+
+    case 'get':
+      return { state, reply: apiKeyView(owned(state, message.user_id)) };
+
+    case 'update': {
+      const record = owned(state, message.user_id);
+      if (message.revoked === false && record.revoked) {
+        throw new ServiceError('conflict', 'Revoking an API key is permanent: a revoked key cannot be restored.');
+      }
+      const next: ApiKeyRecord = {
+        ...record,
+        name: message.name ?? record.name,
+        scopes: message.scopes ? [...message.scopes] : record.scopes,
+        revoked: record.revoked || message.revoked === true,
+        updated_at_ms: now,
+      };
+      return { state: next, reply: apiKeyView(next) };
+    }
+
+    case 'delete': {
+      const record = owned(state, message.user_id);
+      return {
+        state: null,
+        reply: apiKeyView(record),
+        sends: [{ kind: USER_API_KEYS_KIND, key: record.user_id, message: { op: 'remove', api_key_id: record.api_key_id } }],
+      };
+    }
+
+    case 'verify': {
+      if (!state || !sameHash(state.key_hash, message.key_hash) || !isKeyUsable(state, now)) {
+        throw new ServiceError('unauthorized', UNAUTHORIZED_MESSAGE);
+      }
+      const reply: VerifiedKey = { api_key_id: state.api_key_id, user_id: state.user_id, scopes: state.scopes };
+      if (state.last_used_at_ms !== null && now - state.last_used_at_ms < LAST_USED_WRITE_INTERVAL_MS) {
+        return { state, reply };
+      }
+      return { state: { ...state, last_used_at_ms: now }, reply };
+    }
+
+    case '$alarm':
+      return { state };
+
+    default:
+      throw new ServiceError('BAD_REQUEST', `Unknown api-key operation ${(message as { op?: unknown }).op as string}.`);
+  }
+}

@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { loadUserApiKeys, stepUserApiKeys, type IndexPage, type UserApiKeysState } from '../../actors/api-key/index-state.js';
+import {
+  LAST_USED_WRITE_INTERVAL_MS,
+  USER_API_KEYS_KIND,
+  stepApiKey,
+  initialApiKeyState,
+  type ApiKeyMessage,
+  type ApiKeyState,
+  type ApiKeyView,
+  type VerifiedKey,
+} from '../../actors/api-key/state.js';
+import { parseApiKey, newApiKey, requiredScope, scopeAllows } from '../../http/auth/api-keys.js';
+import { codeOf, fixedContext } from '../helpers/step.js';
+
+/** Pure step tests of the api-key actor and its per-user index: fixed context, no runtime. */
+const T0 = Date.UTC(2026, 0, 1);
+const KEY_ID = 'a'.repeat(32);
+const ctx = (now: number) => fixedContext(now, 'api-key', KEY_ID);
+const step = (state: ApiKeyState, message: ApiKeyMessage, now = T0) => stepApiKey(state, message, ctx(now));
+
+const createMessage = (over: Partial<Extract<ApiKeyMessage, { op: 'create' }>> = {}): ApiKeyMessage => ({
+  op: 'create',
+  user_id: 'u1',
+  name: 'ci',
+  scopes: ['locks:read'],
+  key_hash: 'hash-1',
+  key_prefix: 'pk_aaaaaaaaa',
+  expires_at_ms: null,
+  ...over,
+});
+
+function created(over: Partial<Extract<ApiKeyMessage, { op: 'create' }>> = {}): ApiKeyState {
+  return step(initialApiKeyState(), createMessage(over)).state;
+}
+
+describe('api-key step', () => {
+  it('creates a key whose view never carries the hash', () => {
+    const result = step(initialApiKeyState(), createMessage());
+    expect(result.state).toMatchObject({ api_key_id: KEY_ID, user_id: 'u1', key_hash: 'hash-1', revoked: false, last_used_at_ms: null, created_at_ms: T0 });
+    expect(result.reply).toEqual(expect.objectContaining({ api_key_id: KEY_ID, key_prefix: 'pk_aaaaaaaaa', scopes: ['locks:read'] }));
+    expect(result.reply as object).not.toHaveProperty('key_hash');
+  });
+
+  it('answers a retried create again, and refuses a different one on the same id', () => {
+    const state = created();
+    expect(step(state, createMessage()).state).toBe(state);
+    expect(codeOf(() => step(state, createMessage({ key_hash: 'other' })))).toBe('conflict');
+    expect(codeOf(() => step(state, createMessage({ user_id: 'u2' })))).toBe('conflict');
+  });
+
+  it('hides a key from every user but its owner', () => {
+    const state = created();
+    expect(codeOf(() => step(state, { op: 'get', user_id: 'u2' }))).toBe('not_found');
+    expect(codeOf(() => step(state, { op: 'update', user_id: 'u2', revoked: true }))).toBe('not_found');
+    expect(codeOf(() => step(state, { op: 'delete', user_id: 'u2' }))).toBe('not_found');
+    expect(codeOf(() => step(null, { op: 'get', user_id: 'u1' }))).toBe('not_found');
+    expect((step(state, { op: 'get', user_id: 'u1' }).reply as ApiKeyView).name).toBe('ci');
+  });
+
+  it('verifies the right hash only, and never a revoked or expired key', () => {
+    const state = created({ expires_at_ms: T0 + 10_000 });
+    const ok = step(state, { op: 'verify', key_hash: 'hash-1' }, T0 + 1);
+    expect(ok.reply).toEqual({ api_key_id: KEY_ID, user_id: 'u1', scopes: ['locks:read'] } satisfies VerifiedKey);
+    expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-2' }))).toBe('unauthorized');
+    expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-' }))).toBe('unauthorized');
+    expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-1' }, T0 + 10_000))).toBe('unauthorized');
+    expect(codeOf(() => step(null, { op: 'verify', key_hash: 'hash-1' }))).toBe('unauthorized');
+    const revoked = step(state, { op: 'update', user_id: 'u1', revoked: true }).state;
+    expect(codeOf(() => step(revoked, { op: 'verify', key_hash: 'hash-1' }))).toBe('unauthorized');
+  });
+
+  it('writes last_used_at at most once per interval', () => {
+    const state = created();
+    const first = step(state, { op: 'verify', key_hash: 'hash-1' }, T0 + 5);
+    expect(first.state!.last_used_at_ms).toBe(T0 + 5);
+    const soon = step(first.state, { op: 'verify', key_hash: 'hash-1' }, T0 + 5 + LAST_USED_WRITE_INTERVAL_MS - 1);
+    expect(soon.state).toBe(first.state);
+    const later = step(first.state, { op: 'verify', key_hash: 'hash-1' }, T0 + 5 + LAST_USED_WRITE_INTERVAL_MS);
+    expect(later.state!.last_used_at_ms).toBe(T0 + 5 + LAST_USED_WRITE_INTERVAL_MS);
+  });
+
+  it('revoking is one-way; renaming and rescoping keep the rest', () => {
+    const state = created();
+    const renamed = step(state, { op: 'update', user_id: 'u1', name: 'deploy', scopes: ['*'] }, T0 + 1).state!;
+    expect(renamed).toMatchObject({ name: 'deploy', scopes: ['*'], revoked: false, key_hash: 'hash-1', updated_at_ms: T0 + 1 });
+    expect(step(renamed, { op: 'update', user_id: 'u1', revoked: false }).state!.revoked).toBe(false);
+    const revoked = step(renamed, { op: 'update', user_id: 'u1', revoked: true }).state!;
+    expect(revoked.revoked).toBe(true);
+    expect(codeOf(() => step(revoked, { op: 'update', user_id: 'u1', revoked: false }))).toBe('conflict');
+    expect(step(revoked, { op: 'update', user_id: 'u1', name: 'x' }).state!.revoked).toBe(true);
+  });
+
+  it('delete removes the record and tells the owner index through the outbox', () => {
+    const result = step(created(), { op: 'delete', user_id: 'u1' });
+    expect(result.state).toBeNull();
+    expect(result.sends).toEqual([{ kind: USER_API_KEYS_KIND, key: 'u1', message: { op: 'remove', api_key_id: KEY_ID } }]);
+  });
+});
+
+describe('user-api-keys index step', () => {
+  const ictx = fixedContext(T0, USER_API_KEYS_KIND, 'u1');
+  const fresh = (): UserApiKeysState => loadUserApiKeys('u1', []);
+
+  it('adds idempotently, enforces the cap, removes idempotently, writing one record each', () => {
+    const state = fresh();
+    const add = stepUserApiKeys(state, { op: 'add', api_key_id: 'k1', created_at_ms: 1, limit: 2 }, ictx);
+    expect(add.writes).toEqual([{ subkey: 'k1', value: { created_at_ms: 1 } }]);
+    expect(stepUserApiKeys(state, { op: 'add', api_key_id: 'k1', created_at_ms: 1, limit: 2 }, ictx).writes).toBeUndefined();
+    stepUserApiKeys(state, { op: 'add', api_key_id: 'k2', created_at_ms: 2, limit: 2 }, ictx);
+    expect(codeOf(() => stepUserApiKeys(state, { op: 'add', api_key_id: 'k3', created_at_ms: 3, limit: 2 }, ictx))).toBe('api_key_limit_reached');
+    expect(state.entries.size).toBe(2);
+    expect(stepUserApiKeys(state, { op: 'remove', api_key_id: 'k1' }, ictx).writes).toEqual([{ subkey: 'k1', value: undefined }]);
+    expect(stepUserApiKeys(state, { op: 'remove', api_key_id: 'k1' }, ictx).writes).toBeUndefined();
+    expect(state.entries.size).toBe(1);
+  });
+
+  it('lists newest first with a total, and reloads the same from its records', () => {
+    const state = fresh();
+    for (let i = 1; i <= 5; i++) stepUserApiKeys(state, { op: 'add', api_key_id: `k${i}`, created_at_ms: i, limit: 100 }, ictx);
+    const page = (s: UserApiKeysState, p: number) => stepUserApiKeys(s, { op: 'list', page: p, page_size: 2 }, ictx).reply as IndexPage;
+    expect(page(state, 1)).toEqual({ api_key_ids: ['k5', 'k4'], total: 5 });
+    expect(page(state, 3)).toEqual({ api_key_ids: ['k1'], total: 5 });
+    const reloaded = loadUserApiKeys('u1', [...state.entries.values()].map((e) => [e.api_key_id, { created_at_ms: e.created_at_ms }] as [string, unknown]));
+    expect(page(reloaded, 1)).toEqual(page(state, 1));
+    expect(stepUserApiKeys(reloaded, { op: 'count' }, ictx).reply).toEqual({ total: 5 });
+  });
+});
+
+describe('key format and scopes', () => {
+  it('formats pk_<32 hex>_<43 base64url>, prefix = first 12 characters, and parses back', () => {
+    const key = newApiKey();
+    expect(key.key).toMatch(/^pk_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
+    expect(key.key_prefix).toBe(key.key.slice(0, 12));
+    expect(key.key).not.toContain(key.key_hash);
+    expect(parseApiKey(key.key)).toEqual({ api_key_id: key.api_key_id, key_hash: key.key_hash });
+    for (const bad of ['pk_', `pk_${key.api_key_id}`, `${key.key}x`, key.key.slice(0, -1), `pk_${'g'.repeat(32)}_${'a'.repeat(43)}`]) {
+      expect(parseApiKey(bad)).toBeNull();
+    }
+  });
+
+  it('maps routes to scopes: read for GET, write otherwise; credential routes refuse keys', () => {
+    expect(requiredScope('/api/v1/distributed-state/:namespace/:key/lock', 'GET')).toEqual({ kind: 'scope', scope: 'locks:read' });
+    expect(requiredScope('/api/v1/distributed-state/:namespace/:key/lock', 'POST')).toEqual({ kind: 'scope', scope: 'locks:write' });
+    expect(requiredScope('/api/v1/waiting-rooms/:room_id/join', 'POST')).toEqual({ kind: 'scope', scope: 'waiting_rooms:write' });
+    expect(requiredScope('/api/v1/presence/:context_id/list', 'GET')).toEqual({ kind: 'scope', scope: 'presence:read' });
+    expect(requiredScope('/api/v1/liveness', 'GET')).toEqual({ kind: 'scope', scope: 'liveness:read' });
+    expect(requiredScope('/api/v1/auth/me', 'GET')).toEqual({ kind: 'scope', scope: 'auth:read' });
+    expect(requiredScope('/api/v1/auth/api-keys', 'GET')).toEqual({ kind: 'refused' });
+    expect(requiredScope('/api/v1/auth/logout', 'POST')).toEqual({ kind: 'refused' });
+    expect(requiredScope('/api/v1/liveness-other', 'GET')).toEqual({ kind: 'wildcard' });
+    expect(requiredScope('/admin/auth/users', 'GET')).toEqual({ kind: 'wildcard' });
+    expect(scopeAllows(['*'], { kind: 'refused' })).toBe(false);
+    expect(scopeAllows(['*'], { kind: 'wildcard' })).toBe(true);
+    expect(scopeAllows(['locks:read'], { kind: 'wildcard' })).toBe(false);
+    expect(scopeAllows(['locks:read'], { kind: 'scope', scope: 'locks:write' })).toBe(false);
+    expect(scopeAllows(['*'], { kind: 'scope', scope: 'locks:write' })).toBe(true);
+  });
+});
