@@ -4,8 +4,11 @@ import { apiKeyActor, userApiKeysActor } from './api-key/actor.js';
 import { idempotencyActor } from './idempotency/state.js';
 import { livenessActor, livenessIndexActor } from './liveness/actor.js';
 import { lockActor } from './lock/actor.js';
+import { loginThrottleActor } from './login-throttle/state.js';
+import { cliLoginActor } from './cli-login/state.js';
 import { presenceContextActor, presenceSubjectActor } from './presence/actor.js';
 import { signingKeyActor } from './system/signing-key.js';
+import { oauthClientActor } from './oauth/actor.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from './waiting-room/actor.js';
 
 /** Every actor kind the node runs. Add a kind by adding its definition here. */
@@ -14,8 +17,10 @@ export const allActors: ActorDefinition[] = [
   userActor,
   directoryActor,
   apiKeyActor, userApiKeysActor,
+  oauthClientActor,
   idempotencyActor,
   lockActor,
+  loginThrottleActor, cliLoginActor,
   livenessActor, livenessIndexActor,
   presenceContextActor, presenceSubjectActor,
   waitingRoomActor, waitingRoomDirectoryActor,

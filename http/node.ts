@@ -9,6 +9,7 @@ import { TokenService } from './auth/tokens.js';
 import type { NodeConfig } from './config.js';
 import { Metrics } from './plugins/metrics.js';
 import type { AppServices } from './services.js';
+import { LogMailTransport } from './auth/mail.js';
 
 /**
  * One node, embedded mode: LMDB store, actor runtime with every kind, the
@@ -59,7 +60,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     accessTtlSeconds: config.accessTokenTtlSeconds,
     now: () => clock.now(),
   });
-  const services: AppServices = { actors: runtime, tokens, clock, config, metrics, isReady: () => ready };
+  const services: AppServices = { actors: runtime, tokens, clock, config, metrics, mail: new LogMailTransport(logger.child({ component: 'mail' })), isReady: () => ready };
   const app = await buildApp(services, logger);
 
   if (config.adminEmail && config.adminPassword) {

@@ -1,5 +1,6 @@
 import type { ActorClient, Clock } from '../runtime/index.js';
 import type { TokenService } from './auth/tokens.js';
+import type { MailTransport } from './auth/mail.js';
 import type { NodeConfig } from './config.js';
 import type { Metrics } from './plugins/metrics.js';
 
@@ -10,6 +11,8 @@ export interface AppServices {
   clock: Clock;
   config: NodeConfig;
   metrics: Metrics;
+  /** Outgoing mail (default: LogMailTransport). Mutable so a deployment or a test can plug in another. */
+  mail: MailTransport;
   /** True while this node owns and serves its partitions. */
   isReady(): boolean;
 }

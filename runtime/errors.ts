@@ -10,13 +10,14 @@ export const errorCodes = {
   // 400
   BAD_REQUEST: { status: 400, description: 'The request is malformed or fails validation; `details` names the failing fields.' },
   invalid_two_factor_code: { status: 400, description: 'The two-factor code (TOTP or backup code) is not valid, or was already used.' },
+  invalid_verification_token: { status: 400, description: 'The e-mail verification token is unknown, expired, already used, or was sent to an address the account no longer has.' },
   // 401
   unauthorized: { status: 401, description: 'Missing, malformed, expired or revoked credential.' },
   invalid_credentials: { status: 401, description: 'Login failed. The same message for an unknown user and a wrong password.' },
   invalid_refresh_token: { status: 401, description: 'The refresh token is unknown, already rotated, or its session ended.' },
   // 403
   forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
-  insufficient_scope: { status: 403, description: 'The API key lacks the scope this endpoint needs, or the endpoint does not accept API keys; see docs/api/auth.md.' },
+  insufficient_scope: { status: 403, description: 'The API key or OAuth access token lacks the scope this endpoint needs, or the endpoint does not accept that credential; see docs/api/auth.md and docs/api/oauth.md.' },
   waiting_room_member_banned: { status: 403, description: 'The member is banned from this waiting room (a room ban or a global ban of the tenant).' },
   // 404
   not_found: { status: 404, description: 'No such resource (also for a resource of another tenant).' },

@@ -57,7 +57,29 @@ export interface UserState {
   ban?: BanRecord | null;
   /** Set once an admin deleted the user: the actor stays a tombstone. */
   deleted_at_ms?: number | null;
+  /** The pending e-mail verification (absent or null: none). */
+  email_verification?: EmailVerification | null;
+  /** Two-factor challenges opened by an admin impersonation: [challenge_id, admin_id, expires_at_ms]. */
+  impersonation_challenges?: [string, string, number][];
 }
+
+export interface EmailVerification {
+  /** sha256 of the secret in the link; single-use. */
+  token_hash: string;
+  /** The address it was sent to: a changed e-mail makes the link invalid. */
+  email: string;
+  sent_at_ms: number;
+  expires_at_ms: number;
+}
+
+/** A verification link is valid this long. */
+export const EMAIL_VERIFICATION_TTL_MS = 24 * 3600_000;
+/** At most one verification e-mail per user in this interval. */
+export const EMAIL_VERIFICATION_RESEND_MS = 60_000;
+/** An impersonation session lasts at most this long, refreshes included. */
+export const IMPERSONATION_SESSION_TTL_MS = 3600_000;
+/** Impersonation challenges kept per user (older ones are forgotten). */
+const IMPERSONATION_CHALLENGES_KEPT = 10;
 
 export interface BanRecord {
   reason: string;
@@ -131,7 +153,11 @@ export type UserMessage =
   | { op: 'unban' }
   | { op: 'admin-delete' }
   | { op: 'list-sessions' }
-  | { op: 'admin-end-session'; session_id: string };
+  | { op: 'admin-end-session'; session_id: string }
+  | { op: 'email-verify-send'; token_hash: string }
+  | { op: 'email-verify-confirm'; token_hash: string }
+  | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
+  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number };
 
 export interface PublicUser {
   id: string;
@@ -274,7 +300,10 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         ...session,
         refresh_hash: message.new_hash,
         previous_refresh_hash: session.refresh_hash,
-        expires_at_ms: now + message.ttl_seconds * 1000,
+        // An impersonation session never outlives its first hour.
+        expires_at_ms: session.impersonated_by
+          ? Math.min(now + message.ttl_seconds * 1000, session.created_at_ms + IMPERSONATION_SESSION_TTL_MS)
+          : now + message.ttl_seconds * 1000,
       };
       return {
         state: { ...state, sessions: { ...state.sessions, [session.id]: rotated } },
@@ -340,7 +369,14 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         return { state: { ...state, two_factor: recordChallenge(two_factor, message.challenge_id, failures + 1) }, reply: { ok: false } };
       }
       const verified = { ...state, two_factor: recordChallenge(verdict.state, message.challenge_id, -1) };
-      const opened = openSession(verified, message, context);
+      // A challenge opened by an admin impersonation opens an impersonation session.
+      const impersonation = (state.impersonation_challenges ?? []).find(([id, , expires]) => id === message.challenge_id && expires > now);
+      if (impersonation) {
+        verified.impersonation_challenges = (state.impersonation_challenges ?? []).filter(([id]) => id !== message.challenge_id);
+      }
+      const opened = impersonation
+        ? openSession(verified, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, impersonation[1])
+        : openSession(verified, message, context);
       return { state: opened.state, reply: { ok: true, ...(opened.reply as object) } };
     }
 
@@ -413,9 +449,58 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       return { state: { ...state, sessions: { ...state.sessions, [session.id]: ended } }, reply: { ended: true, user_id: user.id } };
     }
 
+    case 'email-verify-send': {
+      const user = requireUser(state);
+      if (user.email_verified) throw new ServiceError('conflict', 'The e-mail address is already verified.');
+      const pending = state.email_verification;
+      if (pending && pending.email === user.email && now - pending.sent_at_ms < EMAIL_VERIFICATION_RESEND_MS) {
+        const retry = Math.max(1, Math.ceil((pending.sent_at_ms + EMAIL_VERIFICATION_RESEND_MS - now) / 1000));
+        throw new ServiceError('rate_limited', 'A verification e-mail was sent less than a minute ago.', { retryAfterSeconds: retry });
+      }
+      // A new link replaces the previous one.
+      const email_verification: EmailVerification = {
+        token_hash: message.token_hash,
+        email: user.email,
+        sent_at_ms: now,
+        expires_at_ms: now + EMAIL_VERIFICATION_TTL_MS,
+      };
+      return { state: { ...state, email_verification }, reply: { email: user.email, expires_at_ms: email_verification.expires_at_ms } };
+    }
+
+    case 'email-verify-confirm': {
+      const user = state.user;
+      const pending = state.email_verification;
+      if (!user || !pending || pending.token_hash !== message.token_hash || now >= pending.expires_at_ms || pending.email !== user.email) {
+        throw new ServiceError('invalid_verification_token', 'The verification link is not valid, expired or was already used.');
+      }
+      const verified: UserRecord = { ...user, email_verified: true, updated_at_ms: now };
+      return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, true);
+    }
+
+    case 'impersonate': {
+      const user = requireUser(state);
+      if (user.two_factor_enabled) throw new ServiceError('conflict', 'The user has two-factor enabled: use impersonate-2fa.');
+      return openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
+    }
+
+    case 'impersonate-2fa': {
+      const user = requireUser(state);
+      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
+      const kept = (state.impersonation_challenges ?? []).filter(([, , expires]) => expires > now);
+      const impersonation_challenges: [string, string, number][] = [
+        ...kept,
+        [message.challenge_id, message.admin_id, now + message.ttl_seconds * 1000] as [string, string, number],
+      ].slice(-IMPERSONATION_CHALLENGES_KEPT);
+      return { state: { ...state, impersonation_challenges }, reply: null };
+    }
+
     case '$alarm':
       return { state };
   }
+}
+
+function impersonationTtlSeconds(ttl_seconds: number): number {
+  return Math.min(ttl_seconds, IMPERSONATION_SESSION_TTL_MS / 1000);
 }
 
 /**
@@ -463,7 +548,7 @@ function twoFactorOf(state: UserState): TwoFactorState {
   return state.two_factor ?? emptyTwoFactor();
 }
 
-function openSession(state: UserState, request: SessionRequest, context: TurnContext): TurnResult<UserState, unknown> {
+function openSession(state: UserState, request: SessionRequest, context: TurnContext, impersonated_by: string | null = null): TurnResult<UserState, unknown> {
   const now = context.now;
   const user = requireUser(state);
   if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
@@ -476,7 +561,7 @@ function openSession(state: UserState, request: SessionRequest, context: TurnCon
     ended_at_ms: null,
     ip_address: request.ip_address,
     user_agent: request.user_agent,
-    impersonated_by: null,
+    impersonated_by,
   };
   const sessions = prunedSessions(state.sessions, now);
   sessions[session.id] = session;

@@ -1,6 +1,7 @@
 import { ServiceError } from '../../runtime/index.js';
 import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
 import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
+import { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, TWO_FACTOR_FAILURES_MAX } from '../../actors/login-throttle/state.js';
 import type { Credentials, NewUser, PublicUser, Role } from '../../actors/account/user-state.js';
 import { randomId } from '../../runtime/index.js';
 import type { AppServices } from '../services.js';
@@ -41,6 +42,20 @@ export function normalizeBackupCode(code: string): string {
   return code.toLowerCase().replace(/[\s-]/g, '');
 }
 
+interface ThrottleSubject {
+  key: string;
+  limit: number;
+}
+
+/** The account subject (password or second-step counter) first, then the address (when known). */
+function throttleSubjects(account: string, ip_address: string | undefined, step: 'password' | 'two_factor' = 'password'): ThrottleSubject[] {
+  const subjects: ThrottleSubject[] = [
+    step === 'password' ? { key: `acct:${account}`, limit: ACCOUNT_FAILURES_MAX } : { key: `2fa:${account}`, limit: TWO_FACTOR_FAILURES_MAX },
+  ];
+  if (ip_address) subjects.push({ key: `ip:${ip_address}`, limit: ADDRESS_FAILURES_MAX });
+  return subjects;
+}
+
 export class Accounts {
   constructor(private readonly services: AppServices) {}
 
@@ -65,20 +80,42 @@ export class Accounts {
     return user_id;
   }
 
-  /** Checks the password; the same error, after the same work, for an unknown login and a wrong password. */
-  async verifyLogin(login: string, password: string): Promise<Credentials> {
+  /**
+   * Checks the password; the same error, after the same work, for an unknown login and a wrong password.
+   * Throttled per account and per client address (429 `rate_limited`), checked before the KDF runs;
+   * a success clears the account's failures.
+   */
+  async verifyLogin(login: string, password: string, ip_address?: string): Promise<Credentials> {
     const user_id = await this.findUserId(login);
+    const subjects = throttleSubjects(user_id ?? `login:${login.trim().toLowerCase()}`, ip_address);
+    await this.throttleCheck(subjects);
     if (!user_id) {
       dummyHash ??= hashPassword('not-a-real-password', this.services.config.passwordKdfCostLog2);
       await verifyPassword(password, await dummyHash);
+      await this.throttleFail(subjects);
       throw new ServiceError('invalid_credentials', 'Invalid login or password.');
     }
     const credentials = await this.services.actors.ask<Credentials>(USER_KIND, user_id, { op: 'credentials' });
     if (!(await verifyPassword(password, credentials.password_hash))) {
+      await this.throttleFail(subjects);
       throw new ServiceError('invalid_credentials', 'Invalid login or password.');
     }
     if (credentials.banned) throw new ServiceError('forbidden', 'This account is banned.');
+    await this.throttleReset(subjects);
     return credentials;
+  }
+
+  private async throttleCheck(subjects: ThrottleSubject[]): Promise<void> {
+    await Promise.all(subjects.map((s) => this.services.actors.ask(LOGIN_THROTTLE_KIND, s.key, { op: 'check', limit: s.limit })));
+  }
+
+  private async throttleFail(subjects: ThrottleSubject[]): Promise<void> {
+    await Promise.all(subjects.map((s) => this.services.actors.ask(LOGIN_THROTTLE_KIND, s.key, { op: 'fail', limit: s.limit })));
+  }
+
+  /** Only the account's count is cleared: an address that guesses across accounts stays counted. */
+  private async throttleReset(subjects: ThrottleSubject[]): Promise<void> {
+    await this.services.actors.ask(LOGIN_THROTTLE_KIND, subjects[0].key, { op: 'reset' });
   }
 
   async openSession(user_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
@@ -103,6 +140,8 @@ export class Accounts {
   async completeTwoFactorLogin(two_factor_token: string, code: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
     const { actors, tokens, config } = this.services;
     const challenge = await tokens.verifyTwoFactorChallenge(two_factor_token);
+    const subjects = throttleSubjects(challenge.user_id, client.ip_address, 'two_factor');
+    await this.throttleCheck(subjects);
     const refresh = newRefreshSecret();
     const outcome = await actors.ask<{ ok: boolean; session_id?: string; user?: PublicUser }>(USER_KIND, challenge.user_id, {
       op: '2fa-login',
@@ -113,8 +152,37 @@ export class Accounts {
       ip_address: client.ip_address,
       user_agent: client.user_agent,
     });
-    if (!outcome.ok) throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
+    if (!outcome.ok) {
+      await this.throttleFail(subjects);
+      throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
+    }
+    await this.throttleReset(subjects);
     return this.tokenBody(challenge.user_id, outcome.session_id!, refresh.secret, outcome.user!);
+  }
+
+  /** Admin impersonation of a user without two-factor: a session recording `impersonated_by`. */
+  async openImpersonationSession(user_id: string, admin_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
+    const { actors, config } = this.services;
+    const refresh = newRefreshSecret();
+    const opened = await actors.ask<{ session_id: string; user: PublicUser }>(USER_KIND, user_id, {
+      op: 'impersonate',
+      admin_id,
+      refresh_hash: refresh.hash,
+      ttl_seconds: config.refreshTokenTtlSeconds,
+      ip_address: client.ip_address,
+      user_agent: client.user_agent,
+    });
+    return this.tokenBody(user_id, opened.session_id, refresh.secret, opened.user);
+  }
+
+  /**
+   * Admin impersonation of a user with two-factor: a challenge the user actor
+   * remembers as opened by this admin, so /auth/2fa/verify records `impersonated_by`.
+   */
+  async impersonationChallenge(user_id: string, admin_id: string): Promise<string> {
+    const challenge_id = randomId('chl_');
+    await this.services.actors.ask(USER_KIND, user_id, { op: 'impersonate-2fa', admin_id, challenge_id, ttl_seconds: TWO_FACTOR_CHALLENGE_TTL_SECONDS });
+    return this.services.tokens.signTwoFactorChallenge(user_id, challenge_id, TWO_FACTOR_CHALLENGE_TTL_SECONDS);
   }
 
   private async tokenBody(user_id: string, session_id: string, refreshSecret: string, user: PublicUser): Promise<TokenBody & { user: PublicUser }> {

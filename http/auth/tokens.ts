@@ -15,6 +15,8 @@ export interface AccessClaims {
   sub: string;
   sid: string;
   exp: number;
+  /** OAuth user tokens only (the `scope` claim): what the client was granted. Absent: full rights. */
+  scopes?: string[];
 }
 
 export interface TokenBody {
@@ -122,6 +124,8 @@ export class TokenService {
         throw new Error('missing claims');
       }
       claims = { sub: payload.sub, sid: payload.sid, exp: payload.exp };
+      // OAuth user tokens (OAuthTokens.signUserAccessToken) carry their granted scope.
+      if (typeof payload.scope === 'string') claims.scopes = payload.scope === '' ? [] : payload.scope.split(' ');
     } catch {
       throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
     }
@@ -131,6 +135,18 @@ export class TokenService {
     }
     this.verified.set(token, claims);
     return claims;
+  }
+
+  /** For the OAuth helpers at the end of this file: sign and verify with this key and issuer. */
+  oauthKeyAccess(): { sign: (jwt: SignJWT) => Promise<string>; verify: (token: string, typ: string) => Promise<Record<string, unknown>>; now: () => number } {
+    return {
+      sign: (jwt) => jwt.setIssuer(this.issuer).sign(this.signKey),
+      verify: async (token, typ) => {
+        const { payload } = await jwtVerify(token, this.verifyKey, { issuer: this.issuer, algorithms: [ALGORITHM], typ, currentDate: new Date(this.now()) });
+        return payload as Record<string, unknown>;
+      },
+      now: this.now,
+    };
   }
 }
 
@@ -152,4 +168,156 @@ export function parseRefreshToken(token: string): { user_id: string; session_id:
   const parts = token.split('.');
   if (parts.length !== 4 || parts[0] !== 'rt' || parts.some((part) => part.length === 0 || part.length > 128)) return null;
   return { user_id: parts[1], session_id: parts[2], secret: parts[3] };
+}
+
+// ---------------------------------------------------------------------------
+// OAuth 2.0 (docs/api/oauth.md). Kept apart from the session tokens above.
+// ---------------------------------------------------------------------------
+
+/** The principal of a client_credentials access token: `sub` is `client:<client_id>`. */
+export interface ClientAccessClaims {
+  client_id: string;
+  scopes: string[];
+  exp: number;
+}
+
+/** A pending authorization request, carried as the signed `login_state`. */
+export interface OAuthLoginState {
+  client_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  code_challenge_method: 'S256' | 'plain';
+  scope: string[];
+  state: string | null;
+}
+
+export const CLIENT_SUBJECT_PREFIX = 'client:';
+/** base64url of the first 12 bytes of every client token payload (`{"client_id"`): 16 characters, no padding. */
+const CLIENT_PAYLOAD_PREFIX = Buffer.from('{"client_id"').toString('base64url');
+const oauthHelpers = new WeakMap<TokenService, OAuthTokens>();
+
+/**
+ * Signing and verification helpers for the OAuth tokens, bound to a
+ * TokenService's key and issuer. `TokenService.oauth()` below gives them.
+ */
+export class OAuthTokens {
+  private readonly verified = new Map<string, ClientAccessClaims>();
+
+  constructor(
+    private readonly tokens: TokenService,
+    private readonly sign: (jwt: SignJWT) => Promise<string>,
+    private readonly verify: (token: string, typ: string) => Promise<Record<string, unknown>>,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * An access token of a user session opened through an OAuth client: a
+   * session token (same `sub`/`sid`, so logout, ban and delete cut it off)
+   * plus the granted `scope`, enforced per route like an API key's.
+   */
+  async signUserAccessToken(user_id: string, session_id: string, scopes: string[]): Promise<{ token: string; expires_in: number }> {
+    const now_s = Math.floor(this.now() / 1000);
+    const ttl = this.tokens.accessTtlSeconds;
+    const token = await this.sign(
+      new SignJWT({ sid: session_id, scope: scopes.join(' ') })
+        .setProtectedHeader({ alg: ALGORITHM, kid: this.tokens.kid, typ: 'at+jwt' })
+        .setSubject(user_id)
+        .setIssuedAt(now_s)
+        .setExpirationTime(now_s + ttl),
+    );
+    return { token, expires_in: ttl };
+  }
+
+  async signClientAccessToken(client_id: string, scopes: string[]): Promise<{ token: string; expires_in: number }> {
+    const now_s = Math.floor(this.now() / 1000);
+    const ttl = this.tokens.accessTtlSeconds;
+    const token = await this.sign(
+      new SignJWT({ client_id, scope: scopes.join(' ') })
+        .setProtectedHeader({ alg: ALGORITHM, kid: this.tokens.kid, typ: 'at+jwt' })
+        .setSubject(CLIENT_SUBJECT_PREFIX + client_id)
+        .setIssuedAt(now_s)
+        .setExpirationTime(now_s + ttl),
+    );
+    return { token, expires_in: ttl };
+  }
+
+  /**
+   * Whether a bearer looks like a client_credentials token: its payload
+   * segment starts with base64url(`{"client_id"`), which signClientAccessToken
+   * always writes first and a session token never does (a string compare, no
+   * decoding; the signature and claims are checked by verifyClientAccessToken).
+   */
+  isClientAccessToken(token: string): boolean {
+    const dot = token.indexOf('.');
+    return dot > 0 && token.startsWith(CLIENT_PAYLOAD_PREFIX, dot + 1);
+  }
+
+  /** Claims of a client access token, or a 401. Cached like session tokens. */
+  async verifyClientAccessToken(token: string): Promise<ClientAccessClaims> {
+    const cache = this.verified;
+    const now_s = this.now() / 1000;
+    const cached = cache.get(token);
+    if (cached) {
+      if (cached.exp > now_s) return cached;
+      cache.delete(token);
+      throw new ServiceError('unauthorized', 'The access token has expired.');
+    }
+    let claims: ClientAccessClaims;
+    try {
+      const payload = await this.verify(token, 'at+jwt');
+      const { sub, client_id, scope, exp } = payload;
+      if (typeof client_id !== 'string' || sub !== CLIENT_SUBJECT_PREFIX + client_id || typeof scope !== 'string' || typeof exp !== 'number') {
+        throw new Error('missing claims');
+      }
+      claims = { client_id, scopes: scope === '' ? [] : scope.split(' '), exp };
+    } catch {
+      throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
+    }
+    if (cache.size >= CACHE_ENTRIES_MAX) cache.delete(cache.keys().next().value as string);
+    cache.set(token, claims);
+    return claims;
+  }
+
+  signLoginState(login: OAuthLoginState, ttl_seconds: number): Promise<string> {
+    const now_s = Math.floor(this.now() / 1000);
+    return this.sign(
+      new SignJWT({ ...login })
+        .setProtectedHeader({ alg: ALGORITHM, kid: this.tokens.kid, typ: 'oauth-login+jwt' })
+        .setIssuedAt(now_s)
+        .setExpirationTime(now_s + ttl_seconds),
+    );
+  }
+
+  /** The pending request, or null when the login_state is forged or expired. */
+  async verifyLoginState(token: string): Promise<OAuthLoginState | null> {
+    try {
+      const p = await this.verify(token, 'oauth-login+jwt');
+      if (
+        typeof p.client_id !== 'string' || typeof p.redirect_uri !== 'string' || typeof p.code_challenge !== 'string' ||
+        (p.code_challenge_method !== 'S256' && p.code_challenge_method !== 'plain') || !Array.isArray(p.scope) ||
+        (p.state !== null && typeof p.state !== 'string')
+      ) return null;
+      return {
+        client_id: p.client_id,
+        redirect_uri: p.redirect_uri,
+        code_challenge: p.code_challenge,
+        code_challenge_method: p.code_challenge_method,
+        scope: p.scope.filter((s): s is string => typeof s === 'string'),
+        state: p.state as string | null,
+      };
+    } catch {
+      return null;
+    }
+  }
+}
+
+/** The OAuth helpers of a TokenService (one per service, created on first use). */
+export function oauthTokens(tokens: TokenService): OAuthTokens {
+  let helpers = oauthHelpers.get(tokens);
+  if (!helpers) {
+    const keys = tokens.oauthKeyAccess();
+    helpers = new OAuthTokens(tokens, keys.sign, keys.verify, keys.now);
+    oauthHelpers.set(tokens, helpers);
+  }
+  return helpers;
 }

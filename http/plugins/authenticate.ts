@@ -6,6 +6,8 @@ import { API_KEY_KIND } from '../../actors/api-key/actor.js';
 import type { VerifiedKey } from '../../actors/api-key/state.js';
 import { looksLikeApiKey, parseApiKey, requiredScope, scopeAllows } from '../auth/api-keys.js';
 import type { Principal } from '../auth/principal.js';
+import { CLIENT_SUBJECT_PREFIX, oauthTokens } from '../auth/tokens.js';
+import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
 import type { AppServices } from '../services.js';
 
 /**
@@ -46,6 +48,47 @@ async function authenticateApiKey(services: AppServices, token: string): Promise
     api_key_id: key.api_key_id,
   };
 }
+// --- OAuth client_credentials tokens (docs/api/oauth.md) -------------------
+/**
+ * A client_credentials access token names the client (`sub` = `client:<id>`),
+ * not a user. Its principal acts for the client itself: user_id and tenant are
+ * `client:<id>`, scopes are those granted (a subset of the client's registered
+ * scopes, enforced per route like an API key's), and every request asks the
+ * client's actor that it still exists.
+ */
+function isClientAccessToken(services: AppServices, token: string): boolean {
+  return oauthTokens(services.tokens).isClientAccessToken(token);
+}
+
+async function authenticateOAuthClient(services: AppServices, token: string, request: FastifyRequest): Promise<Principal> {
+  const claims = await oauthTokens(services.tokens).verifyClientAccessToken(token);
+  try {
+    await services.actors.ask(OAUTH_CLIENT_KIND, claims.client_id, { op: 'get' });
+  } catch (error) {
+    if (error instanceof ServiceError && error.code === 'not_found') throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
+    throw error;
+  }
+  const requirement = requiredScope(request.routeOptions.url ?? request.url, request.method);
+  if (!scopeAllows(claims.scopes, requirement)) {
+    throw new ServiceError(
+      'insufficient_scope',
+      requirement.kind === 'scope' ? `This access token lacks the scope ${requirement.scope}.` : 'This endpoint does not accept client access tokens.',
+    );
+  }
+  const subject = CLIENT_SUBJECT_PREFIX + claims.client_id;
+  return {
+    user_id: subject,
+    session_id: '',
+    role: 'user',
+    org_id: null,
+    tenant: subject,
+    credential: 'access_token',
+    scopes: claims.scopes,
+    api_key_id: null,
+  };
+}
+// ---------------------------------------------------------------------------
+
 export function bearerAuthentication(services: AppServices) {
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;
@@ -70,7 +113,15 @@ export function bearerAuthentication(services: AppServices) {
       request.principal = principal;
       return;
     }
+    if (isClientAccessToken(services, token)) {
+      request.principal = await authenticateOAuthClient(services, token, request);
+      return;
+    }
     const claims = await services.tokens.verifyAccessToken(token);
+    // OAuth user tokens carry the scope granted to the client: enforced like an API key's.
+    if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(request.routeOptions.url ?? request.url, request.method))) {
+      throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
+    }
     const session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid });
     const principal: Principal = {
       user_id: session.user_id,
@@ -79,7 +130,7 @@ export function bearerAuthentication(services: AppServices) {
       org_id: null,
       tenant: session.user_id,
       credential: 'access_token',
-      scopes: ['*'],
+      scopes: claims.scopes ?? ['*'],
       api_key_id: null,
     };
     request.principal = principal;

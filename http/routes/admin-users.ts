@@ -13,6 +13,7 @@ import {
   type SessionView,
   type SummarySync,
 } from '../../actors/account/user-state.js';
+import { Accounts, type ClientInfo } from '../auth/accounts.js';
 import type { Principal } from '../auth/principal.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody, Pagination } from '../schemas.js';
@@ -21,7 +22,7 @@ import { UserSchema, userView } from './auth.js';
 
 /**
  * Admin user management (spec doc 1 §4.1, users and sessions): list, detail,
- * PATCH, DELETE, ban/unban, sessions list and session DELETE. Every route
+ * PATCH, DELETE, ban/unban, sessions list, session DELETE and impersonation. Every route
  * needs a principal with role `admin` (403 `forbidden` otherwise).
  */
 const USER_ID = Type.String({ minLength: 1, maxLength: 128 });
@@ -97,6 +98,30 @@ export function requireAdmin(request: FastifyRequest): Principal {
 export function splitValues(value: string | undefined): string[] {
   if (value === undefined) return [];
   return [...new Set(value.split(/[,|]/).map((v) => v.trim()).filter((v) => v.length > 0))];
+}
+
+const ImpersonationTokensSchema = Type.Union(
+  [
+    Type.Object({
+      user: UserSchema,
+      access_token: Type.String(),
+      refresh_token: Type.String(),
+      token_type: Type.Literal('Bearer'),
+      expires_in: Type.Integer({ description: 'Access token lifetime in seconds.' }),
+      requires_2fa: Type.Literal(false),
+    }),
+    Type.Object({
+      requires_2fa: Type.Literal(true),
+      two_factor_token: Type.String({ description: 'Complete with the target user\'s code at POST /api/v1/auth/2fa/verify.' }),
+      user: UserSchema,
+    }),
+  ],
+  { title: 'ImpersonationTokens' },
+);
+
+function clientOf(request: FastifyRequest): ClientInfo {
+  const agent = request.headers['user-agent'];
+  return { ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' };
 }
 
 function sessionOut(session: SessionView) {
@@ -267,6 +292,33 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     const result = await askUser<{ changed: boolean; sync: SummarySync | null }>(request.params.id, { op: 'unban' });
     await applySync(result.sync);
     return { message: result.changed ? 'User unbanned.' : 'User was not banned.' };
+  });
+
+  const accounts = new Accounts(services);
+  app.post<{ Params: Static<typeof IdParams> }>('/admin/auth/users/:id/impersonate', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['admin'],
+      summary: 'Sign in as a user: a session (at most 1 h) recording impersonated_by. Target with two-factor: requires_2fa and a two_factor_token for /api/v1/auth/2fa/verify. Yourself: 409; another admin or a banned user: 403.',
+      security: bearerSecurity,
+      params: IdParams,
+      response: { 200: ImpersonationTokensSchema, ...adminErrors(404, 409) },
+    },
+  }, async (request) => {
+    const admin = requireAdmin(request);
+    const id = request.params.id;
+    if (admin.user_id === id) throw new ServiceError('conflict', 'An admin cannot impersonate themselves.');
+    if (admin.session_id === '' || admin.credential !== 'access_token') {
+      throw new ServiceError('forbidden', 'Impersonation needs an interactive session, not an API key.');
+    }
+    const target = await askUser<PublicUser>(id, { op: 'get' });
+    if (target.role === 'admin') throw new ServiceError('forbidden', 'Admins cannot be impersonated.');
+    if (target.banned) throw new ServiceError('forbidden', 'This account is banned.');
+    if (target.two_factor_enabled) {
+      return { requires_2fa: true as const, two_factor_token: await accounts.impersonationChallenge(id, admin.user_id), user: userView(target) };
+    }
+    const body = await accounts.openImpersonationSession(id, admin.user_id, clientOf(request));
+    return { ...body, user: userView(body.user), requires_2fa: false as const };
   });
 
   app.get<{ Querystring: Static<typeof SessionsQuery> }>('/admin/auth/sessions', {

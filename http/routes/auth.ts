@@ -91,10 +91,10 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
       tags: ['auth'],
       summary: 'Sign in with e-mail or username. Unknown user and wrong password give the same 401. With two-factor on: requires_2fa and a two_factor_token instead of tokens.',
       body: LoginBody,
-      response: { 200: Type.Union([TokenBodySchema, TwoFactorRequired]), ...errorResponses(400, 401, 403, 413, 415, 503) },
+      response: { 200: Type.Union([TokenBodySchema, TwoFactorRequired]), ...errorResponses(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request) => {
-    const credentials = await accounts.verifyLogin(request.body.login, request.body.password);
+    const credentials = await accounts.verifyLogin(request.body.login, request.body.password, request.ip);
     if (credentials.two_factor_enabled) {
       return { requires_2fa: true as const, two_factor_token: await accounts.twoFactorChallenge(credentials.user_id) };
     }
@@ -106,7 +106,7 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
       tags: ['auth'],
       summary: 'Second login step: the two_factor_token from login and a TOTP or backup code. Wrong code: 401; five wrong codes end the challenge.',
       body: TwoFactorVerifyBody,
-      response: { 200: TokenBodySchema, ...errorResponses(400, 401, 403, 413, 415, 503) },
+      response: { 200: TokenBodySchema, ...errorResponses(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request) => tokenResponse(await accounts.completeTwoFactorLogin(request.body.two_factor_token, request.body.code, clientInfo(request))));
 

@@ -3,10 +3,13 @@ import type { AppServices } from '../services.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { adminUserRoutes } from './admin-users.js';
 import { authRoutes } from './auth.js';
+import { cliLoginRoutes } from './cli-login.js';
+import { emailVerificationRoutes } from './email-verification.js';
 import { healthRoutes } from './health.js';
 import { livenessRoutes } from './liveness.js';
 import { lockRoutes } from './locks.js';
 import { twoFactorRoutes } from './two-factor.js';
+import { oauthRoutes } from './oauth.js';
 import { presenceRoutes } from './presence.js';
 import { waitingRoomRoutes } from './waiting-rooms.js';
 
@@ -15,6 +18,8 @@ export const routeAreas: ((app: FastifyInstance, services: AppServices) => void)
   healthRoutes,
   authRoutes,
   twoFactorRoutes,
+  oauthRoutes,
+  emailVerificationRoutes, cliLoginRoutes,
   adminUserRoutes,
   apiKeyRoutes,
   lockRoutes,

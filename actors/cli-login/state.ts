@@ -1,0 +1,107 @@
+import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type TurnContext, type TurnResult } from '../../runtime/index.js';
+
+/**
+ * CLI login session (device-style flow), kind `cli-login`, key = session id.
+ * The CLI creates it (with the hash of a secret poll token), a signed-in user
+ * completes it in the browser, and the CLI polls: `pending` until completed,
+ * then the user id exactly once (the edge opens the session and returns the
+ * tokens). Expires after CLI_SESSION_TTL_MS (alarm; reads compare with now).
+ */
+export const CLI_LOGIN_KIND = 'cli-login';
+export const CLI_SESSION_TTL_MS = 10 * 60_000;
+export const CLI_POLL_INTERVAL_S = 5;
+
+export type CliStatus = 'pending' | 'completed' | 'delivered';
+
+export interface CliSession {
+  id: string;
+  poll_hash: string;
+  user_code: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+  status: CliStatus;
+  user_id: string | null;
+  last_poll_ms: number | null;
+}
+
+export interface CliState {
+  session: CliSession | null;
+}
+
+export type CliMessage =
+  | { op: 'create'; id: string; poll_hash: string; user_code: string }
+  | { op: 'complete'; user_id: string }
+  | { op: 'poll'; poll_hash: string }
+  | { op: 'info' };
+
+export type PollReply = { status: 'pending' } | { status: 'completed'; user_id: string };
+
+export function initialCliState(): CliState {
+  return { session: null };
+}
+
+function liveSession(state: CliState, now: number): CliSession {
+  const session = state.session;
+  if (!session || now >= session.expires_at_ms) throw new ServiceError('not_found', 'No such CLI login session, or it expired.');
+  return session;
+}
+
+export function stepCli(state: CliState, message: CliMessage | AlarmMessage, context: TurnContext): TurnResult<CliState, unknown> {
+  const now = context.now;
+  switch (message.op) {
+    case 'create': {
+      if (state.session) {
+        if (state.session.poll_hash === message.poll_hash) return { state, reply: null };
+        throw new ServiceError('conflict', 'CLI session id in use.');
+      }
+      const session: CliSession = {
+        id: message.id,
+        poll_hash: message.poll_hash,
+        user_code: message.user_code,
+        created_at_ms: now,
+        expires_at_ms: now + CLI_SESSION_TTL_MS,
+        status: 'pending',
+        user_id: null,
+        last_poll_ms: null,
+      };
+      return { state: { session }, reply: null, alarms: [{ name: 'expire', due_ms: session.expires_at_ms }] };
+    }
+    case 'complete': {
+      const session = liveSession(state, now);
+      if (session.status !== 'pending') throw new ServiceError('conflict', 'This CLI login session was already completed.');
+      return { state: { session: { ...session, status: 'completed', user_id: message.user_id } }, reply: { user_code: session.user_code } };
+    }
+    case 'poll': {
+      const session = liveSession(state, now);
+      // A wrong poll token is answered as an unknown session: the id alone reveals nothing.
+      if (session.poll_hash !== message.poll_hash) throw new ServiceError('not_found', 'No such CLI login session, or it expired.');
+      if (session.last_poll_ms !== null && now - session.last_poll_ms < CLI_POLL_INTERVAL_S * 1000) {
+        const retry = Math.max(1, Math.ceil((session.last_poll_ms + CLI_POLL_INTERVAL_S * 1000 - now) / 1000));
+        throw new ServiceError('rate_limited', `Poll at most every ${CLI_POLL_INTERVAL_S} seconds.`, { retryAfterSeconds: retry });
+      }
+      if (session.status === 'delivered') throw new ServiceError('conflict', 'The tokens of this CLI login session were already delivered.');
+      if (session.status === 'pending') {
+        return { state: { session: { ...session, last_poll_ms: now } }, reply: { status: 'pending' } satisfies PollReply };
+      }
+      // Single delivery: the user id leaves once, then the session is spent.
+      return {
+        state: { session: { ...session, status: 'delivered', last_poll_ms: now } },
+        reply: { status: 'completed', user_id: session.user_id! } satisfies PollReply,
+      };
+    }
+    case 'info': {
+      const session = liveSession(state, now);
+      return { state, reply: { id: session.id, user_code: session.user_code, status: session.status === 'pending' ? 'pending' : 'completed', expires_at_ms: session.expires_at_ms } };
+    }
+    case '$alarm':
+      if (state.session && now >= state.session.expires_at_ms) return { state: initialCliState() };
+      return { state };
+  }
+}
+
+export const cliLoginActor: SnapshotActorDefinition<CliState, CliMessage, unknown> = {
+  kind: CLI_LOGIN_KIND,
+  storage: 'snapshot',
+  initial: initialCliState,
+  step: stepCli,
+};

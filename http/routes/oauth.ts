@@ -1,0 +1,521 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ServiceError } from '../../runtime/index.js';
+import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
+import type { AuthMethod, ClientView, GrantType, RedeemReply, RotateReply } from '../../actors/oauth/client-state.js';
+import { USER_KIND } from '../../actors/account/actor.js';
+import { isValidChallenge, type PkceMethod } from '../../actors/oauth/pkce.js';
+import { Accounts } from '../auth/accounts.js';
+import {
+  CLIENT_ID_PATTERN,
+  formatOAuthRefreshToken,
+  parseOAuthRefreshToken,
+  LOGIN_STATE_TTL_SECONDS,
+  newClientId,
+  newOAuthSecret,
+  OAUTH_SCOPES,
+  OAuthError,
+  parseBasicAuth,
+  parseScope,
+  REDIRECT_URIS_MAX,
+  redirectUriProblem,
+  scopeSubset,
+  USER_ONLY_SCOPES,
+} from '../auth/oauth.js';
+import { hashSecret, oauthTokens, parseRefreshToken, type OAuthLoginState } from '../auth/tokens.js';
+import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerErrors, bearerSecurity, errorResponses } from '../schemas.js';
+import type { AppServices } from '../services.js';
+
+/**
+ * OAuth 2.0 authorization server (spec doc 1 §4.3; docs/api/oauth.md):
+ * dynamic client registration (RFC 7591), authorization code with PKCE
+ * (RFC 6749 §4.1, RFC 7636), client credentials, refresh with rotation,
+ * metadata (RFC 8414) and the JWKS. Clients live in `oauth-client` actors;
+ * pending authorization requests are signed `login_state` tokens; codes are
+ * stored hashed in the client's actor, single-use, 60 s.
+ */
+const GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token', 'client_credentials'];
+const AUTH_METHODS: AuthMethod[] = ['none', 'client_secret_basic', 'client_secret_post'];
+
+const RegisterBody = Type.Object({
+  client_name: Type.Optional(Type.String({ maxLength: 200 })),
+  redirect_uris: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: REDIRECT_URIS_MAX })),
+  grant_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
+  response_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
+  token_endpoint_auth_method: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+
+const OAuthClient = Type.Object(
+  {
+    client_id: Type.String(),
+    client_id_issued_at: Type.Integer(),
+    client_name: Type.String(),
+    grant_types: Type.Array(Type.String()),
+    redirect_uris: Type.Array(Type.String()),
+    response_types: Type.Array(Type.String()),
+    token_endpoint_auth_method: Type.String(),
+    scope: Type.String(),
+    client_secret: Type.Optional(Type.String({ description: 'Confidential clients only; shown once, stored hashed.' })),
+    client_secret_expires_at: Type.Optional(Type.Integer({ description: '0: the secret does not expire.' })),
+  },
+  { title: 'OAuthClient' },
+);
+
+const AuthorizeQuery = Type.Object({
+  response_type: Type.Optional(Type.String()),
+  client_id: Type.Optional(Type.String()),
+  redirect_uri: Type.Optional(Type.String()),
+  code_challenge: Type.Optional(Type.String()),
+  code_challenge_method: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String()),
+  state: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+
+const LoginStep = Type.Object({
+  login_state: Type.String({ description: 'Opaque; send it to POST /oauth/authorize/complete once the user is logged in. Valid 10 minutes.' }),
+  expires_in: Type.Integer(),
+  client_id: Type.String(),
+  client_name: Type.String(),
+  scope: Type.String(),
+});
+
+const CompleteBody = Type.Object({ login_state: Type.String({ minLength: 1, maxLength: 8192 }) });
+
+const TokenForm = Type.Object({}, { additionalProperties: Type.String() });
+
+const OAuthToken = Type.Object(
+  {
+    access_token: Type.String(),
+    token_type: Type.String(),
+    expires_in: Type.Integer(),
+    scope: Type.String(),
+    refresh_token: Type.Optional(Type.String()),
+  },
+  { title: 'OAuthToken' },
+);
+const OAuthErrorBody = Type.Object({ error: Type.String(), error_description: Type.String() }, { title: 'OAuthError' });
+
+/** PUBLIC_BASE_URL (from services.config when it carries it, else the environment), without trailing slashes; '' when unset. */
+function configuredBaseUrl(services: AppServices): string {
+  const configured = (services.config as { publicBaseUrl?: unknown }).publicBaseUrl ?? process.env.PUBLIC_BASE_URL;
+  return typeof configured === 'string' ? configured.replace(/\/+$/, '') : '';
+}
+
+/** Issuer and endpoint base: PUBLIC_BASE_URL when set, else the request's own scheme and host. */
+function baseUrl(request: FastifyRequest, configured: string): string {
+  return configured !== '' ? configured : `${request.protocol}://${request.host}`;
+}
+
+function badRequest(field: string, message: string): ServiceError {
+  return new ServiceError('BAD_REQUEST', `${field} ${message}.`, { details: [{ field, message }] });
+}
+
+function errorRedirect(redirect_uri: string, error: string, description: string, state: string | undefined, issuer: string): string {
+  const url = new URL(redirect_uri);
+  url.searchParams.set('error', error);
+  url.searchParams.set('error_description', description);
+  if (state !== undefined) url.searchParams.set('state', state);
+  url.searchParams.set('iss', issuer);
+  return url.toString();
+}
+
+export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
+  const authenticate = bearerAuthentication(services);
+  const publicBase = configuredBaseUrl(services);
+  const oauth = oauthTokens(services.tokens);
+  const accounts = new Accounts(services);
+  const client = <T>(client_id: string, message: unknown) => services.actors.ask<T>(OAUTH_CLIENT_KIND, client_id, message);
+
+  async function findClient(client_id: string | undefined): Promise<ClientView | null> {
+    if (client_id === undefined || !CLIENT_ID_PATTERN.test(client_id)) return null;
+    try {
+      return await client<ClientView>(client_id, { op: 'get' });
+    } catch (error) {
+      if (error instanceof ServiceError && error.code === 'not_found') return null;
+      throw error;
+    }
+  }
+
+  app.post<{ Body: Static<typeof RegisterBody> }>('/oauth/register', {
+    schema: {
+      tags: ['oauth'],
+      summary: 'Dynamic client registration (RFC 7591). Confidential clients get a client_secret, shown only here.',
+      body: RegisterBody,
+      response: { 201: OAuthClient, ...errorResponses(400, 413, 415, 429, 503) },
+    },
+  }, async (request, reply) => {
+    const body = request.body;
+    const grant_types = [...new Set(body.grant_types ?? ['authorization_code'])];
+    for (const grant of grant_types) {
+      if (!GRANT_TYPES.includes(grant as GrantType)) throw badRequest('grant_types', `holds ${JSON.stringify(grant)}; supported: ${GRANT_TYPES.join(', ')}`);
+    }
+    const method = (body.token_endpoint_auth_method ?? 'client_secret_basic') as AuthMethod;
+    if (!AUTH_METHODS.includes(method)) throw badRequest('token_endpoint_auth_method', `must be one of ${AUTH_METHODS.join(', ')}`);
+    if (method === 'none' && grant_types.includes('client_credentials')) {
+      throw badRequest('grant_types', 'may hold client_credentials only for a confidential client (token_endpoint_auth_method other than none)');
+    }
+    const usesCode = grant_types.includes('authorization_code');
+    const response_types = [...new Set(body.response_types ?? (usesCode ? ['code'] : []))];
+    if (response_types.some((type) => type !== 'code') || response_types.includes('code') !== usesCode) {
+      throw badRequest('response_types', usesCode ? 'must be ["code"] with the authorization_code grant' : 'must be empty without the authorization_code grant');
+    }
+    const redirect_uris = [...new Set(body.redirect_uris ?? [])];
+    redirect_uris.forEach((uri, index) => {
+      const problem = redirectUriProblem(uri);
+      if (problem) throw badRequest(`redirect_uris[${index}]`, problem);
+    });
+    if (usesCode && redirect_uris.length === 0) throw badRequest('redirect_uris', 'must hold at least one URI with the authorization_code grant');
+    const scope = body.scope === undefined ? [...OAUTH_SCOPES] : parseScope(body.scope);
+    const unknown = scope.find((item) => !OAUTH_SCOPES.includes(item));
+    if (unknown !== undefined) throw badRequest('scope', `holds unknown scope ${JSON.stringify(unknown)}; known: ${OAUTH_SCOPES.join(' ')}`);
+    const client_secret = method === 'none' ? null : newOAuthSecret();
+    const view = await client<ClientView>(newClientId(), {
+      op: 'register',
+      client: {
+        client_name: body.client_name?.trim() || 'Unnamed client',
+        redirect_uris,
+        grant_types,
+        response_types,
+        token_endpoint_auth_method: method,
+        scope,
+        secret_hash: client_secret === null ? null : hashSecret(client_secret),
+      },
+    });
+    reply.code(201);
+    return {
+      ...view,
+      scope: view.scope.join(' '),
+      ...(client_secret === null ? {} : { client_secret, client_secret_expires_at: 0 }),
+    };
+  });
+
+  app.get<{ Querystring: Static<typeof AuthorizeQuery> }>('/oauth/authorize', {
+    schema: {
+      tags: ['oauth'],
+      summary: 'Start an authorization code request. Valid: 200 with login_state. Bad client or redirect_uri: 400. Other errors: 302 to redirect_uri with error.',
+      querystring: AuthorizeQuery,
+      response: {
+        200: LoginStep,
+        302: Type.Null({ description: 'Redirect to the client with error, error_description, state and iss (RFC 6749 §4.1.2.1).' }),
+        ...errorResponses(400, 429, 503),
+      },
+    },
+  }, async (request, reply) => {
+    const q = request.query;
+    const found = await findClient(q.client_id);
+    if (!found) throw badRequest('client_id', 'does not name a registered client');
+    if (q.redirect_uri !== undefined && !found.redirect_uris.includes(q.redirect_uri)) {
+      throw badRequest('redirect_uri', 'is not registered for this client (exact match)');
+    }
+    if (q.redirect_uri === undefined && found.redirect_uris.length !== 1) {
+      throw badRequest('redirect_uri', 'is required when the client registered more than one');
+    }
+    const redirect_uri = q.redirect_uri ?? found.redirect_uris[0];
+    const issuer = baseUrl(request, publicBase);
+    const fail = (error: string, description: string) =>
+      reply.code(302).header('location', errorRedirect(redirect_uri, error, description, q.state, issuer)).send();
+
+    if (q.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code.');
+    if (!found.grant_types.includes('authorization_code')) return fail('unauthorized_client', 'This client may not use the authorization_code grant.');
+    const isPublic = found.token_endpoint_auth_method === 'none';
+    if (q.code_challenge === undefined) return fail('invalid_request', 'code_challenge is required (PKCE, RFC 7636).');
+    const method = (q.code_challenge_method ?? 'plain') as PkceMethod;
+    if (method !== 'S256' && method !== 'plain') return fail('invalid_request', 'code_challenge_method must be S256 or plain.');
+    if (method === 'plain' && isPublic) return fail('invalid_request', 'Public clients must use code_challenge_method S256.');
+    if (!isValidChallenge(q.code_challenge)) return fail('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~].');
+    const requested = q.scope === undefined ? found.scope : parseScope(q.scope);
+    if (!scopeSubset(requested, found.scope)) return fail('invalid_scope', 'The requested scope exceeds the scope registered for this client.');
+
+    const pending: OAuthLoginState = {
+      client_id: found.client_id,
+      redirect_uri,
+      code_challenge: q.code_challenge,
+      code_challenge_method: method,
+      scope: requested,
+      state: q.state ?? null,
+    };
+    return {
+      login_state: await oauth.signLoginState(pending, LOGIN_STATE_TTL_SECONDS),
+      expires_in: LOGIN_STATE_TTL_SECONDS,
+      client_id: found.client_id,
+      client_name: found.client_name,
+      scope: requested.join(' '),
+    };
+  });
+
+  app.post<{ Body: Static<typeof CompleteBody> }>('/oauth/authorize/complete', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['oauth'],
+      summary: 'The logged-in user approves a pending authorization request: returns redirect_to with code, state and iss.',
+      security: bearerSecurity,
+      body: CompleteBody,
+      response: { 200: Type.Object({ redirect_to: Type.String() }), ...errorResponses(...bearerErrors, 403) },
+    },
+  }, async (request) => {
+    const principal = requirePrincipal(request);
+    if (principal.credential !== 'access_token' || principal.session_id === '') {
+      throw new ServiceError('forbidden', 'Only a logged-in user (a session access token) can complete an authorization request.');
+    }
+    const pending = await oauth.verifyLoginState(request.body.login_state);
+    if (!pending) throw badRequest('login_state', 'is invalid or expired');
+    const code = newOAuthSecret();
+    try {
+      await client(pending.client_id, {
+        op: 'issue-code',
+        code_hash: hashSecret(code),
+        user_id: principal.user_id,
+        redirect_uri: pending.redirect_uri,
+        code_challenge: pending.code_challenge,
+        code_challenge_method: pending.code_challenge_method,
+        scope: pending.scope,
+      });
+    } catch (error) {
+      // The client was deleted or changed since the request started.
+      if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'BAD_REQUEST')) throw badRequest('login_state', 'names a client or redirect_uri that is no longer registered');
+      throw error;
+    }
+    const url = new URL(pending.redirect_uri);
+    url.searchParams.set('code', code);
+    if (pending.state !== null) url.searchParams.set('state', pending.state);
+    url.searchParams.set('iss', baseUrl(request, publicBase));
+    return { redirect_to: url.toString() };
+  });
+
+  app.get('/.well-known/oauth-authorization-server', {
+    schema: {
+      tags: ['oauth'],
+      summary: 'Authorization server metadata (RFC 8414).',
+      response: { 200: Type.Object({}, { additionalProperties: true }) },
+    },
+  }, async (request) => {
+    const base = baseUrl(request, publicBase);
+    return {
+      issuer: base,
+      authorization_endpoint: `${base}/oauth/authorize`,
+      token_endpoint: `${base}/oauth/token`,
+      registration_endpoint: `${base}/oauth/register`,
+      jwks_uri: `${base}/.well-known/jwks.json`,
+      scopes_supported: [...OAUTH_SCOPES],
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: GRANT_TYPES,
+      token_endpoint_auth_methods_supported: AUTH_METHODS,
+      code_challenge_methods_supported: ['S256', 'plain'],
+      authorization_response_iss_parameter_supported: true,
+    };
+  });
+
+  app.get('/.well-known/jwks.json', {
+    schema: {
+      tags: ['oauth'],
+      summary: 'The public key that signs access tokens (JWK Set, Ed25519).',
+      response: { 200: Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true })) }) },
+    },
+  }, async () => ({ keys: [services.tokens.publicJwk] }));
+
+  // The token endpoint: form-encoded body and RFC 6749 §5.2 errors, in a scope of its own.
+  void app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+      const form: Record<string, string> = {};
+      const seen = new Set<string>();
+      for (const [name, value] of new URLSearchParams(body as string)) {
+        if (seen.has(name)) {
+          done(new OAuthError('invalid_request', `Parameter ${name} is repeated.`), undefined);
+          return;
+        }
+        seen.add(name);
+        form[name] = value;
+      }
+      done(null, form);
+    });
+    scope.setErrorHandler((error: unknown, request, reply) => {
+      if (error instanceof OAuthError) {
+        if (error.status === 401) reply.header('www-authenticate', 'Basic realm="oauth"');
+        return reply.code(error.status).header('cache-control', 'no-store').send({ error: error.error, error_description: error.description });
+      }
+      const status = (error as { statusCode?: number }).statusCode ?? 500;
+      if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+      if (status === 429 || status === 503) {
+        return reply.code(status).send({ error: 'temporarily_unavailable', error_description: (error as Error).message });
+      }
+      if (status >= 500) {
+        request.log.error({ err: error }, 'token endpoint failed');
+        return reply.code(500).send({ error: 'server_error', error_description: 'Internal error.' });
+      }
+      if (error instanceof ServiceError) return reply.code(400).send({ error: 'invalid_request', error_description: error.message });
+      // Fastify's own: wrong content type, body too large, validation.
+      return reply.code(status === 413 ? 413 : 400).send({ error: 'invalid_request', error_description: (error as Error).message });
+    });
+
+    scope.post<{ Body: Record<string, string> }>('/oauth/token', {
+      schema: {
+        tags: ['oauth'],
+        summary: 'Token endpoint (application/x-www-form-urlencoded): authorization_code with PKCE, refresh_token, client_credentials.',
+        consumes: ['application/x-www-form-urlencoded'],
+        body: TokenForm,
+        response: { 200: OAuthToken, 400: OAuthErrorBody, 401: OAuthErrorBody, 413: OAuthErrorBody, 429: OAuthErrorBody, 503: OAuthErrorBody },
+      },
+    }, async (request, reply) => {
+      reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+      if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+        throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded.');
+      }
+      const form = request.body ?? {};
+      const caller = await authenticateClient(request, form);
+      switch (form.grant_type) {
+        case 'authorization_code':
+          return authorizationCode(request, caller, form);
+        case 'refresh_token':
+          return refreshToken(caller, form);
+        case 'client_credentials':
+          return clientCredentials(caller, form);
+        case undefined:
+          throw new OAuthError('invalid_request', 'grant_type is required.');
+        default:
+          throw new OAuthError('unsupported_grant_type', `grant_type ${form.grant_type} is not supported.`);
+      }
+    });
+  });
+
+  /** Client authentication per the registered method (RFC 6749 §2.3); every failure is the same 401 invalid_client. */
+  async function authenticateClient(request: FastifyRequest, form: Record<string, string>): Promise<ClientView> {
+    const basic = parseBasicAuth(request.headers.authorization);
+    if (basic === 'malformed') throw new OAuthError('invalid_client', 'Client authentication failed.', 401);
+    if (basic && form.client_secret !== undefined) throw new OAuthError('invalid_request', 'Use one client authentication method, not two.');
+    if (basic && form.client_id !== undefined && form.client_id !== basic.client_id) {
+      throw new OAuthError('invalid_request', 'client_id in the body differs from the Authorization header.');
+    }
+    const client_id = basic ? basic.client_id : form.client_id;
+    if (client_id === undefined) throw new OAuthError('invalid_client', 'Client authentication failed: no client_id.', 401);
+    const used: AuthMethod = basic ? 'client_secret_basic' : form.client_secret !== undefined ? 'client_secret_post' : 'none';
+    const secret = basic ? basic.client_secret : form.client_secret;
+    if (!CLIENT_ID_PATTERN.test(client_id)) throw new OAuthError('invalid_client', 'Client authentication failed.', 401);
+    const outcome = await client<{ ok: boolean; client?: ClientView }>(client_id, {
+      op: 'authenticate',
+      secret_hash: secret === undefined ? null : hashSecret(secret),
+    });
+    if (!outcome.ok || outcome.client!.token_endpoint_auth_method !== used) {
+      throw new OAuthError('invalid_client', 'Client authentication failed.', 401);
+    }
+    return outcome.client!;
+  }
+
+  function requireGrant(caller: ClientView, grant: GrantType): void {
+    if (!caller.grant_types.includes(grant)) throw new OAuthError('unauthorized_client', `This client may not use the ${grant} grant.`);
+  }
+
+  function required(form: Record<string, string>, name: string): string {
+    const value = form[name];
+    if (value === undefined || value === '') throw new OAuthError('invalid_request', `${name} is required.`);
+    return value;
+  }
+
+  function clientInfo(request: FastifyRequest) {
+    const agent = request.headers['user-agent'];
+    return { ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' };
+  }
+
+  async function authorizationCode(request: FastifyRequest, caller: ClientView, form: Record<string, string>) {
+    requireGrant(caller, 'authorization_code');
+    const code_hash = hashSecret(required(form, 'code'));
+    const redeemed = await client<RedeemReply>(caller.client_id, {
+      op: 'redeem-code',
+      code_hash,
+      redirect_uri: required(form, 'redirect_uri'),
+      code_verifier: required(form, 'code_verifier'),
+    });
+    if (!redeemed.ok) {
+      // A replayed code: end the session it opened (RFC 6749 §4.1.2).
+      if (redeemed.revoke) await accounts.endSession(redeemed.revoke.user_id, redeemed.revoke.session_id).catch(() => undefined);
+      throw new OAuthError('invalid_grant', redeemed.description);
+    }
+    let opened: Awaited<ReturnType<Accounts['openSession']>>;
+    try {
+      opened = await accounts.openSession(redeemed.user_id, clientInfo(request));
+    } catch (error) {
+      if (error instanceof ServiceError && error.statusCode < 500) throw new OAuthError('invalid_grant', 'The user can no longer sign in.');
+      throw error;
+    }
+    // The session's own refresh token stays here (only its hash, in the client's
+    // actor); the client gets its own, which only this endpoint accepts.
+    const session = parseRefreshToken(opened.refresh_token)!;
+    const refresh = newOAuthSecret();
+    await client(caller.client_id, {
+      op: 'bind-session',
+      code_hash,
+      session_id: session.session_id,
+      user_id: redeemed.user_id,
+      scope: redeemed.scope,
+      refresh_hash: hashSecret(refresh),
+      session_refresh_hash: hashSecret(session.secret),
+    });
+    return tokenReply(redeemed.user_id, session.session_id, redeemed.scope, formatOAuthRefreshToken(caller.client_id, session.session_id, refresh), caller);
+  }
+
+  async function refreshToken(caller: ClientView, form: Record<string, string>) {
+    requireGrant(caller, 'refresh_token');
+    const parsed = parseOAuthRefreshToken(required(form, 'refresh_token'));
+    if (!parsed || parsed.client_id !== caller.client_id) throw new OAuthError('invalid_grant', 'The refresh token is invalid or was not issued to this client.');
+    const next = newOAuthSecret();
+    const nextSession = newOAuthSecret();
+    const rotated = await client<RotateReply>(caller.client_id, {
+      op: 'rotate-refresh',
+      session_id: parsed.session_id,
+      presented_hash: hashSecret(parsed.secret),
+      new_hash: hashSecret(next),
+      new_session_refresh_hash: hashSecret(nextSession),
+    });
+    if (!rotated.ok) {
+      if (rotated.reused && rotated.user_id) {
+        await accounts.endSession(rotated.user_id, parsed.session_id).catch(() => undefined);
+        throw new OAuthError('invalid_grant', 'The refresh token was already used; the session has been ended.');
+      }
+      throw new OAuthError('invalid_grant', 'The refresh token is invalid or was not issued to this client.');
+    }
+    const scope = form.scope === undefined ? rotated.scope : parseScope(form.scope);
+    if (!scopeSubset(scope, rotated.scope)) throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
+    // Rotate the user session too (it refuses an ended, expired or banned session).
+    let outcome: { reused: boolean };
+    try {
+      outcome = await services.actors.ask<{ reused: boolean }>(USER_KIND, rotated.user_id, {
+        op: 'refresh',
+        session_id: parsed.session_id,
+        presented_hash: rotated.session_refresh_hash,
+        new_hash: hashSecret(nextSession),
+        ttl_seconds: services.config.refreshTokenTtlSeconds,
+      });
+    } catch (error) {
+      if (error instanceof ServiceError && error.statusCode < 500) throw new OAuthError('invalid_grant', 'The session behind this refresh token has ended.');
+      throw error;
+    }
+    if (outcome.reused) throw new OAuthError('invalid_grant', 'The session behind this refresh token has ended.');
+    return tokenReply(rotated.user_id, parsed.session_id, scope, formatOAuthRefreshToken(caller.client_id, parsed.session_id, next), caller);
+  }
+
+  async function clientCredentials(caller: ClientView, form: Record<string, string>) {
+    requireGrant(caller, 'client_credentials');
+    if (caller.token_endpoint_auth_method === 'none') throw new OAuthError('unauthorized_client', 'Public clients cannot use client_credentials.');
+    const allowed = caller.scope.filter((item) => !USER_ONLY_SCOPES.includes(item));
+    const scope = form.scope === undefined ? allowed : parseScope(form.scope);
+    if (!scopeSubset(scope, allowed)) {
+      throw new OAuthError('invalid_scope', `The requested scope exceeds the scope registered for this client (user-only scopes: ${USER_ONLY_SCOPES.join(' ')}).`);
+    }
+    const access = await oauth.signClientAccessToken(caller.client_id, scope);
+    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expires_in, scope: scope.join(' ') };
+  }
+
+  /** An access token of the session carrying the granted scope, and the client's refresh token when it has that grant. */
+  async function tokenReply(user_id: string, session_id: string, scope: string[], refresh_token: string, caller: ClientView) {
+    const access = await oauth.signUserAccessToken(user_id, session_id, scope);
+    return {
+      access_token: access.token,
+      token_type: 'Bearer',
+      expires_in: access.expires_in,
+      scope: scope.join(' '),
+      ...(caller.grant_types.includes('refresh_token') ? { refresh_token } : {}),
+    };
+  }
+}

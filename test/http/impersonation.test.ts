@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { base32Decode, totp } from '../../actors/account/totp.js';
+import type { ManualClock } from '../../runtime/index.js';
+import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+
+/** POST /admin/auth/users/{id}/impersonate, with and without target two-factor. */
+const ADMIN_EMAIL = 'root@example.com';
+const ADMIN_PASSWORD = 'admin password 123';
+
+let t: TestNode;
+let adminToken: string;
+let adminId: string;
+const clock = () => t.clock as ManualClock;
+
+function expectError(res: TestResponse, status: number, code: string) {
+  expect(res.status, res.text).toBe(status);
+  expect(res.body).toMatchObject({ statusCode: status, code });
+}
+
+const impersonate = (id: string, token = adminToken) => t.request('POST', `/admin/auth/users/${id}/impersonate`, { token });
+
+async function sessionsOf(user_id: string) {
+  const res = await t.request('GET', `/admin/auth/sessions?user_id=${user_id}`, { token: adminToken });
+  expect(res.status, res.text).toBe(200);
+  return res.body.sessions as { id: string; impersonated_by: string | null; active: boolean }[];
+}
+
+beforeAll(async () => {
+  t = await startTestNode({ clock: 'manual', config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD } });
+});
+// Tests move the clock past the access token lifetime: a fresh admin token each time.
+beforeEach(async () => {
+  const res = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+  expect(res.status, res.text).toBe(200);
+  adminToken = res.body.access_token;
+  adminId = res.body.user.id;
+});
+afterAll(async () => {
+  await t?.destroy();
+});
+
+describe('impersonation', () => {
+  it('returns tokens of the target whose session records impersonated_by', async () => {
+    const user = await t.newUser('imp');
+    const res = await impersonate(user.user_id);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ requires_2fa: false, token_type: 'Bearer', user: { id: user.user_id } });
+    const me = await t.request('GET', '/api/v1/auth/me', { token: res.body.access_token });
+    expect(me.body.id).toBe(user.user_id);
+    const sessions = await sessionsOf(user.user_id);
+    const marked = sessions.filter((s) => s.impersonated_by === adminId);
+    expect(marked).toHaveLength(1);
+    expect(sessions.filter((s) => s.impersonated_by === null)).toHaveLength(1); // the user's own session
+  });
+
+  it('an impersonation session ends after an hour, refreshes included', async () => {
+    const user = await t.newUser('imp');
+    const res = await impersonate(user.user_id);
+    clock().advance(30 * 60_000);
+    const refreshed = await t.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: res.body.refresh_token } });
+    expect(refreshed.status, refreshed.text).toBe(200);
+    clock().advance(31 * 60_000);
+    const late = await t.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: refreshed.body.refresh_token } });
+    expectError(late, 401, 'invalid_refresh_token');
+  });
+
+  it('a target with two-factor needs its code through /api/v1/auth/2fa/verify, which records impersonated_by', async () => {
+    const user = await t.newUser('imp2fa');
+    const setup = await t.request('POST', '/api/v1/auth/2fa/totp/setup', { token: user.token });
+    const code = () => totp(base32Decode(setup.body.secret)!, clock().now());
+    expect((await t.request('POST', '/api/v1/auth/2fa/totp/verify-setup', { token: user.token, body: { code: code() } })).status).toBe(200);
+    clock().advance(60_000);
+    const res = await impersonate(user.user_id);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ requires_2fa: true, two_factor_token: expect.any(String), user: { id: user.user_id } });
+    expect(res.body.access_token).toBeUndefined();
+    const verified = await t.request('POST', '/api/v1/auth/2fa/verify', { body: { two_factor_token: res.body.two_factor_token, code: code() } });
+    expect(verified.status, verified.text).toBe(200);
+    expect(verified.body.user.id).toBe(user.user_id);
+    // The user's own two-factor login is not marked.
+    clock().advance(60_000);
+    const own = await t.request('POST', '/api/v1/auth/login', { body: { login: user.username, password: user.password } });
+    const ownVerified = await t.request('POST', '/api/v1/auth/2fa/verify', { body: { two_factor_token: own.body.two_factor_token, code: code() } });
+    expect(ownVerified.status, ownVerified.text).toBe(200);
+    const sessions = await sessionsOf(user.user_id);
+    expect(sessions.filter((s) => s.impersonated_by === adminId)).toHaveLength(1);
+    expect(sessions.filter((s) => s.impersonated_by === null)).toHaveLength(2);
+  });
+
+  it('refusals: no token 401, non-admin 403, self 409, unknown 404, another admin 403, banned 403', async () => {
+    const user = await t.newUser('impr');
+    expectError(await t.request('POST', `/admin/auth/users/${user.user_id}/impersonate`), 401, 'unauthorized');
+    expectError(await impersonate(user.user_id, user.token), 403, 'forbidden');
+    expectError(await impersonate(adminId), 409, 'conflict');
+    expectError(await impersonate('usr_nobody'), 404, 'not_found');
+    const other = await t.newUser('impa');
+    const promoted = await t.request('PATCH', `/admin/auth/users/${other.user_id}`, { token: adminToken, body: { role: 'admin' } });
+    expect(promoted.status, promoted.text).toBe(200);
+    expectError(await impersonate(other.user_id), 403, 'forbidden');
+    const banned = await t.request('POST', `/admin/auth/users/${user.user_id}/ban`, { token: adminToken, body: { reason: 'spam' } });
+    expect(banned.status).toBe(200);
+    expectError(await impersonate(user.user_id), 403, 'forbidden');
+  });
+});

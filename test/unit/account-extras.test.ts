@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { ServiceError } from '../../runtime/index.js';
+import {
+  EMAIL_VERIFICATION_RESEND_MS,
+  EMAIL_VERIFICATION_TTL_MS,
+  IMPERSONATION_SESSION_TTL_MS,
+  initialUserState,
+  stepUser,
+  type NewUser,
+  type UserMessage,
+  type UserState,
+} from '../../actors/account/user-state.js';
+import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, initialCliState, stepCli, type CliMessage, type CliState } from '../../actors/cli-login/state.js';
+import {
+  ACCOUNT_FAILURES_MAX,
+  initialThrottleState,
+  stepThrottle,
+  THROTTLE_WINDOW_MS,
+  type ThrottleMessage,
+  type ThrottleState,
+} from '../../actors/login-throttle/state.js';
+import { codeOf, fixedContext } from '../helpers/step.js';
+
+/** Pure step tests: login throttle, CLI login session, e-mail verification and impersonation on the user. */
+const T0 = Date.UTC(2026, 0, 1);
+
+describe('login throttle', () => {
+  const run = (state: ThrottleState, message: ThrottleMessage, now: number) => stepThrottle(state, message, fixedContext(now, 'login-throttle', 'acct:x'));
+  const limit = ACCOUNT_FAILURES_MAX;
+
+  it('refuses after `limit` failures until the window ends, with Retry-After', () => {
+    let state = initialThrottleState();
+    for (let i = 0; i < limit; i++) {
+      expect(codeOf(() => run(state, { op: 'check', limit }, T0 + i))).toBeUndefined();
+      state = run(state, { op: 'fail', limit }, T0 + i).state;
+    }
+    try {
+      run(state, { op: 'check', limit }, T0 + 60_000);
+      expect.unreachable();
+    } catch (error) {
+      expect((error as ServiceError).code).toBe('rate_limited');
+      expect((error as ServiceError).retryAfterSeconds).toBe((THROTTLE_WINDOW_MS - 60_000) / 1000);
+    }
+    expect(codeOf(() => run(state, { op: 'check', limit }, T0 + THROTTLE_WINDOW_MS))).toBeUndefined();
+  });
+
+  it('sets the window alarm on the first failure only; the alarm clears the state; reset clears it too', () => {
+    const first = run(initialThrottleState(), { op: 'fail', limit }, T0);
+    expect(first.alarms).toEqual([{ name: 'window', due_ms: T0 + THROTTLE_WINDOW_MS }]);
+    const second = run(first.state, { op: 'fail', limit }, T0 + 1);
+    expect(second.alarms).toEqual([]);
+    expect(stepThrottle(second.state, { op: '$alarm', name: 'window', due_ms: T0 + THROTTLE_WINDOW_MS }, fixedContext(T0 + THROTTLE_WINDOW_MS)).state).toEqual(initialThrottleState());
+    const reset = run(second.state, { op: 'reset' }, T0 + 2);
+    expect(reset.state).toEqual(initialThrottleState());
+    expect(reset.alarms).toEqual([{ name: 'window', due_ms: null }]);
+  });
+
+  it('a failure after the window starts a new one', () => {
+    let state = initialThrottleState();
+    for (let i = 0; i < limit; i++) state = run(state, { op: 'fail', limit }, T0).state;
+    const next = run(state, { op: 'fail', limit }, T0 + THROTTLE_WINDOW_MS);
+    expect(next.state).toEqual({ window_start_ms: T0 + THROTTLE_WINDOW_MS, failures: 1 });
+    expect(next.alarms).toHaveLength(1);
+  });
+});
+
+describe('CLI login session', () => {
+  const run = (state: CliState, message: CliMessage, now: number) => stepCli(state, message, fixedContext(now, 'cli-login', 'cli_1'));
+  const created = () => run(initialCliState(), { op: 'create', id: 'cli_1', poll_hash: 'ph', user_code: 'ABCD-EFGH' }, T0);
+
+  it('create sets the expiry alarm; a retried create is a no-op, another hash a conflict', () => {
+    const result = created();
+    expect(result.alarms).toEqual([{ name: 'expire', due_ms: T0 + CLI_SESSION_TTL_MS }]);
+    expect(run(result.state, { op: 'create', id: 'cli_1', poll_hash: 'ph', user_code: 'X' }, T0).state).toBe(result.state);
+    expect(codeOf(() => run(result.state, { op: 'create', id: 'cli_1', poll_hash: 'other', user_code: 'X' }, T0))).toBe('conflict');
+  });
+
+  it('pending, completed, delivered once', () => {
+    let state = created().state;
+    const pending = run(state, { op: 'poll', poll_hash: 'ph' }, T0);
+    expect(pending.reply).toEqual({ status: 'pending' });
+    state = pending.state;
+    expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, T0 + 1000))).toBe('rate_limited');
+    expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'wrong' }, T0 + 1000))).toBe('not_found');
+    state = run(state, { op: 'complete', user_id: 'usr_1' }, T0 + 2000).state;
+    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_2' }, T0 + 2000))).toBe('conflict');
+    const later = T0 + CLI_POLL_INTERVAL_S * 1000;
+    const delivered = run(state, { op: 'poll', poll_hash: 'ph' }, later);
+    expect(delivered.reply).toEqual({ status: 'completed', user_id: 'usr_1' });
+    expect(codeOf(() => run(delivered.state, { op: 'poll', poll_hash: 'ph' }, later + CLI_POLL_INTERVAL_S * 1000))).toBe('conflict');
+  });
+
+  it('expired sessions are unknown before and after the alarm', () => {
+    const state = created().state;
+    const end = T0 + CLI_SESSION_TTL_MS;
+    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_1' }, end))).toBe('not_found');
+    expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, end))).toBe('not_found');
+    expect(run(state, { op: 'info' }, end - 1).reply).toEqual({ id: 'cli_1', user_code: 'ABCD-EFGH', status: 'pending', expires_at_ms: end });
+    expect(codeOf(() => run(state, { op: 'info' }, end))).toBe('not_found');
+    expect(stepCli(state, { op: '$alarm', name: 'expire', due_ms: end }, fixedContext(end)).state).toEqual(initialCliState());
+  });
+});
+
+describe('user: e-mail verification and impersonation', () => {
+  const alice: NewUser = { id: 'usr_1', email: 'a@example.com', username: 'alice', display_name: 'A', role: 'user', password_hash: 'x' };
+  const send = (state: UserState, message: UserMessage, now: number) => stepUser(state, message, fixedContext(now, 'user', 'usr_1'));
+  const fresh = () => send(initialUserState(), { op: 'create', user: alice }, T0).state;
+
+  it('confirm with the sent hash verifies once and sends the summary', () => {
+    const sent = send(fresh(), { op: 'email-verify-send', token_hash: 'h' }, T0);
+    expect(codeOf(() => send(sent.state, { op: 'email-verify-confirm', token_hash: 'other' }, T0))).toBe('invalid_verification_token');
+    const confirmed = send(sent.state, { op: 'email-verify-confirm', token_hash: 'h' }, T0 + 1);
+    expect(confirmed.state.user!.email_verified).toBe(true);
+    expect(confirmed.sends).toEqual([expect.objectContaining({ kind: 'user-directory', message: expect.objectContaining({ user: expect.objectContaining({ email_verified: true }) }) })]);
+    expect(codeOf(() => send(confirmed.state, { op: 'email-verify-confirm', token_hash: 'h' }, T0 + 2))).toBe('invalid_verification_token');
+    expect(codeOf(() => send(confirmed.state, { op: 'email-verify-send', token_hash: 'h2' }, T0 + 2 + EMAIL_VERIFICATION_RESEND_MS))).toBe('conflict');
+  });
+
+  it('resend is limited to one a minute; links expire', () => {
+    const sent = send(fresh(), { op: 'email-verify-send', token_hash: 'h' }, T0);
+    expect(codeOf(() => send(sent.state, { op: 'email-verify-send', token_hash: 'h2' }, T0 + EMAIL_VERIFICATION_RESEND_MS - 1))).toBe('rate_limited');
+    expect(codeOf(() => send(sent.state, { op: 'email-verify-send', token_hash: 'h2' }, T0 + EMAIL_VERIFICATION_RESEND_MS))).toBeUndefined();
+    expect(codeOf(() => send(sent.state, { op: 'email-verify-confirm', token_hash: 'h' }, T0 + EMAIL_VERIFICATION_TTL_MS))).toBe('invalid_verification_token');
+  });
+
+  it('impersonate opens a session with impersonated_by and at most an hour', () => {
+    const opened = send(fresh(), { op: 'impersonate', admin_id: 'usr_admin', refresh_hash: 'r', ttl_seconds: 30 * 86400, ip_address: '::1', user_agent: '' }, T0);
+    const session = Object.values(opened.state.sessions)[0];
+    expect(session.impersonated_by).toBe('usr_admin');
+    expect(session.expires_at_ms).toBe(T0 + IMPERSONATION_SESSION_TTL_MS);
+    const refreshed = send(opened.state, { op: 'refresh', session_id: session.id, presented_hash: 'r', new_hash: 'r2', ttl_seconds: 30 * 86400 }, T0 + 1000);
+    expect(refreshed.state.sessions[session.id].expires_at_ms).toBe(T0 + IMPERSONATION_SESSION_TTL_MS);
+  });
+
+  it('impersonate refuses a user with two-factor (the 2fa path is used instead)', () => {
+    const state = fresh();
+    const withTwoFactor: UserState = { ...state, user: { ...state.user!, two_factor_enabled: true } };
+    expect(codeOf(() => send(withTwoFactor, { op: 'impersonate', admin_id: 'a', refresh_hash: 'r', ttl_seconds: 60, ip_address: '', user_agent: '' }, T0))).toBe('conflict');
+    const registered = send(withTwoFactor, { op: 'impersonate-2fa', admin_id: 'a', challenge_id: 'chl_1', ttl_seconds: 300 }, T0);
+    expect(registered.state.impersonation_challenges).toEqual([['chl_1', 'a', T0 + 300_000]]);
+  });
+});
