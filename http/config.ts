@@ -20,6 +20,8 @@ export interface NodeConfig {
   issuer: string;
   /** Liveness: an entity is alive while now < last heartbeat + this. */
   livenessGraceSeconds: number;
+  /** OAuth issuer and endpoint base (no trailing slash); '' means the request's own scheme and host. */
+  publicBaseUrl: string;
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -30,6 +32,18 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+function publicBaseUrlFrom(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return '';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`PUBLIC_BASE_URL must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('PUBLIC_BASE_URL must be an http or https URL');
+  return raw.replace(/\/+$/, '');
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
@@ -52,5 +66,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     durability,
     issuer: env.TOKEN_ISSUER || 'platform-service',
     livenessGraceSeconds: intFrom(env, 'LIVENESS_GRACE_SECONDS', 30, 1, 86_400),
+    publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),
   };
 }

@@ -97,10 +97,9 @@ const OAuthToken = Type.Object(
 );
 const OAuthErrorBody = Type.Object({ error: Type.String(), error_description: Type.String() }, { title: 'OAuthError' });
 
-/** PUBLIC_BASE_URL (from services.config when it carries it, else the environment), without trailing slashes; '' when unset. */
+/** PUBLIC_BASE_URL (see http/config.ts); '' when unset. */
 function configuredBaseUrl(services: AppServices): string {
-  const configured = (services.config as { publicBaseUrl?: unknown }).publicBaseUrl ?? process.env.PUBLIC_BASE_URL;
-  return typeof configured === 'string' ? configured.replace(/\/+$/, '') : '';
+  return services.config.publicBaseUrl;
 }
 
 /** Issuer and endpoint base: PUBLIC_BASE_URL when set, else the request's own scheme and host. */
