@@ -22,6 +22,47 @@ export interface NodeConfig {
   livenessGraceSeconds: number;
   /** OAuth issuer and endpoint base (no trailing slash); '' means the request's own scheme and host. */
   publicBaseUrl: string;
+  /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
+  cluster?: ClusterConfig;
+}
+
+/** Cluster settings (docs/cluster.md). */
+export interface ClusterConfig {
+  etcdEndpoints: string[];
+  nodeId: string;
+  grpcPort: number;
+  advertiseHost: string;
+  replicationFactor: number;
+  leaseTtlSeconds: number;
+  prefix: string;
+  /** A follower that has not acknowledged an entry after this long leaves the in-sync set. */
+  replicationTimeoutMs: number;
+  /** How long the edge keeps retrying a request whose partition has no reachable leader. */
+  forwardDeadlineMs: number;
+}
+
+function clusterFrom(env: NodeJS.ProcessEnv, port: number): ClusterConfig | undefined {
+  const raw = env.ETCD_ENDPOINTS;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const etcdEndpoints = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')
+    .map((e) => (/^https?:\/\//.test(e) ? e : `http://${e}`));
+  const nodeId = env.NODE_ID || `node-${port}`;
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) throw new Error('NODE_ID must be 1-64 characters of letters, digits, _ . -');
+  const prefix = env.CLUSTER_PREFIX || '/platform/';
+  return {
+    etcdEndpoints,
+    nodeId,
+    grpcPort: intFrom(env, 'GRPC_PORT', 9090, 0, 65535),
+    advertiseHost: env.ADVERTISE_HOST || '127.0.0.1',
+    replicationFactor: intFrom(env, 'REPLICATION_FACTOR', 2, 1, 5),
+    leaseTtlSeconds: intFrom(env, 'LEASE_TTL_SECONDS', 2, 2, 60),
+    prefix: prefix.endsWith('/') ? prefix : `${prefix}/`,
+    replicationTimeoutMs: intFrom(env, 'REPLICATION_TIMEOUT_MS', 1000, 50, 60_000),
+    forwardDeadlineMs: intFrom(env, 'FORWARD_DEADLINE_MS', 10_000, 100, 120_000),
+  };
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -67,5 +108,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     issuer: env.TOKEN_ISSUER || 'platform-service',
     livenessGraceSeconds: intFrom(env, 'LIVENESS_GRACE_SECONDS', 30, 1, 86_400),
     publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),
+    cluster: clusterFrom(env, port),
   };
 }

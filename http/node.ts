@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { ActorRuntime, LmdbStore, SystemClock, type Clock } from '../runtime/index.js';
+import { ActorRuntime, LmdbStore, SystemClock, type ActorClient, type Clock } from '../runtime/index.js';
 import { allActors } from '../actors/registry.js';
 import { buildApp } from './app.js';
 import { Accounts } from './auth/accounts.js';
@@ -10,6 +10,7 @@ import type { NodeConfig } from './config.js';
 import { Metrics } from './plugins/metrics.js';
 import type { AppServices } from './services.js';
 import { LogMailTransport } from './auth/mail.js';
+import { ClusterNode } from '../cluster/cluster-node.js';
 
 /**
  * One node, embedded mode: LMDB store, actor runtime with every kind, the
@@ -37,30 +38,63 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   const clock = options.clock ?? new SystemClock();
   const logger = options.logger ?? pino({ level: config.logLevel });
   mkdirSync(config.dataDir, { recursive: true });
-  const store = new LmdbStore({ path: config.dataDir, sync: config.durability === 'sync' });
 
   let runtime: ActorRuntime | undefined;
   const metrics = new Metrics({
     activeActors: () => runtime?.activeActorCount() ?? 0,
     pendingAlarms: () => runtime?.pendingAlarmCount() ?? 0,
   });
-  runtime = new ActorRuntime({
-    store,
-    clock,
-    partitionCount: config.partitions,
-    logger: logger.child({ component: 'runtime' }),
-    observer: metrics,
-  });
-  for (const definition of allActors) runtime.register(definition);
-  await runtime.start();
+  let cluster: ClusterNode | undefined;
+  let actors: ActorClient;
+  if (config.cluster) {
+    // Cluster mode: the runtime serves only the partitions this node leads; the edge routes through the cluster.
+    if (config.port === 0) throw new Error('PORT must be a fixed port in cluster mode (it is published to the other nodes)');
+    cluster = await ClusterNode.start({
+      cluster: config.cluster,
+      partitions: config.partitions,
+      dataDir: config.dataDir,
+      durability: config.durability,
+      httpUrl: `http://${config.cluster.advertiseHost}:${config.port}`,
+      bindHost: config.host,
+      clock,
+      logger: logger.child({ component: 'cluster' }),
+      observer: metrics,
+      registry: metrics.registry,
+      actors: allActors,
+    });
+    runtime = cluster.runtime;
+    actors = cluster.router;
+  } else {
+    const store = new LmdbStore({ path: config.dataDir, sync: config.durability === 'sync' });
+    runtime = new ActorRuntime({
+      store,
+      clock,
+      partitionCount: config.partitions,
+      logger: logger.child({ component: 'runtime' }),
+      observer: metrics,
+    });
+    for (const definition of allActors) runtime.register(definition);
+    await runtime.start();
+    actors = runtime;
+  }
 
   let ready = false;
-  const tokens = await TokenService.create(runtime, {
+  const tokens = await TokenService.create(actors, {
     issuer: config.issuer,
     accessTtlSeconds: config.accessTokenTtlSeconds,
     now: () => clock.now(),
   });
-  const services: AppServices = { actors: runtime, tokens, clock, config, metrics, mail: new LogMailTransport(logger.child({ component: 'mail' })), isReady: () => ready };
+  const clusterNode = cluster;
+  const services: AppServices = {
+    actors,
+    tokens,
+    clock,
+    config,
+    metrics,
+    mail: new LogMailTransport(logger.child({ component: 'mail' })),
+    isReady: () => ready && (clusterNode ? clusterNode.isReady() : true),
+    cluster: clusterNode,
+  };
   const app = await buildApp(services, logger);
 
   if (config.adminEmail && config.adminPassword) {
@@ -83,6 +117,14 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     url,
     close() {
       closing ??= (async () => {
+        if (clusterNode) {
+          // Hand every partition over first; meanwhile this edge keeps serving by forwarding.
+          await clusterNode.drain();
+          ready = false;
+          await app.close();
+          await clusterNode.stop();
+          return;
+        }
         ready = false;
         await app.close();
         await activeRuntime.stop();

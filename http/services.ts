@@ -1,4 +1,5 @@
 import type { ActorClient, Clock } from '../runtime/index.js';
+import type { ClusterStatusView } from '../cluster/cluster-node.js';
 import type { TokenService } from './auth/tokens.js';
 import type { MailTransport } from './auth/mail.js';
 import type { NodeConfig } from './config.js';
@@ -15,4 +16,6 @@ export interface AppServices {
   mail: MailTransport;
   /** True while this node owns and serves its partitions. */
   isReady(): boolean;
+  /** Present in cluster mode: what GET /cluster/status shows. */
+  cluster?: { status(): ClusterStatusView };
 }

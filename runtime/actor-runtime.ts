@@ -48,6 +48,13 @@ export interface PublishedEvent extends ActorEvent {
   at_ms: number;
 }
 
+/**
+ * Delivers an outbox message to an actor whose partition this runtime does
+ * not own (in a cluster: forwarded to the partition's leader). Resolves once
+ * the receiver's turn committed; the receiver de-duplicates on messageId.
+ */
+export type RemoteDelivery = (kind: string, key: string, message: unknown, messageId: string) => Promise<void>;
+
 export interface ActorRuntimeOptions {
   store: Store;
   clock: Clock;
@@ -55,6 +62,12 @@ export interface ActorRuntimeOptions {
   limits?: Partial<Limits>;
   logger?: RuntimeLogger;
   observer?: RuntimeObserver;
+  /**
+   * `all` (default, one node): every partition is served from start().
+   * `none` (cluster): none is, until the leadership layer calls openPartition(p).
+   */
+  initialPartitions?: 'all' | 'none';
+  remoteDelivery?: RemoteDelivery;
 }
 
 /**
@@ -94,6 +107,12 @@ export class ActorRuntime implements ActorClient {
   private idleWaiters: (() => void)[] = [];
   /** Commits made outside turns (outbox acknowledgements, sweeps); stop() waits for them. */
   private readonly housekeeping = new Set<Promise<void>>();
+  /** owned[p] === 1 while this runtime serves partition p (all of them on one node). */
+  private readonly owned: Uint8Array;
+  private readonly initialPartitions: 'all' | 'none';
+  private readonly remoteDelivery?: RemoteDelivery;
+  /** Called whenever a batch finishes: closePartition() waits on it for the partition to go quiet. */
+  private batchWaiters: (() => void)[] = [];
 
   constructor(options: ActorRuntimeOptions) {
     this.store = options.store;
@@ -103,6 +122,9 @@ export class ActorRuntime implements ActorClient {
     this.logger = options.logger ?? silentLogger;
     this.observer = options.observer;
     this.events.setMaxListeners(0);
+    this.owned = new Uint8Array(this.partitionCount);
+    this.initialPartitions = options.initialPartitions ?? 'all';
+    this.remoteDelivery = options.remoteDelivery;
   }
 
   register(definition: ActorDefinition): this {
@@ -114,26 +136,98 @@ export class ActorRuntime implements ActorClient {
   /** Re-arms durable alarms and re-delivers the outbox, then accepts messages. */
   async start(): Promise<void> {
     assert(this.state === 'created', 'runtime started twice');
-    for (let p = 0; p < this.partitionCount; p++) {
-      const [alarmStart, alarmEnd] = keys.alarmRange(p);
-      for (const _ of this.store.range(alarmStart, alarmEnd)) this.alarmCount++;
-    }
+    if (this.initialPartitions === 'all') this.owned.fill(1);
+    for (let p = 0; p < this.partitionCount; p++) if (this.owned[p]) this.alarmCount += this.countAlarms(p);
     this.loadAlarmWindow(0);
     this.state = 'running';
-    for (let p = 0; p < this.partitionCount; p++) {
-      const [outboxStart, outboxEnd] = keys.outboxRange(p);
-      for (const { key, value } of this.store.range(outboxStart, outboxEnd)) {
-        this.deliverOutbox(p, key[2] as string, value as ActorSend);
-      }
-    }
+    for (let p = 0; p < this.partitionCount; p++) if (this.owned[p]) this.redeliverOutbox(p);
     this.armAlarmTimer();
     this.scheduleSweep();
+  }
+
+  /** True while this runtime serves partition p. */
+  ownsPartition(p: number): boolean {
+    return this.owned[p] === 1;
+  }
+
+  /**
+   * Starts serving partition p from what the store holds for it (in a
+   * cluster: after this node became its leader): re-arms its alarms and
+   * re-delivers its outbox.
+   */
+  openPartition(p: number): void {
+    assert(this.state === 'running', 'openPartition on a runtime that is not running');
+    if (this.owned[p]) return;
+    this.owned[p] = 1;
+    this.alarmCount += this.countAlarms(p);
+    const [start, end] = keys.alarmDueRange(p, 0, this.alarmWindowEndMs);
+    for (const { key } of this.store.range(start, end)) {
+      const [, , due_ms, kind, actorKey, name] = key as [string, number, number, string, string, string];
+      this.alarmQueue.push({ fire_ms: due_ms, due_ms, partition: p, kind, key: actorKey, name });
+    }
+    this.redeliverOutbox(p);
+    this.armAlarmTimer();
+  }
+
+  /**
+   * Stops serving partition p: new messages for it are refused with
+   * not_leader at once; messages already accepted run to the end of their
+   * turns and commits; then its actors leave memory. Resolves when nothing of
+   * p is running any more (handoff waits for this before releasing p).
+   */
+  async closePartition(p: number): Promise<void> {
+    if (!this.owned[p]) return;
+    this.owned[p] = 0;
+    for (;;) {
+      let busy = false;
+      for (const byKey of this.activations.values()) {
+        for (const activation of byKey.values()) {
+          if (activation.partition === p && (activation.running || activation.scheduled || activation.mailbox.length > 0)) busy = true;
+        }
+      }
+      if (!busy) break;
+      await new Promise<void>((resolve) => this.batchWaiters.push(resolve));
+    }
+    // Still closed? (It may have been reopened while we waited.)
+    if (this.owned[p]) return;
+    for (const byKey of this.activations.values()) {
+      for (const [key, activation] of byKey) {
+        if (activation.partition !== p) continue;
+        byKey.delete(key);
+        this.observer?.passivated(activation.kind);
+      }
+    }
+    this.alarmCount -= this.countAlarms(p);
+  }
+
+  private countAlarms(p: number): number {
+    let count = 0;
+    const [alarmStart, alarmEnd] = keys.alarmRange(p);
+    for (const _ of this.store.range(alarmStart, alarmEnd)) count++;
+    return count;
+  }
+
+  private redeliverOutbox(p: number): void {
+    const [outboxStart, outboxEnd] = keys.outboxRange(p);
+    for (const { key, value } of this.store.range(outboxStart, outboxEnd)) {
+      this.deliverOutbox(p, key[2] as string, value as ActorSend);
+    }
   }
 
   /** Sends a message and waits for the reply, released after its turn committed. */
   ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject });
+    });
+  }
+
+  /**
+   * Delivers an outbox message from another node: resolves once the turn
+   * committed; a repeat of the same messageId is acknowledged without a turn.
+   */
+  deliver(kind: string, key: string, message: unknown, messageId: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.enqueue(kind, key, { message, messageId, resolve: () => resolve(), reject });
     });
   }
 
@@ -206,7 +300,13 @@ export class ActorRuntime implements ActorClient {
     if (this.state !== 'running') {
       throw new ServiceError('shutting_down', 'The node is not accepting requests.', { retryAfterSeconds: 1 });
     }
-    const activation = this.activate(kind, key);
+    const existing = this.activations.get(kind)?.get(key);
+    const partition = existing ? existing.partition : partitionOf(kind, key, this.partitionCount);
+    if (this.owned[partition] !== 1) {
+      // Refused before anything ran: the sender may safely retry at the partition's leader.
+      throw new ServiceError('not_leader', 'This node does not serve that partition now.', { retryAfterSeconds: 1 });
+    }
+    const activation = existing ?? this.activate(kind, key);
     if (activation.mailbox.length >= this.limits.mailbox_messages_max) {
       this.observer?.overloaded(kind);
       throw new ServiceError('actor_overloaded', `Too many queued requests for this ${kind}.`, { retryAfterSeconds: 1 });
@@ -467,6 +567,11 @@ export class ActorRuntime implements ActorClient {
       this.idleWaiters = [];
       for (const waiter of waiters) waiter();
     }
+    if (this.batchWaiters.length > 0) {
+      const waiters = this.batchWaiters;
+      this.batchWaiters = [];
+      for (const waiter of waiters) waiter();
+    }
   }
 
   // ---- durable alarms ----
@@ -488,6 +593,7 @@ export class ActorRuntime implements ActorClient {
   private loadAlarmWindow(from_ms: number): void {
     const until_ms = this.clock.now() + this.limits.alarm_window_ms;
     for (let p = 0; p < this.partitionCount; p++) {
+      if (!this.owned[p]) continue;
       const [start, end] = keys.alarmDueRange(p, from_ms, until_ms);
       for (const { key } of this.store.range(start, end)) {
         const [, , due_ms, kind, actorKey, name] = key as [string, number, number, string, string, string];
@@ -526,6 +632,8 @@ export class ActorRuntime implements ActorClient {
     const now = this.clock.now();
     for (let next = this.alarmQueue.peek(); next && next.fire_ms <= now; next = this.alarmQueue.peek()) {
       this.alarmQueue.pop();
+      // A partition handed to another node: its new leader fires it.
+      if (!this.owned[next.partition]) continue;
       if (this.store.get(keys.alarm(next.partition, next.kind, next.key, next.name)) !== next.due_ms) continue;
       try {
         this.tell(next.kind, next.key, { op: '$alarm', name: next.name, due_ms: next.due_ms });
@@ -550,6 +658,15 @@ export class ActorRuntime implements ActorClient {
     const acknowledge = () => {
       this.housekeepingCommit([{ type: 'del', key: keys.outbox(sourcePartition, id) }], 'outbox acknowledgement failed; the message will be re-delivered and de-duplicated');
     };
+    if (this.remoteDelivery && !this.owned[partitionOf(send.kind, send.key, this.partitionCount)]) {
+      this.remoteDelivery(send.kind, send.key, send.message, id).then(acknowledge, (error: unknown) => {
+        if (isServiceError(error) && error.statusCode < 500) {
+          this.logger.warn({ err: error, kind: send.kind, key: send.key }, 'outbox message refused by receiver');
+          acknowledge();
+        } else if (this.state === 'running') retry();
+      });
+      return;
+    }
     try {
       this.enqueue(send.kind, send.key, {
         message: send.message,
@@ -590,6 +707,7 @@ export class ActorRuntime implements ActorClient {
     const expired: WriteOp[] = [];
     let budget = this.limits.dedup_sweep_records_max;
     for (let p = 0; p < this.partitionCount && budget > 0; p++) {
+      if (!this.owned[p]) continue;
       const [start, end] = keys.dedupExpiredRange(p, cutoff_ms);
       for (const { key, value } of this.store.range(start, end)) {
         const [kind, actorKey] = value as [string, string];

@@ -12,7 +12,8 @@ import type { StoreKey } from './store.js';
  *   ['o', p, id]                        outbox entry -> {kind, key, message}
  *   ['x', p, kind, key, message_id]     receiver de-duplication -> received_ms
  *   ['y', p, received_ms, message_id]   the same, by time -> [kind, key] (for the sweep)
- *   ['m', name]                         node metadata
+ *   ['v', p]                            the partition's replication version (cluster/replication/partition-log.ts)
+ *   ['m', name]                         node metadata (not replicated)
  */
 const END = '\uffff';
 
@@ -35,4 +36,10 @@ export const keys = {
   /** De-duplication records received before `before_ms`, oldest first. */
   dedupExpiredRange: (p: number, before_ms: number): [StoreKey, StoreKey] => [['y', p, 0], ['y', p, before_ms]],
   meta: (name: string): StoreKey => ['m', name],
+  version: (p: number): StoreKey => ['v', p],
+  /** Every range holding partition p's data (what a replica snapshot carries), the version excluded. */
+  partitionRanges: (p: number): [StoreKey, StoreKey][] => PARTITION_TABLES.map((t) => [[t, p], [t, p + 1]]),
 };
+
+/** The tables whose keys start with the partition. */
+export const PARTITION_TABLES = ['s', 'r', 't', 'u', 'o', 'x', 'y'] as const;

@@ -4,6 +4,7 @@ import { apiKeyRoutes } from './api-keys.js';
 import { adminUserRoutes } from './admin-users.js';
 import { authRoutes } from './auth.js';
 import { cliLoginRoutes } from './cli-login.js';
+import { clusterRoutes } from './cluster.js';
 import { emailVerificationRoutes } from './email-verification.js';
 import { healthRoutes } from './health.js';
 import { livenessRoutes } from './liveness.js';
@@ -16,6 +17,7 @@ import { waitingRoomRoutes } from './waiting-rooms.js';
 /** Every area's routes, in one list. Add an area by adding its function here. */
 export const routeAreas: ((app: FastifyInstance, services: AppServices) => void)[] = [
   healthRoutes,
+  clusterRoutes,
   authRoutes,
   twoFactorRoutes,
   oauthRoutes,

@@ -1,0 +1,351 @@
+import { mkdirSync } from 'node:fs';
+import { Etcd3, type Watcher } from 'etcd3';
+import type { Registry } from 'prom-client';
+import { ActorRuntime, LmdbStore, partitionOf, ServiceError, type ActorDefinition, type Clock, type RuntimeLogger, type RuntimeObserver } from '../runtime/index.js';
+import type { ClusterConfig } from '../http/config.js';
+import { clusterKeys, type ClusterConfigRecord, type ClusterKeys, type NodeStatus } from './etcd-keys.js';
+import { Leadership } from './leadership.js';
+import { Membership } from './membership.js';
+import { ClusterMetrics } from './metrics.js';
+import { PeerDirectory } from './peer-directory.js';
+import { replicaSet } from './placement.js';
+import { ReplicatedStore } from './replication/replicated-store.js';
+import { Replicator } from './replication/replicator.js';
+import { ClusterRouter } from './router.js';
+import { ClusterServer } from './transport/cluster-server.js';
+
+export interface ClusterNodeOptions {
+  cluster: ClusterConfig;
+  partitions: number;
+  dataDir: string;
+  durability: 'sync' | 'commit';
+  httpUrl: string;
+  /** Interface the gRPC server binds (the HTTP HOST). */
+  bindHost: string;
+  clock: Clock;
+  logger: RuntimeLogger;
+  observer?: RuntimeObserver;
+  registry: Registry;
+  actors: ActorDefinition[];
+}
+
+/** What the edge and operators see of the cluster (GET /cluster/status). */
+export interface ClusterStatusView {
+  node_id: string;
+  draining: boolean;
+  members: { node_id: string; http_url: string; grpc_address: string; draining: boolean }[];
+  partitions: { partition: number; leader: string | null; epoch: number | null; isr: string[] }[];
+}
+
+const RECONCILE_INTERVAL_MS = 200;
+const STATUS_INTERVAL_MS = 2000;
+
+/**
+ * One cluster node: LMDB behind the replicator, the actor runtime serving
+ * the partitions this node leads, membership and leadership in etcd, the
+ * gRPC server for peers, and the router the edge sends messages through.
+ * The composition root of cluster mode (http/node.ts calls it when
+ * ETCD_ENDPOINTS is set).
+ */
+export class ClusterNode {
+  readonly runtime: ActorRuntime;
+  readonly router: ClusterRouter;
+  readonly nodeId: string;
+  private readonly etcd: Etcd3;
+  private readonly keys: ClusterKeys;
+  private readonly replicator: Replicator;
+  private readonly membership: Membership;
+  private readonly leadership: Leadership;
+  private readonly server: ClusterServer;
+  private readonly peers: PeerDirectory;
+  private readonly metrics: ClusterMetrics;
+  private readonly handingOff = new Set<number>();
+  private reconcileTimer?: NodeJS.Timeout;
+  private statusTimer?: NodeJS.Timeout;
+  private watchers: Watcher[] = [];
+  private forwardedTotal = 0;
+  private drainPromise?: Promise<void>;
+  private stopped = false;
+
+  private constructor(private readonly options: ClusterNodeOptions) {
+    const { cluster, logger } = options;
+    this.nodeId = cluster.nodeId;
+    this.etcd = new Etcd3({ hosts: cluster.etcdEndpoints });
+    this.keys = clusterKeys(cluster.prefix);
+    this.peers = new PeerDirectory(this.nodeId, logger);
+    mkdirSync(options.dataDir, { recursive: true });
+    const local = new LmdbStore({ path: options.dataDir, sync: options.durability === 'sync' });
+    const grpcAddress = `${cluster.advertiseHost}:${cluster.grpcPort}`;
+    this.membership = new Membership(
+      this.etcd,
+      this.keys,
+      { node_id: this.nodeId, http_url: options.httpUrl, grpc_address: grpcAddress, started_at: new Date(options.clock.now()).toISOString(), draining: false },
+      cluster.leaseTtlSeconds,
+      logger,
+    );
+    this.leadership = new Leadership(this.etcd, this.keys, this.membership, options.partitions, { node_id: this.nodeId, grpc_address: grpcAddress }, logger);
+    this.replicator = new Replicator({
+      local,
+      selfId: this.nodeId,
+      heldEpoch: (p) => this.leadership.heldEpoch(p),
+      streamTo: (node, onReply, onClose) => {
+        const member = this.membership.members().get(node);
+        if (!member) return undefined;
+        return this.peers.get(node, member.grpc_address).replicate(onReply, onClose);
+      },
+      recordInSync: (p, epoch, replicas) => this.leadership.updateIsr(p, epoch, replicas),
+      deposed: (p, reason) => this.deposed(p, reason),
+      logger,
+      replicationTimeoutMs: cluster.replicationTimeoutMs,
+    });
+    this.runtime = new ActorRuntime({
+      store: new ReplicatedStore(local, this.replicator),
+      clock: options.clock,
+      partitionCount: options.partitions,
+      logger,
+      observer: options.observer,
+      initialPartitions: 'none',
+      remoteDelivery: (kind, key, message, messageId) => this.router.deliver(kind, key, message, messageId),
+    });
+    for (const definition of options.actors) this.runtime.register(definition);
+    this.router = new ClusterRouter({
+      selfId: this.nodeId,
+      runtime: this.runtime,
+      leadership: this.leadership,
+      peers: this.peers,
+      serving: (p) => this.serving(p),
+      deadlineMs: cluster.forwardDeadlineMs,
+      logger,
+      onForward: () => {
+        this.forwardedTotal++;
+        this.metrics.forwarded.inc();
+      },
+    });
+    this.server = new ClusterServer(
+      {
+        forward: (request) => {
+          const p = partitionOf(request.kind, request.key, options.partitions);
+          if (!this.serving(p)) return Promise.reject(new ServiceError('not_leader'));
+          return request.message_id === undefined
+            ? this.runtime.ask(request.kind, request.key, request.message)
+            : this.runtime.deliver(request.kind, request.key, request.message, request.message_id);
+        },
+        replicate: (_from, messages) => this.replicator.applyFrame(messages),
+      },
+      logger,
+    );
+    this.metrics = new ClusterMetrics(options.registry, {
+      partitionsLed: () => this.replicator.ledPartitions().length,
+      maxLag: () => Math.max(0, ...this.replicator.ledPartitions().flatMap((p) => Object.values(this.replicator.lagOf(p)))),
+      inSyncFollowers: () =>
+        this.replicator.ledPartitions().reduce((sum, p) => sum + [...(this.replicator.followersOf(p)?.values() ?? [])].filter((f) => f.mode === 'in_sync').length, 0),
+    });
+  }
+
+  static async start(options: ClusterNodeOptions): Promise<ClusterNode> {
+    const node = new ClusterNode(options);
+    await node.begin();
+    return node;
+  }
+
+  /** This node serves p now: it holds p's key, its lease is surely alive, its log and runtime are open. */
+  serving(p: number): boolean {
+    return this.replicator.isLeading(p) && this.leadership.heldEpoch(p) !== undefined && this.runtime.ownsPartition(p);
+  }
+
+  /** Joined, lease alive, and every partition has a leader this node knows of. */
+  isReady(): boolean {
+    return !this.stopped && this.membership.leaseValid() && this.leadership.allLed();
+  }
+
+  status(): ClusterStatusView {
+    const partitions: ClusterStatusView['partitions'] = [];
+    for (let p = 0; p < this.options.partitions; p++) {
+      const leader = this.leadership.leaderOf(p);
+      partitions.push({ partition: p, leader: leader?.node_id ?? null, epoch: leader?.epoch ?? null, isr: this.leadership.isrOf(p)?.replicas ?? [] });
+    }
+    return {
+      node_id: this.nodeId,
+      draining: this.membership.draining,
+      members: [...this.membership.members().values()].map((m) => ({ node_id: m.node_id, http_url: m.http_url, grpc_address: m.grpc_address, draining: m.draining })),
+      partitions,
+    };
+  }
+
+  /**
+   * Hands every partition this node leads to the others (SIGTERM, `cluster
+   * drain`): marks itself draining so placement skips it, lets the new
+   * preferred replicas catch up, then moves each partition. Requests in
+   * flight meanwhile wait and are served by the new leaders.
+   */
+  drain(timeoutMs = 30_000): Promise<void> {
+    this.drainPromise ??= (async () => {
+      this.leadership.setElectionsEnabled(false);
+      await this.membership.setDraining();
+      const deadline = performance.now() + timeoutMs;
+      while (this.replicator.ledPartitions().length > 0 && performance.now() < deadline) {
+        this.reconcile();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const left = this.replicator.ledPartitions().length;
+      if (left > 0) this.options.logger.warn({ partitions: left }, 'drain timed out; the remaining partitions fail over when this node leaves');
+      else this.options.logger.info({}, 'drained: every partition handed over');
+    })();
+    return this.drainPromise;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.reconcileTimer) clearInterval(this.reconcileTimer);
+    if (this.statusTimer) clearInterval(this.statusTimer);
+    for (const watcher of this.watchers) await watcher.cancel().catch(() => undefined);
+    await this.leadership.stop();
+    this.replicator.stop();
+    // An operator's drain request ends with this node's life.
+    await this.etcd.delete().key(this.keys.drain(this.nodeId)).exec().catch(() => undefined);
+    await this.membership.leave();
+    await this.server.close();
+    this.peers.closeAll();
+    await this.runtime.stop();
+    this.etcd.close();
+  }
+
+  // ---- internals ----
+
+  private async begin(): Promise<void> {
+    const { cluster } = this.options;
+    await this.ensureClusterConfig();
+    await this.runtime.start();
+    await this.server.listen(this.options.bindHost, cluster.grpcPort);
+    this.replicator.start();
+    await this.membership.join();
+    this.leadership.on('acquired', (p: number, epoch: number) => void this.onAcquired(p, epoch));
+    this.leadership.on('lost', (p: number) => this.onLost(p));
+    this.membership.on('change', () => this.reconcile());
+    await this.leadership.start();
+    this.reconcileTimer = setInterval(() => this.reconcile(), RECONCILE_INTERVAL_MS);
+    this.reconcileTimer.unref();
+    this.statusTimer = setInterval(() => void this.publishStatus(), STATUS_INTERVAL_MS);
+    this.statusTimer.unref();
+    await this.watchOperatorKeys();
+  }
+
+  /** The partition count and replication factor are the cluster's, fixed when it was created. */
+  private async ensureClusterConfig(): Promise<void> {
+    const wanted: ClusterConfigRecord = {
+      partitions: this.options.partitions,
+      replication_factor: this.options.cluster.replicationFactor,
+      created_at: new Date(this.options.clock.now()).toISOString(),
+    };
+    await this.etcd.if(this.keys.config, 'Create', '==', 0).then(this.etcd.put(this.keys.config).value(JSON.stringify(wanted))).commit();
+    const stored = JSON.parse((await this.etcd.get(this.keys.config).string()) ?? '{}') as ClusterConfigRecord;
+    if (stored.partitions !== this.options.partitions) {
+      throw new Error(`PARTITIONS is ${this.options.partitions} but the cluster was created with ${stored.partitions}; it cannot change`);
+    }
+  }
+
+  private async onAcquired(p: number, epoch: number): Promise<void> {
+    const ok = await this.replicator.becomeLeader(p, epoch).catch((error: unknown) => {
+      this.options.logger.error({ err: error, partition: p }, 'could not take up partition leadership');
+      return false;
+    });
+    if (!ok || this.leadership.heldEpoch(p) !== epoch) {
+      this.replicator.stopLeading(p);
+      if (this.leadership.heldEpoch(p) === epoch) void this.leadership.release(p);
+      return;
+    }
+    this.runtime.openPartition(p);
+    this.metrics.leadershipChanges.inc({ change: 'acquired' });
+    this.reconcile();
+  }
+
+  private onLost(p: number): void {
+    this.replicator.stopLeading(p);
+    void this.runtime.closePartition(p);
+    this.metrics.leadershipChanges.inc({ change: 'lost' });
+  }
+
+  private deposed(p: number, reason: string): void {
+    this.options.logger.warn({ partition: p, reason }, 'giving up partition leadership');
+    this.replicator.stopLeading(p);
+    void this.runtime.closePartition(p);
+    void this.leadership.release(p);
+  }
+
+  /** Placement pass over the partitions this node leads: followers wanted, and handoff to the preferred node. */
+  private reconcile(): void {
+    if (this.stopped) return;
+    const members = [...this.membership.members().values()];
+    const live = new Set(members.map((m) => m.node_id));
+    const candidates = members.filter((m) => !m.draining).map((m) => m.node_id);
+    const rf = this.options.cluster.replicationFactor;
+    for (const p of this.replicator.ledPartitions()) {
+      if (this.handingOff.has(p)) continue;
+      const desired = replicaSet(p, candidates.length > 0 ? candidates : [this.nodeId], rf);
+      const wanted = desired.includes(this.nodeId) ? desired.filter((n) => n !== this.nodeId) : desired;
+      this.replicator.setFollowers(p, wanted, live);
+      const target = desired[0];
+      if (target !== this.nodeId && this.replicator.inSyncFollower(p, target)) void this.handoff(p, target);
+    }
+  }
+
+  private async handoff(p: number, target: string): Promise<void> {
+    this.handingOff.add(p);
+    try {
+      await this.runtime.closePartition(p);
+      if (!this.replicator.isLeading(p)) return;
+      if (!this.replicator.inSyncFollower(p, target)) {
+        // The target fell out of sync meanwhile: keep serving.
+        this.runtime.openPartition(p);
+        return;
+      }
+      await this.replicator.releaseLeadership(p);
+      await this.leadership.release(p);
+      this.metrics.partitionMoves.inc();
+      this.metrics.leadershipChanges.inc({ change: 'lost' });
+      this.options.logger.info({ partition: p, to: target }, 'partition handed over');
+    } catch (error) {
+      this.options.logger.error({ err: error, partition: p }, 'handoff failed');
+    } finally {
+      this.handingOff.delete(p);
+    }
+  }
+
+  private async publishStatus(): Promise<void> {
+    if (this.stopped || !this.membership.leaseValid()) return;
+    const lag: NodeStatus['lag'] = {};
+    const followers: NodeStatus['followers'] = {};
+    for (const p of this.replicator.ledPartitions()) {
+      lag[p] = this.replicator.lagOf(p);
+      followers[p] = Object.fromEntries([...(this.replicator.followersOf(p) ?? new Map())].map(([n, f]) => [n, f.mode]));
+    }
+    const status: NodeStatus = {
+      node_id: this.nodeId,
+      at: new Date(this.options.clock.now()).toISOString(),
+      leading: this.replicator.ledPartitions(),
+      lag,
+      followers,
+      forwarded_total: this.forwardedTotal,
+    };
+    await this.etcd
+      .put(this.keys.status(this.nodeId))
+      .value(JSON.stringify(status))
+      .lease(this.membership.leaseId)
+      .exec()
+      .catch((error: unknown) => this.options.logger.debug({ err: error }, 'status publish failed'));
+  }
+
+  private async watchOperatorKeys(): Promise<void> {
+    // A drain request left by a previous life of this node (it crashed while drained) does not apply to this one.
+    await this.etcd.delete().key(this.keys.drain(this.nodeId)).exec();
+    const drainWatcher = await this.etcd.watch().key(this.keys.drain(this.nodeId)).create();
+    drainWatcher.on('put', () => {
+      this.options.logger.info({}, 'drain requested by an operator');
+      void this.drain(120_000);
+    });
+    const rebalanceWatcher = await this.etcd.watch().key(this.keys.rebalance).create();
+    rebalanceWatcher.on('put', () => this.reconcile());
+    this.watchers.push(drainWatcher, rebalanceWatcher);
+  }
+}

@@ -1,0 +1,225 @@
+import { EventEmitter } from 'node:events';
+import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import type { RuntimeLogger } from '../runtime/index.js';
+import { electionRank, isrAfterElection } from './election.js';
+import { parsePartitionKey, type ClusterKeys, type IsrRecord, type LeaderRecord } from './etcd-keys.js';
+import type { Membership } from './membership.js';
+
+export interface LeaderView extends LeaderRecord {
+  /** Create revision of the leader key: the partition's epoch. */
+  epoch: number;
+}
+
+interface IsrView {
+  record: IsrRecord;
+  modRevision: number;
+}
+
+/**
+ * Who leads each partition, as etcd says, and this node's part in it.
+ *
+ * A leader holds `partitions/<p>/leader` under its lease; the key's create
+ * revision is the epoch. Elections are etcd transactions that succeed only
+ * if the key is absent and the in-sync record is the one the candidate
+ * read, so two nodes can never both win, and only an in-sync replica can
+ * (cluster/election.ts decides who may try, and in what order).
+ *
+ * Emits 'acquired' (p, epoch) when this node wins a partition, 'lost' (p)
+ * when it no longer holds it (key deleted, replaced, or lease lost), and
+ * 'changed' (p) on any change of a partition's leader (routers wake up).
+ */
+export class Leadership extends EventEmitter {
+  private readonly leaders = new Map<number, LeaderView>();
+  private readonly isrs = new Map<number, IsrView>();
+  /** Partitions this node holds the key of: p -> epoch. */
+  private readonly held = new Map<number, number>();
+  private readonly noLeaderSince = new Map<number, number>();
+  private readonly attempting = new Set<number>();
+  private watcher?: Watcher;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  /** While false, this node takes no partition (drain, shutdown). */
+  private electionsEnabled = true;
+
+  constructor(
+    private readonly client: Etcd3,
+    private readonly keys: ClusterKeys,
+    private readonly membership: Membership,
+    private readonly partitionCount: number,
+    private readonly self: LeaderRecord,
+    private readonly logger: RuntimeLogger,
+    private readonly electionStepMs = 150,
+  ) {
+    super();
+    this.setMaxListeners(0);
+  }
+
+  async start(): Promise<void> {
+    const current = await this.client.getAll().prefix(this.keys.partitionsPrefix).exec();
+    for (const kv of current.kvs) this.applyPut(kv);
+    const now = performance.now();
+    for (let p = 0; p < this.partitionCount; p++) if (!this.leaders.has(p)) this.noLeaderSince.set(p, now);
+    this.watcher = await this.client
+      .watch()
+      .prefix(this.keys.partitionsPrefix)
+      .startRevision(String(Number(current.header.revision) + 1))
+      .create();
+    this.watcher.on('put', (kv) => this.applyPut(kv));
+    this.watcher.on('delete', (kv) => this.applyDelete(kv));
+    this.watcher.on('error', (error) => this.logger.warn({ err: error }, 'partition watch error'));
+    this.membership.on('lost', () => {
+      for (const p of [...this.held.keys()]) this.drop(p, 'lease lost');
+    });
+    this.timer = setInterval(() => this.tick(), 50);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.watcher?.cancel().catch(() => undefined);
+  }
+
+  setElectionsEnabled(enabled: boolean): void {
+    this.electionsEnabled = enabled;
+  }
+
+  leaderOf(p: number): LeaderView | undefined {
+    return this.leaders.get(p);
+  }
+
+  isrOf(p: number): IsrRecord | undefined {
+    return this.isrs.get(p)?.record;
+  }
+
+  /** The epoch of p if this node holds its key (and its lease is surely alive), else undefined. */
+  heldEpoch(p: number): number | undefined {
+    if (!this.membership.leaseValid()) return undefined;
+    return this.held.get(p);
+  }
+
+  heldPartitions(): number[] {
+    return [...this.held.keys()];
+  }
+
+  /** Every partition has a known leader. */
+  allLed(): boolean {
+    return this.leaders.size === this.partitionCount;
+  }
+
+  /** This node gives p up: deletes its key if it still holds it (handoff; the in-sync record stays). */
+  async release(p: number): Promise<void> {
+    const epoch = this.held.get(p);
+    if (epoch === undefined) return;
+    this.held.delete(p);
+    await this.client
+      .if(this.keys.leader(p), 'Create', '==', epoch)
+      .then(this.client.delete().key(this.keys.leader(p)))
+      .commit()
+      .catch((error: unknown) => this.logger.warn({ err: error, partition: p }, 'leadership release failed; the lease will end it'));
+  }
+
+  /** Records p's in-sync set, if this node still leads p at `epoch`. Resolves false if it does not. */
+  async updateIsr(p: number, epoch: number, replicas: string[]): Promise<boolean> {
+    const record: IsrRecord = { epoch, leader: this.self.node_id, replicas };
+    const result = await this.client
+      .if(this.keys.leader(p), 'Create', '==', epoch)
+      .then(this.client.put(this.keys.isr(p)).value(JSON.stringify(record)))
+      .commit();
+    if (result.succeeded) this.isrs.set(p, { record, modRevision: Number(result.header.revision) });
+    return result.succeeded;
+  }
+
+  private tick(): void {
+    if (this.stopped || !this.electionsEnabled || !this.membership.leaseValid()) {
+      // A lease that may have expired: whatever we hold may be someone else's by now.
+      if (!this.membership.leaseValid()) for (const p of [...this.held.keys()]) this.drop(p, 'lease may have expired');
+      return;
+    }
+    const now = performance.now();
+    const members = [...this.membership.members().values()].map((m) => ({ node_id: m.node_id, draining: m.draining }));
+    for (let p = 0; p < this.partitionCount; p++) {
+      if (this.leaders.has(p) || this.attempting.has(p)) continue;
+      const rank = electionRank(p, this.self.node_id, members, this.isrs.get(p)?.record);
+      if (rank < 0) continue;
+      const since = this.noLeaderSince.get(p) ?? now;
+      if (now - since < rank * this.electionStepMs) continue;
+      void this.tryElection(p);
+    }
+  }
+
+  private async tryElection(p: number): Promise<void> {
+    this.attempting.add(p);
+    try {
+      const isr = this.isrs.get(p);
+      const leaseId = this.membership.leaseId;
+      if (!leaseId) return;
+      const txn = this.client.if(this.keys.leader(p), 'Create', '==', 0);
+      if (isr) txn.and(this.keys.isr(p), 'Mod', '==', isr.modRevision);
+      else txn.and(this.keys.isr(p), 'Create', '==', 0);
+      // The epoch is the revision of this transaction; the in-sync record
+      // written with it names the epoch, so it is computed after, below.
+      const result = await txn.then(this.client.put(this.keys.leader(p)).value(JSON.stringify(this.self)).lease(leaseId)).commit();
+      if (!result.succeeded) return;
+      const epoch = Number(result.header.revision);
+      this.leaders.set(p, { ...this.self, epoch });
+      this.noLeaderSince.delete(p);
+      this.held.set(p, epoch);
+      const recorded = await this.updateIsr(p, epoch, isrAfterElection(epoch, this.self.node_id).replicas);
+      if (!recorded) {
+        this.drop(p, 'lost leadership while recording the in-sync set');
+        return;
+      }
+      this.logger.info({ partition: p, epoch }, 'partition leadership acquired');
+      this.emit('acquired', p, epoch);
+      this.emit('changed', p);
+    } catch (error) {
+      this.logger.warn({ err: error, partition: p }, 'election attempt failed');
+    } finally {
+      this.attempting.delete(p);
+    }
+  }
+
+  private drop(p: number, reason: string): void {
+    if (!this.held.has(p)) return;
+    this.held.delete(p);
+    this.logger.warn({ partition: p, reason }, 'partition leadership lost');
+    this.emit('lost', p);
+  }
+
+  private applyPut(kv: IKeyValue): void {
+    const parsed = parsePartitionKey(this.keys, kv.key.toString());
+    if (!parsed) return;
+    const [p, what] = parsed;
+    try {
+      if (what === 'leader') {
+        const record = JSON.parse(kv.value.toString()) as LeaderRecord;
+        const epoch = Number(kv.create_revision);
+        const held = this.held.get(p);
+        if (held !== undefined && held !== epoch) this.drop(p, 'another leader took the partition');
+        this.leaders.set(p, { ...record, epoch });
+        this.noLeaderSince.delete(p);
+      } else {
+        const record = JSON.parse(kv.value.toString()) as IsrRecord;
+        const modRevision = Number(kv.mod_revision);
+        const known = this.isrs.get(p);
+        if (!known || known.modRevision < modRevision) this.isrs.set(p, { record, modRevision });
+      }
+    } catch (error) {
+      this.logger.warn({ err: error, key: kv.key.toString() }, 'unreadable partition record');
+    }
+    this.emit('changed', p);
+  }
+
+  private applyDelete(kv: IKeyValue): void {
+    const parsed = parsePartitionKey(this.keys, kv.key.toString());
+    if (!parsed) return;
+    const [p, what] = parsed;
+    if (what === 'leader') {
+      this.leaders.delete(p);
+      this.noLeaderSince.set(p, performance.now());
+      this.drop(p, 'leadership key deleted');
+    } else this.isrs.delete(p);
+    this.emit('changed', p);
+  }
+}

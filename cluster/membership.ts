@@ -1,0 +1,153 @@
+import { EventEmitter } from 'node:events';
+import type { Etcd3, Lease, Watcher } from 'etcd3';
+import type { RuntimeLogger } from '../runtime/index.js';
+import type { ClusterKeys, MemberRecord } from './etcd-keys.js';
+
+/**
+ * This node's place in the cluster: a lease in etcd, kept alive, with the
+ * member record under it; and the list of live members, watched.
+ *
+ * The node also keeps its own idea of when the lease may have expired (time
+ * the last successful keep-alive was *sent* + TTL, minus a margin), on the
+ * monotonic clock. A node that was paused (SIGSTOP) or cut off sees that
+ * deadline pass as soon as it runs again, and stops serving before it could
+ * answer from stale state, without waiting to hear from etcd.
+ *
+ * Emits 'change' when the member list changes and 'lost' when the lease is
+ * gone (the node then re-joins with a new lease, holding nothing).
+ */
+export class Membership extends EventEmitter {
+  private lease?: Lease;
+  private leaseIdValue = '';
+  private validUntil = 0;
+  /** Send times of keep-alives not yet answered, oldest first. */
+  private firedAt: number[] = [];
+  private watcher?: Watcher;
+  private readonly memberMap = new Map<string, MemberRecord>();
+  private record: MemberRecord;
+  private stopped = false;
+
+  constructor(
+    private readonly client: Etcd3,
+    private readonly keys: ClusterKeys,
+    self: MemberRecord,
+    private readonly ttlSeconds: number,
+    private readonly logger: RuntimeLogger,
+  ) {
+    super();
+    this.record = self;
+  }
+
+  get selfId(): string {
+    return this.record.node_id;
+  }
+
+  get leaseId(): string {
+    return this.leaseIdValue;
+  }
+
+  get draining(): boolean {
+    return this.record.draining;
+  }
+
+  /** True while this node's lease surely still exists in etcd. */
+  leaseValid(): boolean {
+    return this.leaseIdValue !== '' && performance.now() < this.validUntil;
+  }
+
+  members(): Map<string, MemberRecord> {
+    return this.memberMap;
+  }
+
+  async join(): Promise<void> {
+    await this.grantLease();
+    const current = await this.client.getAll().prefix(this.keys.membersPrefix).exec();
+    for (const kv of current.kvs) this.applyPut(kv.value.toString());
+    const revision = Number(current.header.revision);
+    this.watcher = await this.client
+      .watch()
+      .prefix(this.keys.membersPrefix)
+      .startRevision(String(revision + 1))
+      .create();
+    this.watcher.on('put', (kv) => {
+      this.applyPut(kv.value.toString());
+      this.emit('change');
+    });
+    this.watcher.on('delete', (kv) => {
+      const id = kv.key.toString().slice(this.keys.membersPrefix.length);
+      this.memberMap.delete(id);
+      this.emit('change');
+    });
+    this.watcher.on('error', (error) => this.logger.warn({ err: error }, 'member watch error'));
+  }
+
+  async setDraining(): Promise<void> {
+    this.record = { ...this.record, draining: true };
+    this.memberMap.set(this.record.node_id, this.record);
+    if (this.lease) await this.lease.put(this.keys.member(this.record.node_id)).value(JSON.stringify(this.record));
+    this.emit('change');
+  }
+
+  /** Revokes the lease: the member record (and any leadership key left) disappear at once. */
+  async leave(): Promise<void> {
+    this.stopped = true;
+    await this.watcher?.cancel().catch(() => undefined);
+    const lease = this.lease;
+    this.lease = undefined;
+    this.leaseIdValue = '';
+    if (lease) await lease.revoke().catch((error: unknown) => this.logger.warn({ err: error }, 'lease revoke failed'));
+  }
+
+  private applyPut(raw: string): void {
+    try {
+      const member = JSON.parse(raw) as MemberRecord;
+      this.memberMap.set(member.node_id, member);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'unreadable member record');
+    }
+  }
+
+  private async grantLease(): Promise<void> {
+    const started = performance.now();
+    const lease = this.client.lease(this.ttlSeconds, { autoKeepAlive: true });
+    this.lease = lease;
+    // A keep-alive answered renews the lease from when it was *sent* (etcd
+    // renewed it somewhere between send and answer): the earliest bound.
+    this.firedAt = [];
+    lease.on('keepaliveFired', () => {
+      this.firedAt.push(performance.now());
+    });
+    lease.on('keepaliveSucceeded', () => {
+      const sentAt = this.firedAt.shift();
+      if (sentAt !== undefined) this.validUntil = Math.max(this.validUntil, sentAt + this.ttlSeconds * 1000 * 0.9);
+    });
+    lease.on('keepaliveFailed', () => {
+      this.firedAt.shift();
+    });
+    lease.on('lost', (error: unknown) => {
+      if (this.lease !== lease) return;
+      this.logger.warn({ err: error }, 'etcd lease lost; re-joining with a new lease');
+      this.leaseIdValue = '';
+      this.validUntil = 0;
+      this.emit('lost');
+      if (!this.stopped) void this.rejoin();
+    });
+    this.leaseIdValue = await lease.grant();
+    this.validUntil = started + this.ttlSeconds * 1000 * 0.9;
+    await lease.put(this.keys.member(this.record.node_id)).value(JSON.stringify(this.record));
+    this.memberMap.set(this.record.node_id, this.record);
+  }
+
+  private async rejoin(): Promise<void> {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        await this.grantLease();
+        this.emit('change');
+        return;
+      } catch (error) {
+        this.logger.warn({ err: error, attempt }, 're-join failed; retrying');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+      }
+    }
+  }
+}

@@ -1,0 +1,488 @@
+import { ServiceError, storageKeys, type RuntimeLogger, type Store, type StoreKey, type WriteOp } from '../../runtime/index.js';
+import type { ReplicateMessage, ReplicateReply } from '../transport/frames.js';
+import type { ReplicateStream } from '../transport/peer.js';
+import { LeaderLog } from './leader-log.js';
+import { decideAppend, decideSnapshot, EMPTY_VERSION, fenceAt, type LogEntry, type PartitionVersion } from './partition-log.js';
+
+/**
+ * Replication of committed turns, both sides.
+ *
+ * Leader side: `commit()` is the runtime's Store.commit in cluster mode. It
+ * turns each partition's writes into a log entry, commits it locally and
+ * ships it to the partition's followers, and resolves only when LeaderLog
+ * says the entry is acknowledged (durable here and on every in-sync
+ * follower). Followers out of sync catch up by probe (their log already
+ * ends where the leader's does) or by snapshot plus the tail of recent
+ * entries. In-sync set changes go through etcd first (see LeaderLog).
+ *
+ * Follower side: `applyFrame()` applies what leaders send, one frame at a
+ * time, by the rules of partition-log.ts, and acknowledges after the LMDB
+ * commit.
+ */
+export interface ReplicatorPorts {
+  /** The node's own LMDB. */
+  local: Store;
+  selfId: string;
+  /** The partition's epoch if this node holds its leadership key and its lease is surely alive. */
+  heldEpoch(p: number): number | undefined;
+  /** The replication stream to a peer (opened on demand). */
+  streamTo(node: string, onReply: (reply: ReplicateReply) => void, onClose: () => void): ReplicateStream | undefined;
+  /** Records the in-sync set in etcd; false if this node no longer leads p at that epoch. */
+  recordInSync(p: number, epoch: number, replicas: string[]): Promise<boolean>;
+  /** This node learned it no longer leads p (a follower knows a newer epoch, or a commit failed). */
+  deposed(p: number, reason: string): void;
+  logger: RuntimeLogger;
+  replicationTimeoutMs: number;
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+type SessionStage = 'streaming' | 'snapshot';
+
+interface FollowerSession {
+  stage: SessionStage;
+  stream?: ReplicateStream;
+}
+
+interface LedPartition {
+  log: LeaderLog;
+  epoch: number;
+  /** The most recent entries, for the tail after a snapshot. */
+  recent: LogEntry[];
+  waiters: Map<number, Waiter>;
+  sessions: Map<string, FollowerSession>;
+  /** In-sync set changes in flight, so that two are never sent at once. */
+  isrBusy: boolean;
+}
+
+const RECENT_ENTRIES = 4096;
+const SNAPSHOT_CHUNK_RECORDS = 2000;
+
+function notLeader(): ServiceError {
+  return new ServiceError('not_leader', 'This node does not lead that partition now.', { retryAfterSeconds: 1 });
+}
+
+export class Replicator {
+  private readonly led = new Map<number, LedPartition>();
+  /** Local commits not yet durable, per partition (a new role waits for them). */
+  private readonly inflight = new Map<number, Set<Promise<unknown>>>();
+  /** Follower side: partitions waiting for a snapshot after a mismatch; their appends are dropped meanwhile. */
+  private readonly awaitingSnapshot = new Set<number>();
+  /** Follower side: one frame at a time, from whichever leader. */
+  private applyChain: Promise<unknown> = Promise.resolve();
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly ports: ReplicatorPorts) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.checkLaggards(), Math.max(20, Math.floor(this.ports.replicationTimeoutMs / 4)));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  isLeading(p: number): boolean {
+    return this.led.has(p);
+  }
+
+  ledPartitions(): number[] {
+    return [...this.led.keys()];
+  }
+
+  followersOf(p: number): Map<string, { mode: string; acked: number }> | undefined {
+    return this.led.get(p)?.log.followers;
+  }
+
+  lagOf(p: number): Record<string, number> {
+    return this.led.get(p)?.log.lag() ?? {};
+  }
+
+  lastSequence(p: number): number {
+    return this.led.get(p)?.log.lastSequence ?? this.readVersion(p).seq;
+  }
+
+  readVersion(p: number): PartitionVersion {
+    return (this.ports.local.get(storageKeys.version(p)) as PartitionVersion | undefined) ?? EMPTY_VERSION;
+  }
+
+  // ---- roles ----
+
+  /** Called after this node won p at `epoch`: waits for its follower work on p, raises the fence, starts a log. */
+  async becomeLeader(p: number, epoch: number): Promise<boolean> {
+    await this.applyChain;
+    await this.localIdle(p);
+    const fenced = fenceAt(this.readVersion(p), epoch);
+    await this.trackLocal(p, this.ports.local.commit([{ type: 'put', key: storageKeys.version(p), value: fenced }]));
+    if (this.ports.heldEpoch(p) !== epoch) return false;
+    this.awaitingSnapshot.delete(p);
+    this.led.set(p, {
+      log: new LeaderLog(p, epoch, fenced),
+      epoch,
+      recent: [],
+      waiters: new Map(),
+      sessions: new Map(),
+      isrBusy: false,
+    });
+    return true;
+  }
+
+  /** This node stops leading p: unacknowledged commits fail (their outcome is unknown to the client). */
+  stopLeading(p: number): void {
+    const led = this.led.get(p);
+    if (!led) return;
+    this.led.delete(p);
+    const error = notLeader();
+    for (const seq of led.log.abandon()) led.waiters.get(seq)?.reject(error);
+    led.waiters.clear();
+  }
+
+  /** Hands p over gracefully: every entry is acknowledged (the runtime closed p first), so nothing fails. */
+  async releaseLeadership(p: number): Promise<void> {
+    await this.localIdle(p);
+    this.stopLeading(p);
+  }
+
+  // ---- leader side: commits ----
+
+  commit(ops: WriteOp[]): Promise<void> {
+    const groups = new Map<number, WriteOp[]>();
+    const localOnly: WriteOp[] = [];
+    for (const op of ops) {
+      if (op.key[0] === 'm') localOnly.push(op);
+      else {
+        const p = op.key[1] as number;
+        let group = groups.get(p);
+        if (!group) groups.set(p, (group = []));
+        group.push(op);
+      }
+    }
+    for (const p of groups.keys()) {
+      const led = this.led.get(p);
+      if (!led || this.ports.heldEpoch(p) !== led.epoch) return Promise.reject(notLeader());
+    }
+    const all: WriteOp[] = localOnly;
+    const waits: Promise<void>[] = [];
+    const made: [LedPartition, LogEntry][] = [];
+    const now = performance.now();
+    for (const [p, group] of groups) {
+      const led = this.led.get(p)!;
+      const entry = led.log.append(group, now);
+      led.recent.push(entry);
+      if (led.recent.length > RECENT_ENTRIES) led.recent.splice(0, led.recent.length - RECENT_ENTRIES);
+      for (const op of group) all.push(op);
+      all.push({ type: 'put', key: storageKeys.version(p), value: led.log.version });
+      made.push([led, entry]);
+      waits.push(new Promise<void>((resolve, reject) => led.waiters.set(entry.seq, { resolve, reject })));
+      for (const [node, session] of led.sessions) {
+        if (session.stage === 'streaming' && led.log.followers.has(node)) this.sendTo(led, node, { t: 'append', entry });
+      }
+    }
+    const local = this.ports.local.commit(all);
+    for (const p of groups.keys()) void this.trackLocal(p, local).catch(() => undefined);
+    local.then(
+      () => {
+        for (const [led, entry] of made) this.settle(led, led.log.localCommitted(entry.seq));
+      },
+      (error: unknown) => {
+        // Followers may hold an entry this node does not: it must not lead on.
+        for (const [led] of made) {
+          this.ports.logger.error({ err: error, partition: led.log.partition }, 'local commit failed; giving the partition up');
+          this.ports.deposed(led.log.partition, 'local commit failed');
+        }
+      },
+    );
+    return waits.length === 1 ? waits[0] : Promise.all(waits).then(() => undefined);
+  }
+
+  private settle(led: LedPartition, seqs: number[]): void {
+    for (const seq of seqs) {
+      const waiter = led.waiters.get(seq);
+      if (!waiter) continue;
+      led.waiters.delete(seq);
+      waiter.resolve();
+    }
+  }
+
+  private trackLocal(p: number, commit: Promise<unknown>): Promise<unknown> {
+    let set = this.inflight.get(p);
+    if (!set) this.inflight.set(p, (set = new Set()));
+    set.add(commit);
+    const done = () => {
+      set!.delete(commit);
+      if (set!.size === 0 && this.inflight.get(p) === set) this.inflight.delete(p);
+    };
+    commit.then(done, done);
+    return commit;
+  }
+
+  private async localIdle(p: number): Promise<void> {
+    const set = this.inflight.get(p);
+    if (set) await Promise.allSettled([...set]);
+  }
+
+  // ---- leader side: followers ----
+
+  /**
+   * Makes the followers of p exactly `wanted` (besides in-sync ones that are
+   * still needed until their replacements are in sync).
+   */
+  setFollowers(p: number, wanted: string[], live: Set<string>): void {
+    const led = this.led.get(p);
+    if (!led) return;
+    for (const node of wanted) {
+      if (node === this.ports.selfId || led.log.followers.has(node)) continue;
+      led.log.addCatchingUp(node);
+      led.sessions.set(node, { stage: 'streaming' });
+      this.probe(led, node);
+    }
+    const allWantedInSync = wanted.every((n) => n === this.ports.selfId || led.log.followers.get(n)?.mode === 'in_sync');
+    for (const [node, progress] of [...led.log.followers]) {
+      if (wanted.includes(node)) continue;
+      if (progress.mode === 'in_sync' && live.has(node) && !allWantedInSync) continue;
+      if (progress.mode === 'in_sync') void this.changeInSync(led, node, 'remove');
+      else {
+        led.log.removeFollower(node);
+        led.sessions.delete(node);
+      }
+    }
+    // Catching-up followers whose stream broke: probe again on a fresh stream.
+    for (const [node, session] of led.sessions) {
+      if (session.stage === 'streaming' && session.stream?.closed && led.log.followers.get(node)?.mode === 'catching_up') this.probe(led, node);
+    }
+  }
+
+  inSyncFollower(p: number, node: string): boolean {
+    return this.led.get(p)?.log.followers.get(node)?.mode === 'in_sync';
+  }
+
+  private stream(led: LedPartition, node: string): ReplicateStream | undefined {
+    const session = led.sessions.get(node);
+    if (!session) return undefined;
+    if (!session.stream || session.stream.closed) {
+      session.stream = this.ports.streamTo(
+        node,
+        (reply) => this.onReply(node, reply),
+        () => this.onStreamClosed(node),
+      );
+    }
+    return session.stream;
+  }
+
+  private sendTo(led: LedPartition, node: string, message: ReplicateMessage): void {
+    this.stream(led, node)?.send(message);
+  }
+
+  private probe(led: LedPartition, node: string): void {
+    const session = led.sessions.get(node);
+    if (!session) return;
+    session.stage = 'streaming';
+    const v = led.log.version;
+    this.sendTo(led, node, { t: 'probe', partition: led.log.partition, epoch: led.epoch, at: { epoch: v.epoch, seq: v.seq } });
+  }
+
+  private onReply(node: string, reply: ReplicateReply): void {
+    const led = this.led.get(reply.partition);
+    if (!led || !led.log.followers.has(node)) return;
+    if (reply.t === 'ack') {
+      this.settle(led, led.log.acked(node, reply.seq));
+      if (led.log.followers.get(node)?.mode === 'catching_up' && led.log.isCaughtUp(node)) void this.changeInSync(led, node, 'add');
+    } else if (reply.t === 'mismatch') {
+      this.sendSnapshot(led, node);
+    } else if (reply.fence > led.epoch) {
+      this.ports.deposed(led.log.partition, `follower ${node} knows a newer epoch`);
+    }
+  }
+
+  private onStreamClosed(node: string): void {
+    for (const led of this.led.values()) {
+      const progress = led.log.followers.get(node);
+      if (!progress) continue;
+      // Whatever was in flight is lost: an in-sync follower leaves the set (etcd first), then re-syncs.
+      if (progress.mode === 'in_sync') void this.changeInSync(led, node, 'demote');
+    }
+  }
+
+  private checkLaggards(): void {
+    const now = performance.now();
+    for (const led of this.led.values()) {
+      for (const node of led.log.laggards(now, this.ports.replicationTimeoutMs)) void this.changeInSync(led, node, 'demote');
+    }
+  }
+
+  /**
+   * In-sync set changes. 'add': the follower has every entry; entries wait
+   * for it from now on, then etcd records it. 'demote'/'remove': etcd first,
+   * then entries stop waiting for it (so no entry is acknowledged without a
+   * replica that could still be elected).
+   */
+  private async changeInSync(led: LedPartition, node: string, change: 'add' | 'demote' | 'remove'): Promise<void> {
+    if (led.isrBusy) return;
+    const p = led.log.partition;
+    if (change === 'add') led.log.markInSync(node);
+    const others = led.log.inSyncFollowers().filter((n) => change === 'add' || n !== node);
+    led.isrBusy = true;
+    let recorded = false;
+    try {
+      recorded = await this.ports.recordInSync(p, led.epoch, [this.ports.selfId, ...others]);
+    } catch (error) {
+      this.ports.logger.warn({ err: error, partition: p, node, change }, 'in-sync set update failed; will retry');
+    } finally {
+      led.isrBusy = false;
+    }
+    if (this.led.get(p) !== led) return;
+    if (!recorded) {
+      if (change === 'add') led.log.demoteFollower(node);
+      return;
+    }
+    this.ports.logger.info({ partition: p, node, change }, 'in-sync set changed');
+    if (change === 'remove') {
+      this.settle(led, led.log.removeFollower(node));
+      led.sessions.delete(node);
+    } else if (change === 'demote') {
+      this.settle(led, led.log.demoteFollower(node));
+      this.probe(led, node);
+    }
+  }
+
+  private sendSnapshot(led: LedPartition, node: string): void {
+    const session = led.sessions.get(node);
+    if (!session || session.stage === 'snapshot') return;
+    session.stage = 'snapshot';
+    const p = led.log.partition;
+    // One synchronous read: the data and the version it is at are consistent.
+    const at = this.readVersion(p);
+    const oldest = led.recent[0];
+    if (at.seq < led.log.lastSequence && (!oldest || oldest.seq > at.seq + 1)) {
+      // The tail after the visible version is no longer in memory: try again shortly.
+      setTimeout(() => {
+        if (this.led.get(p) === led && led.sessions.get(node) === session) {
+          session.stage = 'streaming';
+          this.sendSnapshot(led, node);
+        }
+      }, 50).unref();
+      return;
+    }
+    const records: [StoreKey, unknown][] = [];
+    for (const [start, end] of storageKeys.partitionRanges(p)) {
+      for (const { key, value } of this.ports.local.range(start, end)) records.push([key, value]);
+    }
+    this.sendTo(led, node, { t: 'snapshot_begin', partition: p, epoch: led.epoch });
+    for (let i = 0; i < records.length; i += SNAPSHOT_CHUNK_RECORDS) {
+      this.sendTo(led, node, { t: 'snapshot_chunk', partition: p, epoch: led.epoch, records: records.slice(i, i + SNAPSHOT_CHUNK_RECORDS) });
+    }
+    this.sendTo(led, node, { t: 'snapshot_end', partition: p, epoch: led.epoch, at: { epoch: at.epoch, seq: at.seq } });
+    for (const entry of led.recent) if (entry.seq > at.seq) this.sendTo(led, node, { t: 'append', entry });
+    session.stage = 'streaming';
+    this.ports.logger.info({ partition: p, node, records: records.length, at: at.seq }, 'snapshot sent to follower');
+  }
+
+  // ---- follower side ----
+
+  applyFrame(messages: ReplicateMessage[]): Promise<ReplicateReply[]> {
+    const run = this.applyChain.then(() => this.applyMessages(messages));
+    this.applyChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async applyMessages(messages: ReplicateMessage[]): Promise<ReplicateReply[]> {
+    const replies: ReplicateReply[] = [];
+    const acks = new Map<number, number>();
+    let ops: WriteOp[] = [];
+    const versions = new Map<number, PartitionVersion>();
+    const flush = async () => {
+      if (ops.length === 0) return;
+      const batch = ops;
+      ops = [];
+      await this.ports.local.commit(batch);
+    };
+    const versionOf = (p: number) => versions.get(p) ?? this.readVersion(p);
+    const setVersion = (p: number, version: PartitionVersion) => {
+      versions.set(p, version);
+      ops.push({ type: 'put', key: storageKeys.version(p), value: version });
+    };
+    const refuseIfLeading = async (p: number, epoch: number): Promise<boolean> => {
+      const led = this.led.get(p);
+      if (!led) return false;
+      if (epoch <= led.epoch) {
+        replies.push({ t: 'stale_leader', partition: p, fence: led.epoch });
+        return true;
+      }
+      // A newer leader exists: this node was deposed without noticing yet.
+      this.ports.deposed(p, 'a newer leader is replicating to this node');
+      this.stopLeading(p);
+      await this.localIdle(p);
+      versions.delete(p);
+      return false;
+    };
+
+    for (const message of messages) {
+      const p = message.t === 'append' ? message.entry.partition : message.partition;
+      const epoch = message.t === 'append' ? message.entry.epoch : message.epoch;
+      if (await refuseIfLeading(p, epoch)) continue;
+      switch (message.t) {
+        case 'append': {
+          if (this.awaitingSnapshot.has(p)) break;
+          const decision = decideAppend(versionOf(p), message.entry);
+          if (decision.kind === 'apply') {
+            for (const op of message.entry.ops) ops.push(op);
+            setVersion(p, decision.version);
+            acks.set(p, decision.version.seq);
+          } else if (decision.kind === 'stale_leader') replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
+          else {
+            this.awaitingSnapshot.add(p);
+            replies.push({ t: 'mismatch', partition: p, seq: versionOf(p).seq });
+          }
+          break;
+        }
+        case 'probe': {
+          const version = versionOf(p);
+          if (epoch < version.fence) replies.push({ t: 'stale_leader', partition: p, fence: version.fence });
+          else if (version.epoch === message.at.epoch && version.seq === message.at.seq) {
+            this.awaitingSnapshot.delete(p);
+            setVersion(p, fenceAt(version, epoch));
+            acks.set(p, version.seq);
+          } else {
+            this.awaitingSnapshot.add(p);
+            replies.push({ t: 'mismatch', partition: p, seq: version.seq });
+          }
+          break;
+        }
+        case 'snapshot_begin': {
+          const version = versionOf(p);
+          if (epoch < version.fence) {
+            replies.push({ t: 'stale_leader', partition: p, fence: version.fence });
+            break;
+          }
+          await flush();
+          for (const [start, end] of storageKeys.partitionRanges(p)) {
+            for (const { key } of this.ports.local.range(start, end)) ops.push({ type: 'del', key });
+          }
+          setVersion(p, { fence: Math.max(version.fence, epoch), epoch: 0, seq: 0 });
+          await flush();
+          this.awaitingSnapshot.delete(p);
+          break;
+        }
+        case 'snapshot_chunk':
+          if (epoch < versionOf(p).fence) break;
+          for (const [key, value] of message.records) ops.push({ type: 'put', key: key as StoreKey, value });
+          break;
+        case 'snapshot_end': {
+          const decision = decideSnapshot(versionOf(p), epoch, message.at);
+          if (decision.kind === 'apply') {
+            setVersion(p, decision.version);
+            acks.set(p, decision.version.seq);
+          } else replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
+          break;
+        }
+      }
+    }
+    await flush();
+    for (const [partition, seq] of acks) replies.push({ t: 'ack', partition, seq });
+    return replies;
+  }
+}

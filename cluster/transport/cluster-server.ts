@@ -1,0 +1,123 @@
+import * as grpc from '@grpc/grpc-js';
+import type { RuntimeLogger } from '../../runtime/index.js';
+import { channelOptions, clusterProto, type FrameMessage } from './proto.js';
+import { FrameBatcher } from './frame-batcher.js';
+import { decodeFrame, encodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
+import { toWireError } from './wire-error.js';
+
+export interface ClusterHandlers {
+  /** Runs a forwarded actor message on this node (which must lead its partition) and returns the reply. */
+  forward(request: ForwardRequest): Promise<unknown>;
+  /** Applies one frame of replication messages from leader `from`, in order, and returns the replies. */
+  replicate(from: string, messages: ReplicateMessage[]): Promise<ReplicateReply[]>;
+}
+
+export const NODE_ID_METADATA = 'x-node-id';
+
+/** The gRPC side of a node: serves Forward and Replicate streams from its peers. */
+export class ClusterServer {
+  private readonly server = new grpc.Server(channelOptions);
+  private readonly calls = new Set<grpc.ServerDuplexStream<FrameMessage, FrameMessage>>();
+
+  constructor(
+    private readonly handlers: ClusterHandlers,
+    private readonly logger: RuntimeLogger,
+  ) {
+    const { service } = clusterProto();
+    this.server.addService(service, {
+      Forward: (call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>) => this.serveForward(call),
+      Replicate: (call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>) => this.serveReplicate(call),
+    });
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const call of this.calls) call.end();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, 2000);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private track(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>): void {
+    this.calls.add(call);
+    const forget = () => this.calls.delete(call);
+    call.on('close', forget);
+    call.on('error', forget);
+    call.on('cancelled', forget);
+    // Headers first: the client takes them as proof the stream reached a live server.
+    call.sendMetadata(new grpc.Metadata());
+  }
+
+  private serveForward(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>): void {
+    this.track(call);
+    const replies = new FrameBatcher<ForwardReply>((payload) => {
+      if (!call.writableEnded && !call.destroyed) call.write({ payload });
+    });
+    call.on('data', (frame: FrameMessage) => {
+      let requests: ForwardRequest[];
+      try {
+        requests = decodeFrame(frame.payload) as ForwardRequest[];
+      } catch (error) {
+        this.logger.warn({ err: error }, 'bad forward frame');
+        return;
+      }
+      for (const request of requests) {
+        let pending: Promise<unknown>;
+        try {
+          pending = this.handlers.forward(request);
+        } catch (error) {
+          replies.push({ id: request.id, ok: false, error: toWireError(error) });
+          continue;
+        }
+        pending.then(
+          (value) => replies.push({ id: request.id, ok: true, value }),
+          (error: unknown) => replies.push({ id: request.id, ok: false, error: toWireError(error) }),
+        );
+      }
+    });
+    call.on('end', () => call.end());
+    call.on('error', () => undefined);
+  }
+
+  private serveReplicate(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>): void {
+    this.track(call);
+    const from = String(call.metadata.get(NODE_ID_METADATA)[0] ?? '');
+    // Frames apply strictly in order: each waits for the previous one's commit.
+    let chain = Promise.resolve();
+    call.on('data', (frame: FrameMessage) => {
+      chain = chain.then(async () => {
+        let messages: ReplicateMessage[];
+        try {
+          messages = decodeFrame(frame.payload) as ReplicateMessage[];
+        } catch (error) {
+          this.logger.warn({ err: error }, 'bad replicate frame');
+          return;
+        }
+        try {
+          const replies = await this.handlers.replicate(from, messages);
+          if (replies.length > 0 && !call.writableEnded && !call.destroyed) call.write({ payload: encodeFrame(replies) });
+        } catch (error) {
+          // The follower could not store the frame: end the stream, the leader re-syncs it.
+          this.logger.error({ err: error, from }, 'replication apply failed');
+          call.destroy(error as Error);
+        }
+      });
+    });
+    call.on('end', () => call.end());
+    call.on('error', () => undefined);
+  }
+}

@@ -1,0 +1,157 @@
+import * as grpc from '@grpc/grpc-js';
+import { ServiceError, type RuntimeLogger } from '../../runtime/index.js';
+import { channelOptions, clusterProto, type ClusterClient, type FrameMessage } from './proto.js';
+import { FrameBatcher } from './frame-batcher.js';
+import { decodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
+import { fromWireError } from './wire-error.js';
+import { NODE_ID_METADATA } from './cluster-server.js';
+
+/**
+ * The connection to one peer node: one Forward stream for actor messages
+ * sent from this node's edge, one Replicate stream for the partitions this
+ * node leads and the peer follows. Streams are opened on first use and
+ * reopened after a failure.
+ */
+export class PeerUnreachable extends ServiceError {
+  /** True when the message surely never reached the peer (the stream never came up): safe to retry elsewhere. */
+  readonly unsent: boolean;
+  constructor(unsent: boolean) {
+    super('partition_unavailable', unsent ? 'The partition leader could not be reached.' : 'The connection to the partition leader broke; the outcome is unknown.', {
+      retryAfterSeconds: 1,
+    });
+    this.unsent = unsent;
+  }
+}
+
+interface ForwardStream {
+  call: grpc.ClientDuplexStream<FrameMessage, FrameMessage>;
+  batcher: FrameBatcher<ForwardRequest>;
+  pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
+  established: boolean;
+}
+
+export interface ReplicateStream {
+  send(message: ReplicateMessage): void;
+  /** Sends what is buffered now (before a wait on acknowledgements). */
+  flush(): void;
+  readonly closed: boolean;
+}
+
+export class Peer {
+  readonly nodeId: string;
+  readonly address: string;
+  private readonly client: ClusterClient;
+  private forwardStream?: ForwardStream;
+  private nextId = 1;
+  private replicateStream?: ReplicateStream & { closed: boolean };
+
+  constructor(
+    nodeId: string,
+    address: string,
+    private readonly selfId: string,
+    private readonly logger: RuntimeLogger,
+  ) {
+    this.nodeId = nodeId;
+    this.address = address;
+    const { Client } = clusterProto();
+    this.client = new Client(address, grpc.credentials.createInsecure(), channelOptions);
+  }
+
+  /** Sends an actor message to this peer and resolves with the reply of its turn. */
+  forward(kind: string, key: string, message: unknown, messageId?: string): Promise<unknown> {
+    const stream = this.forwardStream ?? this.openForward();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      stream.pending.set(id, { resolve, reject });
+      const request: ForwardRequest = { id, kind, key, message };
+      if (messageId !== undefined) request.message_id = messageId;
+      stream.batcher.push(request);
+    });
+  }
+
+  /**
+   * The replication stream to this peer; `onReply` gets its acknowledgements,
+   * `onClose` fires once when it breaks (the caller re-syncs the peer's partitions).
+   */
+  replicate(onReply: (reply: ReplicateReply) => void, onClose: () => void): ReplicateStream {
+    if (this.replicateStream && !this.replicateStream.closed) return this.replicateStream;
+    const metadata = new grpc.Metadata();
+    metadata.set(NODE_ID_METADATA, this.selfId);
+    const call = this.client.Replicate(metadata);
+    const batcher = new FrameBatcher<ReplicateMessage>((payload) => {
+      if (!call.writableEnded && !call.destroyed) call.write({ payload });
+    }, 256);
+    const stream = {
+      closed: false,
+      send: (message: ReplicateMessage) => batcher.push(message),
+      flush: () => batcher.flush(),
+    };
+    let closedOnce = false;
+    const close = () => {
+      stream.closed = true;
+      if (closedOnce) return;
+      closedOnce = true;
+      onClose();
+    };
+    call.on('data', (frame: FrameMessage) => {
+      try {
+        for (const reply of decodeFrame(frame.payload) as ReplicateReply[]) onReply(reply);
+      } catch (error) {
+        this.logger.warn({ err: error, peer: this.nodeId }, 'bad replicate reply frame');
+      }
+    });
+    call.on('error', close);
+    call.on('end', close);
+    call.on('close', close);
+    this.replicateStream = stream;
+    return stream;
+  }
+
+  close(): void {
+    this.forwardStream?.call.cancel();
+    this.client.close();
+  }
+
+  private openForward(): ForwardStream {
+    const call = this.client.Forward();
+    const stream: ForwardStream = {
+      call,
+      pending: new Map(),
+      established: false,
+      batcher: new FrameBatcher<ForwardRequest>((payload) => {
+        if (!call.writableEnded && !call.destroyed) call.write({ payload });
+      }),
+    };
+    call.on('metadata', () => {
+      stream.established = true;
+    });
+    call.on('data', (frame: FrameMessage) => {
+      stream.established = true;
+      let replies: ForwardReply[];
+      try {
+        replies = decodeFrame(frame.payload) as ForwardReply[];
+      } catch (error) {
+        this.logger.warn({ err: error, peer: this.nodeId }, 'bad forward reply frame');
+        return;
+      }
+      for (const reply of replies) {
+        const waiter = stream.pending.get(reply.id);
+        if (!waiter) continue;
+        stream.pending.delete(reply.id);
+        if (reply.ok) waiter.resolve(reply.value);
+        else waiter.reject(fromWireError(reply.error));
+      }
+    });
+    const fail = () => {
+      if (this.forwardStream === stream) this.forwardStream = undefined;
+      const error = new PeerUnreachable(!stream.established);
+      for (const waiter of stream.pending.values()) waiter.reject(error);
+      stream.pending.clear();
+    };
+    call.on('error', fail);
+    call.on('end', fail);
+    call.on('close', fail);
+    this.forwardStream = stream;
+    return stream;
+  }
+}
