@@ -112,6 +112,10 @@ export class Leadership extends EventEmitter {
     const epoch = this.held.get(p);
     if (epoch === undefined) return;
     this.held.delete(p);
+    await this.deleteKey(p, epoch);
+  }
+
+  private async deleteKey(p: number, epoch: number): Promise<void> {
     await this.client
       .if(this.keys.leader(p), 'Create', '==', epoch)
       .then(this.client.delete().key(this.keys.leader(p)))
@@ -133,7 +137,15 @@ export class Leadership extends EventEmitter {
   private tick(): void {
     if (this.stopped || !this.electionsEnabled || !this.membership.leaseValid()) {
       // A lease that may have expired: whatever we hold may be someone else's by now.
-      if (!this.membership.leaseValid()) for (const p of [...this.held.keys()]) this.drop(p, 'lease may have expired');
+      // Stop serving at once; and if the lease was in fact still alive (a long
+      // pause shorter than the TTL), give the keys up so that the partitions do
+      // not stay held by a node that no longer serves them.
+      if (!this.membership.leaseValid()) {
+        for (const [p, epoch] of [...this.held]) {
+          this.drop(p, 'lease may have expired');
+          void this.deleteKey(p, epoch);
+        }
+      }
       return;
     }
     const now = performance.now();

@@ -26,6 +26,7 @@ export class Membership extends EventEmitter {
   private readonly memberMap = new Map<string, MemberRecord>();
   private record: MemberRecord;
   private stopped = false;
+  private rejoining = false;
 
   constructor(
     private readonly client: Etcd3,
@@ -130,24 +131,37 @@ export class Membership extends EventEmitter {
       this.leaseIdValue = '';
       this.validUntil = 0;
       this.emit('lost');
-      if (!this.stopped) void this.rejoin();
+      if (!this.stopped && !this.rejoining) void this.rejoin();
     });
-    this.leaseIdValue = await lease.grant();
+    try {
+      this.leaseIdValue = await lease.grant();
+    } catch (error) {
+      // Stop this lease object's own retries: the caller decides when to try again.
+      this.lease = undefined;
+      lease.release();
+      throw error;
+    }
     this.validUntil = started + this.ttlSeconds * 1000 * 0.9;
     await lease.put(this.keys.member(this.record.node_id)).value(JSON.stringify(this.record));
     this.memberMap.set(this.record.node_id, this.record);
   }
 
+  /** One re-join loop at a time, however many leases report themselves lost. */
   private async rejoin(): Promise<void> {
-    for (let attempt = 0; !this.stopped; attempt++) {
-      try {
-        await this.grantLease();
-        this.emit('change');
-        return;
-      } catch (error) {
-        this.logger.warn({ err: error, attempt }, 're-join failed; retrying');
-        await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+    this.rejoining = true;
+    try {
+      for (let attempt = 0; !this.stopped; attempt++) {
+        try {
+          await this.grantLease();
+          this.emit('change');
+          return;
+        } catch (error) {
+          if (attempt % 10 === 0) this.logger.warn({ err: error, attempt }, 're-join failed; retrying');
+          await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+        }
       }
+    } finally {
+      this.rejoining = false;
     }
   }
 }

@@ -487,10 +487,14 @@ export class ActorRuntime implements ActorClient {
         this.finishBatch(activation, outcomes, alarmChanges, sends, events, poisoned);
       },
       (error: unknown) => {
-        // The batch never happened: fail every message in it and reload the
-        // actor from what is durable.
-        this.logger.error({ err: error, kind, key, ops: ops.length }, 'commit failed');
-        const failure = new ServiceError('internal_error', 'The change could not be stored.');
+        // The batch did not happen (or, in a cluster, may not have): fail every
+        // message in it and reload the actor from what is durable. A store
+        // that says why (cluster: not_leader before anything was written,
+        // partition_unavailable when the outcome is unknown) is passed on, so
+        // the edge can retry the first safely.
+        const failure = isServiceError(error) ? error : new ServiceError('internal_error', 'The change could not be stored.');
+        if (!isServiceError(error)) this.logger.error({ err: error, kind, key, ops: ops.length }, 'commit failed');
+        else this.logger.warn({ code: error.code, kind, key }, 'commit refused');
         for (const outcome of outcomes) {
           outcome.ok = false;
           outcome.value = failure;

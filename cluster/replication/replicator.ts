@@ -136,7 +136,10 @@ export class Replicator {
     const led = this.led.get(p);
     if (!led) return;
     this.led.delete(p);
-    const error = notLeader();
+    // Shipped, maybe applied by a follower that becomes leader: not retryable.
+    const error = new ServiceError('partition_unavailable', 'The partition changed leader while this change was being replicated; its outcome is unknown.', {
+      retryAfterSeconds: 1,
+    });
     for (const seq of led.log.abandon()) led.waiters.get(seq)?.reject(error);
     led.waiters.clear();
   }

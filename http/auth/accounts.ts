@@ -3,6 +3,8 @@ import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
 import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
 import { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, TWO_FACTOR_FAILURES_MAX } from '../../actors/login-throttle/state.js';
 import type { Credentials, NewUser, PublicUser, Role } from '../../actors/account/user-state.js';
+import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organization/actor.js';
+import type { Membership } from '../../actors/organization/user-orgs-state.js';
 import { randomId } from '../../runtime/index.js';
 import type { AppServices } from '../services.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -102,7 +104,26 @@ export class Accounts {
     }
     if (credentials.banned) throw new ServiceError('forbidden', 'This account is banned.');
     await this.throttleReset(subjects);
+    await this.checkSsoPolicy(user_id);
     return credentials;
+  }
+
+  /**
+   * SSO policy (docs/api/organizations.md): a member of an organization that
+   * enforces SSO, and is not on its exempt list, may not sign in with a
+   * password (403 `sso_required`). Checked after the password, so it reveals
+   * nothing to someone without it; existing sessions and refresh keep working.
+   */
+  async checkSsoPolicy(user_id: string): Promise<void> {
+    const { actors } = this.services;
+    const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' });
+    const policies = await Promise.all(
+      memberships.map((m) => actors.ask<{ name: string | null; enforced: boolean }>(ORGANIZATION_KIND, m.org_id, { op: 'sso_policy', user_id })),
+    );
+    const enforcing = policies.find((p) => p.enforced);
+    if (enforcing) {
+      throw new ServiceError('sso_required', `The organization "${enforcing.name}" requires single sign-on: sign in through its identity provider.`);
+    }
   }
 
   private async throttleCheck(subjects: ThrottleSubject[]): Promise<void> {
@@ -232,6 +253,13 @@ export class Accounts {
       } catch (error) {
         if (error instanceof ServiceError && error.code === 'username_taken' && attempt < 5) {
           username = `${base.slice(0, 20)}-${randomId().slice(0, 6)}`;
+          continue;
+        }
+        // Several cluster nodes start at once and race to create it: one wins.
+        if (error instanceof ServiceError && error.code === 'email_taken') return 'exists';
+        // A partition changing hands while the cluster forms: try again.
+        if (error instanceof ServiceError && error.statusCode === 503 && attempt < 20) {
+          await new Promise((resolve) => setTimeout(resolve, 250));
           continue;
         }
         throw error;
