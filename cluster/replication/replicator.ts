@@ -71,8 +71,9 @@ export class Replicator {
   private readonly inflight = new Map<number, Set<Promise<unknown>>>();
   /** Follower side: partitions waiting for a snapshot after a mismatch; their appends are dropped meanwhile. */
   private readonly awaitingSnapshot = new Set<number>();
-  /** Follower side: one frame at a time, from whichever leader. */
-  private applyChain: Promise<unknown> = Promise.resolve();
+  /** Follower side: frames waiting to be applied, from whichever leader; applied together, one commit per round. */
+  private readonly frameQueue: { messages: ReplicateMessage[]; resolve: (replies: ReplicateReply[]) => void; reject: (error: unknown) => void }[] = [];
+  private applying?: Promise<void>;
   private timer?: NodeJS.Timeout;
 
   constructor(private readonly ports: ReplicatorPorts) {}
@@ -114,7 +115,7 @@ export class Replicator {
 
   /** Called after this node won p at `epoch`: waits for its follower work on p, raises the fence, starts a log. */
   async becomeLeader(p: number, epoch: number): Promise<boolean> {
-    await this.applyChain;
+    while (this.applying) await this.applying;
     await this.localIdle(p);
     const fenced = fenceAt(this.readVersion(p), epoch);
     await this.trackLocal(p, this.ports.local.commit([{ type: 'put', key: storageKeys.version(p), value: fenced }]));
@@ -386,15 +387,41 @@ export class Replicator {
 
   // ---- follower side ----
 
+  /**
+   * Applies one frame from a leader, in arrival order with every other
+   * frame. Frames that arrive while a commit is under way are applied
+   * together in the next one: a follower's throughput is then bounded by
+   * entries per fsync, not frames per fsync.
+   */
   applyFrame(messages: ReplicateMessage[]): Promise<ReplicateReply[]> {
-    const run = this.applyChain.then(() => this.applyMessages(messages));
-    this.applyChain = run.catch(() => undefined);
-    return run;
+    return new Promise((resolve, reject) => {
+      this.frameQueue.push({ messages, resolve, reject });
+      this.applying ??= this.drainFrames();
+    });
   }
 
-  private async applyMessages(messages: ReplicateMessage[]): Promise<ReplicateReply[]> {
-    const replies: ReplicateReply[] = [];
-    const acks = new Map<number, number>();
+  private async drainFrames(): Promise<void> {
+    try {
+      while (this.frameQueue.length > 0) {
+        const frames = this.frameQueue.splice(0);
+        try {
+          const replies = await this.applyMessages(frames.map((f) => f.messages));
+          frames.forEach((frame, i) => frame.resolve(replies[i]));
+        } catch (error) {
+          for (const frame of frames) frame.reject(error);
+        }
+      }
+    } finally {
+      this.applying = undefined;
+    }
+  }
+
+  /** Applies frames in order with as few commits as possible; returns each frame's replies (acks after the commit). */
+  private async applyMessages(frames: ReplicateMessage[][]): Promise<ReplicateReply[][]> {
+    const frameReplies: ReplicateReply[][] = [];
+    const frameAcks: Map<number, number>[] = [];
+    let replies: ReplicateReply[] = [];
+    let acks = new Map<number, number>();
     let ops: WriteOp[] = [];
     const versions = new Map<number, PartitionVersion>();
     const flush = async () => {
@@ -423,69 +450,77 @@ export class Replicator {
       return false;
     };
 
-    for (const message of messages) {
-      const p = message.t === 'append' ? message.entry.partition : message.partition;
-      const epoch = message.t === 'append' ? message.entry.epoch : message.epoch;
-      if (await refuseIfLeading(p, epoch)) continue;
-      switch (message.t) {
-        case 'append': {
-          if (this.awaitingSnapshot.has(p)) break;
-          const decision = decideAppend(versionOf(p), message.entry);
-          if (decision.kind === 'apply') {
-            for (const op of message.entry.ops) ops.push(op);
-            setVersion(p, decision.version);
-            acks.set(p, decision.version.seq);
-          } else if (decision.kind === 'stale_leader') replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
-          else {
-            this.awaitingSnapshot.add(p);
-            replies.push({ t: 'mismatch', partition: p, seq: versionOf(p).seq });
-          }
-          break;
-        }
-        case 'probe': {
-          const version = versionOf(p);
-          if (epoch < version.fence) replies.push({ t: 'stale_leader', partition: p, fence: version.fence });
-          else if (version.epoch === message.at.epoch && version.seq === message.at.seq) {
-            this.awaitingSnapshot.delete(p);
-            setVersion(p, fenceAt(version, epoch));
-            acks.set(p, version.seq);
-          } else {
-            this.awaitingSnapshot.add(p);
-            replies.push({ t: 'mismatch', partition: p, seq: version.seq });
-          }
-          break;
-        }
-        case 'snapshot_begin': {
-          const version = versionOf(p);
-          if (epoch < version.fence) {
-            replies.push({ t: 'stale_leader', partition: p, fence: version.fence });
+    for (const messages of frames) {
+      replies = [];
+      acks = new Map<number, number>();
+      frameReplies.push(replies);
+      frameAcks.push(acks);
+      for (const message of messages) {
+        const p = message.t === 'append' ? message.entry.partition : message.partition;
+        const epoch = message.t === 'append' ? message.entry.epoch : message.epoch;
+        if (await refuseIfLeading(p, epoch)) continue;
+        switch (message.t) {
+          case 'append': {
+            if (this.awaitingSnapshot.has(p)) break;
+            const decision = decideAppend(versionOf(p), message.entry);
+            if (decision.kind === 'apply') {
+              for (const op of message.entry.ops) ops.push(op);
+              setVersion(p, decision.version);
+              acks.set(p, decision.version.seq);
+            } else if (decision.kind === 'stale_leader') replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
+            else {
+              this.awaitingSnapshot.add(p);
+              replies.push({ t: 'mismatch', partition: p, seq: versionOf(p).seq });
+            }
             break;
           }
-          await flush();
-          for (const [start, end] of storageKeys.partitionRanges(p)) {
-            for (const { key } of this.ports.local.range(start, end)) ops.push({ type: 'del', key });
+          case 'probe': {
+            const version = versionOf(p);
+            if (epoch < version.fence) replies.push({ t: 'stale_leader', partition: p, fence: version.fence });
+            else if (version.epoch === message.at.epoch && version.seq === message.at.seq) {
+              this.awaitingSnapshot.delete(p);
+              setVersion(p, fenceAt(version, epoch));
+              acks.set(p, version.seq);
+            } else {
+              this.awaitingSnapshot.add(p);
+              replies.push({ t: 'mismatch', partition: p, seq: version.seq });
+            }
+            break;
           }
-          setVersion(p, { fence: Math.max(version.fence, epoch), epoch: 0, seq: 0 });
-          await flush();
-          this.awaitingSnapshot.delete(p);
-          break;
-        }
-        case 'snapshot_chunk':
-          if (epoch < versionOf(p).fence) break;
-          for (const [key, value] of message.records) ops.push({ type: 'put', key: key as StoreKey, value });
-          break;
-        case 'snapshot_end': {
-          const decision = decideSnapshot(versionOf(p), epoch, message.at);
-          if (decision.kind === 'apply') {
-            setVersion(p, decision.version);
-            acks.set(p, decision.version.seq);
-          } else replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
-          break;
+          case 'snapshot_begin': {
+            const version = versionOf(p);
+            if (epoch < version.fence) {
+              replies.push({ t: 'stale_leader', partition: p, fence: version.fence });
+              break;
+            }
+            await flush();
+            for (const [start, end] of storageKeys.partitionRanges(p)) {
+              for (const { key } of this.ports.local.range(start, end)) ops.push({ type: 'del', key });
+            }
+            setVersion(p, { fence: Math.max(version.fence, epoch), epoch: 0, seq: 0 });
+            await flush();
+            this.awaitingSnapshot.delete(p);
+            break;
+          }
+          case 'snapshot_chunk':
+            if (epoch < versionOf(p).fence) break;
+            for (const [key, value] of message.records) ops.push({ type: 'put', key: key as StoreKey, value });
+            break;
+          case 'snapshot_end': {
+            const decision = decideSnapshot(versionOf(p), epoch, message.at);
+            if (decision.kind === 'apply') {
+              setVersion(p, decision.version);
+              acks.set(p, decision.version.seq);
+            } else replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
+            break;
+          }
         }
       }
     }
     await flush();
-    for (const [partition, seq] of acks) replies.push({ t: 'ack', partition, seq });
-    return replies;
+    frameAcks.forEach((frameAck, i) => {
+      for (const [partition, seq] of frameAck) frameReplies[i].push({ t: 'ack', partition, seq });
+    });
+    return frameReplies;
   }
 }

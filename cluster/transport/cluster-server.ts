@@ -96,26 +96,26 @@ export class ClusterServer {
   private serveReplicate(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>): void {
     this.track(call);
     const from = String(call.metadata.get(NODE_ID_METADATA)[0] ?? '');
-    // Frames apply strictly in order: each waits for the previous one's commit.
-    let chain = Promise.resolve();
+    // Frames go to the replicator as they arrive: it applies them in arrival
+    // order, several per commit, and resolves their replies in that order.
     call.on('data', (frame: FrameMessage) => {
-      chain = chain.then(async () => {
-        let messages: ReplicateMessage[];
-        try {
-          messages = decodeFrame(frame.payload) as ReplicateMessage[];
-        } catch (error) {
-          this.logger.warn({ err: error }, 'bad replicate frame');
-          return;
-        }
-        try {
-          const replies = await this.handlers.replicate(from, messages);
+      let messages: ReplicateMessage[];
+      try {
+        messages = decodeFrame(frame.payload) as ReplicateMessage[];
+      } catch (error) {
+        this.logger.warn({ err: error }, 'bad replicate frame');
+        return;
+      }
+      this.handlers.replicate(from, messages).then(
+        (replies) => {
           if (replies.length > 0 && !call.writableEnded && !call.destroyed) call.write({ payload: encodeFrame(replies) });
-        } catch (error) {
+        },
+        (error: unknown) => {
           // The follower could not store the frame: end the stream, the leader re-syncs it.
           this.logger.error({ err: error, from }, 'replication apply failed');
           call.destroy(error as Error);
-        }
-      });
+        },
+      );
     });
     call.on('end', () => call.end());
     call.on('error', () => undefined);
