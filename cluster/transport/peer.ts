@@ -26,9 +26,14 @@ export class PeerUnreachable extends ServiceError {
 interface ForwardStream {
   call: grpc.ClientDuplexStream<FrameMessage, FrameMessage>;
   batcher: FrameBatcher<ForwardRequest>;
-  pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
+  /** In send order, so the deadline sweep stops at the first young one. */
+  pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void; sent_ms: number }>;
   established: boolean;
+  sweep: NodeJS.Timeout;
 }
+
+/** A forwarded message unanswered for this long fails (outcome unknown): a leader that hangs does not hold requests forever. */
+export const FORWARD_REPLY_TIMEOUT_MS = 15_000;
 
 export interface ReplicateStream {
   send(message: ReplicateMessage): void;
@@ -62,7 +67,7 @@ export class Peer {
     const stream = this.forwardStream ?? this.openForward();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      stream.pending.set(id, { resolve, reject });
+      stream.pending.set(id, { resolve, reject, sent_ms: performance.now() });
       const request: ForwardRequest = { id, kind, key, message };
       if (messageId !== undefined) request.message_id = messageId;
       stream.batcher.push(request);
@@ -121,7 +126,17 @@ export class Peer {
       batcher: new FrameBatcher<ForwardRequest>((payload) => {
         if (!call.writableEnded && !call.destroyed) call.write({ payload });
       }),
+      // One timer per stream, not one per message: at 100k messages/s a timer each would cost more than the forwarding.
+      sweep: setInterval(() => {
+        const cutoff = performance.now() - FORWARD_REPLY_TIMEOUT_MS;
+        for (const [id, waiter] of stream.pending) {
+          if (waiter.sent_ms > cutoff) break;
+          stream.pending.delete(id);
+          waiter.reject(new PeerUnreachable(false));
+        }
+      }, 1000),
     };
+    stream.sweep.unref();
     call.on('metadata', () => {
       stream.established = true;
     });
@@ -143,6 +158,7 @@ export class Peer {
       }
     });
     const fail = () => {
+      clearInterval(stream.sweep);
       if (this.forwardStream === stream) this.forwardStream = undefined;
       const error = new PeerUnreachable(!stream.established);
       for (const waiter of stream.pending.values()) waiter.reject(error);
