@@ -1,3 +1,5 @@
+import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
+
 /**
  * Node configuration from the environment, read once at start. Every
  * variable is documented in README.md (Configuration).
@@ -22,6 +24,8 @@ export interface NodeConfig {
   livenessGraceSeconds: number;
   /** OAuth issuer and endpoint base (no trailing slash); '' means the request's own scheme and host. */
   publicBaseUrl: string;
+  /** External OAuth providers for linked accounts (OAUTH_PROVIDERS, JSON; see docs/api/linked-accounts.md). */
+  oauthProviders: OAuthProviders;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -108,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     issuer: env.TOKEN_ISSUER || 'platform-service',
     livenessGraceSeconds: intFrom(env, 'LIVENESS_GRACE_SECONDS', 30, 1, 86_400),
     publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),
+    oauthProviders: parseOAuthProviders(env.OAUTH_PROVIDERS),
     cluster: clusterFrom(env, port),
   };
 }

@@ -11,6 +11,7 @@ export const errorCodes = {
   BAD_REQUEST: { status: 400, description: 'The request is malformed or fails validation; `details` names the failing fields.' },
   invalid_two_factor_code: { status: 400, description: 'The two-factor code (TOTP or backup code) is not valid, or was already used.' },
   invalid_verification_token: { status: 400, description: 'The e-mail verification token is unknown, expired, already used, or was sent to an address the account no longer has.' },
+  link_failed: { status: 400, description: 'Linking an external account failed at the provider: the code was refused, or the provider was unreachable, slow or answered badly.' },
   // 401
   unauthorized: { status: 401, description: 'Missing, malformed, expired or revoked credential.' },
   invalid_credentials: { status: 401, description: 'Login failed. The same message for an unknown user and a wrong password.' },
@@ -18,11 +19,16 @@ export const errorCodes = {
   // 403
   forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
   insufficient_scope: { status: 403, description: 'The API key or OAuth access token lacks the scope this endpoint needs, or the endpoint does not accept that credential; see docs/api/auth.md and docs/api/oauth.md.' },
+  sso_required: { status: 403, description: "Password login is disabled for this user: an organization they belong to enforces single sign-on (the message names it); sign in through the organization's identity provider." },
   waiting_room_member_banned: { status: 403, description: 'The member is banned from this waiting room (a room ban or a global ban of the tenant).' },
   // 404
   not_found: { status: 404, description: 'No such resource (also for a resource of another tenant).' },
+  invitation_not_found: { status: 404, description: 'No such pending organization invitation for the caller (unknown, revoked, used, or addressed to another e-mail).' },
   presence_session_not_found: { status: 404, description: 'No live presence session with this session_id in the context (it left or expired).' },
   // 409
+  last_owner: { status: 409, description: 'The last owner of an organization cannot leave, be removed or be demoted; make someone else an owner first.' },
+  invitation_expired: { status: 409, description: 'The organization invitation has expired; ask for a new one.' },
+  org_slug_taken: { status: 409, description: 'Another organization already uses this slug.' },
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   email_taken: { status: 409, description: 'A user with this e-mail address already exists.' },
   username_taken: { status: 409, description: 'A user with this username already exists.' },
@@ -34,6 +40,7 @@ export const errorCodes = {
   waiting_room_member_not_active: { status: 409, description: 'The member is still waiting; only an admitted (active) session can be refreshed.' },
   waiting_room_limit_reached: { status: 409, description: 'A per-room limit is reached (waiting members or bans); see docs/api/waiting-rooms.md.' },
   api_key_limit_reached: { status: 409, description: 'The user already holds the maximum number of API keys; delete one first.' },
+  account_already_linked: { status: 409, description: 'The external account is linked to another user, or this user already has an account of that provider linked.' },
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
   // 413, 415

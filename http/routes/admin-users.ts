@@ -19,6 +19,8 @@ import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { UserSchema, userView } from './auth.js';
+import { LinkedAccountSchema, linkedAccountsOf, linkedAccountView } from './linked-accounts.js';
+import { orgMembershipsOf } from './organizations.js';
 
 /**
  * Admin user management (spec doc 1 §4.1, users and sessions): list, detail,
@@ -66,9 +68,9 @@ const UserDetailSchema = Type.Object(
     active_session_count: Type.Integer(),
     api_key_count: Type.Integer({ description: 'API keys the user holds (revoked and expired ones included until deleted).' }),
     passkey_count: Type.Integer({ description: 'Always 0: passkeys are not offered.' }),
-    identities: Type.Array(Type.Unknown(), { description: 'Linked accounts: always empty until account linking exists.' }),
+    identities: Type.Array(LinkedAccountSchema, { description: 'Linked external accounts (POST /api/v1/auth/account/link), oldest first.' }),
     org_memberships: Type.Array(Type.Object({ org_id: Type.String(), org_name: Type.String(), role: Type.String() }), {
-      description: 'Always empty until organizations exist.',
+      description: 'The organizations the user belongs to, with the role in each, in joining order.',
     }),
     ban: BanSchema,
   },
@@ -198,8 +200,8 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
       active_session_count: detail.active_session_count,
       api_key_count: keys.total,
       passkey_count: 0,
-      identities: [],
-      org_memberships: [],
+      identities: (await linkedAccountsOf(actors, request.params.id)).map(linkedAccountView),
+      org_memberships: await orgMembershipsOf(actors, request.params.id),
       ban: detail.ban ? { reason: detail.ban.reason, banned_at: isoTime(detail.ban.banned_at_ms)!, banned_by: detail.ban.banned_by } : null,
     };
   });

@@ -9,8 +9,11 @@ import { emailVerificationRoutes } from './email-verification.js';
 import { healthRoutes } from './health.js';
 import { livenessRoutes } from './liveness.js';
 import { lockRoutes } from './locks.js';
+import { linkedAccountRoutes } from './linked-accounts.js';
+import { scimRoutes } from './scim.js';
 import { twoFactorRoutes } from './two-factor.js';
 import { oauthRoutes } from './oauth.js';
+import { organizationRoutes } from './organizations.js';
 import { presenceRoutes } from './presence.js';
 import { waitingRoomRoutes } from './waiting-rooms.js';
 
@@ -20,9 +23,12 @@ export const routeAreas: ((app: FastifyInstance, services: AppServices) => void)
   clusterRoutes,
   authRoutes,
   twoFactorRoutes,
+  linkedAccountRoutes,
+  scimRoutes,
   oauthRoutes,
   emailVerificationRoutes, cliLoginRoutes,
   adminUserRoutes,
+  organizationRoutes,
   apiKeyRoutes,
   lockRoutes,
   livenessRoutes,

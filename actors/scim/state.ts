@@ -1,0 +1,295 @@
+import { timingSafeEqual } from 'node:crypto';
+import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { matchesFilter, type FilterNode, type FilterSubject } from './filter.js';
+
+/**
+ * The SCIM directory of one organization (kind `scim-directory`, key = org_id;
+ * organizations are global, so the key carries no other tenant). `records`
+ * storage: one record per provisioned user (`u:<scim id>`) and one per
+ * provisioning token (`t:<token id>`), so a change writes one record however
+ * large the directory is.
+ *
+ * Users are created in two steps, because the platform user and the org
+ * membership live in other actors: `user-reserve` claims the userName (a
+ * pending record with a lease), the edge creates the platform user and the
+ * membership, then `user-activate` makes the record visible. A create that
+ * crashed half-way leaves a pending record; once its lease runs out, a create
+ * with the same userName resumes it (same scim id and platform user id).
+ *
+ * Tokens: only sha256 of the secret is stored; verification compares in
+ * constant time.
+ */
+export const SCIM_DIRECTORY_KIND = 'scim-directory';
+/** A create in progress holds its userName this long before a retry may resume it. */
+export const SCIM_PENDING_LEASE_MS = 60_000;
+/** Provisioning tokens one organization may hold at once. */
+export const SCIM_TOKENS_PER_ORG_MAX = 20;
+/** Users one organization's directory may hold. */
+export const SCIM_USERS_PER_ORG_MAX = 100_000;
+
+export interface ScimName {
+  formatted?: string;
+  familyName?: string;
+  givenName?: string;
+  middleName?: string;
+  honorificPrefix?: string;
+  honorificSuffix?: string;
+}
+
+export interface ScimEmail {
+  value: string;
+  type: string;
+  primary: boolean;
+}
+
+/** The attributes an identity provider sets (and this server stores). */
+export interface ScimAttributes {
+  userName: string;
+  externalId: string | null;
+  displayName: string | null;
+  name: ScimName | null;
+  emails: ScimEmail[];
+}
+
+export interface ScimUserRecord extends ScimAttributes {
+  id: string;
+  user_id: string;
+  active: boolean;
+  /** Creation order in this directory (lists are in this order, also for creations in the same millisecond). */
+  seq: number;
+  created_at_ms: number;
+  updated_at_ms: number;
+  /** Set while the create is in progress: until then the user is invisible. */
+  pending_until_ms: number | null;
+}
+
+export interface ScimTokenRecord {
+  id: string;
+  name: string;
+  secret_hash: string;
+  created_by: string;
+  created_at_ms: number;
+  expires_at_ms: number | null;
+}
+
+export type ScimTokenView = Omit<ScimTokenRecord, 'secret_hash'>;
+
+export interface ScimDirectoryState {
+  users: Map<string, ScimUserRecord>;
+  /** Lower-cased userName -> scim id (pending records included). */
+  byUserName: Map<string, string>;
+  tokens: Map<string, ScimTokenRecord>;
+  /** The next user's seq. */
+  next_seq: number;
+}
+
+export type ScimDirectoryMessage =
+  | { op: 'token-create'; token_id: string; name: string; secret_hash: string; created_by: string; expires_at_ms: number | null }
+  | { op: 'token-list' }
+  | { op: 'token-revoke'; token_id: string }
+  | { op: 'token-verify'; token_id: string; secret_hash: string }
+  | { op: 'user-reserve'; scim_id: string; user_id: string; attributes: ScimAttributes }
+  | { op: 'user-activate'; scim_id: string; active: boolean }
+  | { op: 'user-abort'; scim_id: string }
+  | { op: 'user-get'; scim_id: string }
+  | { op: 'user-list'; filter: FilterNode | null; start_index: number; count: number }
+  | { op: 'user-update'; scim_id: string; displayName?: string; active?: boolean }
+  | { op: 'user-delete'; scim_id: string };
+
+export interface ScimUserPage {
+  total: number;
+  users: ScimUserRecord[];
+}
+
+export interface ScimUpdateReply {
+  user: ScimUserRecord;
+  /** The user was active before this turn and is not now (or was already deactivated: retries repeat the cut-off). */
+  deactivated: boolean;
+  displayName_changed: boolean;
+}
+
+export function loadScimDirectory(_key: string, records: Iterable<[string, unknown]>): ScimDirectoryState {
+  const state: ScimDirectoryState = { users: new Map(), byUserName: new Map(), tokens: new Map(), next_seq: 1 };
+  for (const [subkey, value] of records) {
+    if (subkey.startsWith('u:')) {
+      const user = value as ScimUserRecord;
+      state.users.set(user.id, user);
+      state.byUserName.set(user.userName.toLowerCase(), user.id);
+      state.next_seq = Math.max(state.next_seq, user.seq + 1);
+    } else if (subkey.startsWith('t:')) {
+      const token = value as ScimTokenRecord;
+      state.tokens.set(token.id, token);
+    }
+  }
+  return state;
+}
+
+export function tokenView(token: ScimTokenRecord): ScimTokenView {
+  const { secret_hash: _hash, ...view } = token;
+  return view;
+}
+
+function sameHash(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+function scimError(code: 'BAD_REQUEST' | 'conflict' | 'not_found', scimType: string | null, message: string): ServiceError {
+  return new ServiceError(code, message, scimType ? { details: { scimType } } : {});
+}
+
+function visibleUser(state: ScimDirectoryState, scim_id: string): ScimUserRecord {
+  const user = state.users.get(scim_id);
+  if (!user || user.pending_until_ms !== null) throw scimError('not_found', null, `Resource ${scim_id} not found.`);
+  return user;
+}
+
+export function filterSubject(user: ScimUserRecord): FilterSubject {
+  return {
+    id: user.id,
+    userName: user.userName,
+    externalId: user.externalId,
+    displayName: user.displayName,
+    emails: user.emails.map((e) => e.value),
+    active: user.active,
+  };
+}
+
+function userWrite(user: ScimUserRecord): RecordWrite {
+  return { subkey: `u:${user.id}`, value: user };
+}
+
+export function stepScimDirectory(
+  state: ScimDirectoryState,
+  message: ScimDirectoryMessage | AlarmMessage,
+  context: TurnContext,
+): TurnResult<ScimDirectoryState, unknown> {
+  const now = context.now;
+  switch (message.op) {
+    case 'token-create': {
+      if (state.tokens.has(message.token_id)) return { state, reply: tokenView(state.tokens.get(message.token_id)!) };
+      if (state.tokens.size >= SCIM_TOKENS_PER_ORG_MAX) {
+        throw new ServiceError('conflict', `An organization may hold at most ${SCIM_TOKENS_PER_ORG_MAX} SCIM tokens; revoke one first.`);
+      }
+      const token: ScimTokenRecord = {
+        id: message.token_id,
+        name: message.name,
+        secret_hash: message.secret_hash,
+        created_by: message.created_by,
+        created_at_ms: now,
+        expires_at_ms: message.expires_at_ms,
+      };
+      state.tokens.set(token.id, token);
+      return { state, reply: tokenView(token), writes: [{ subkey: `t:${token.id}`, value: token }] };
+    }
+
+    case 'token-list': {
+      const tokens = [...state.tokens.values()].sort((a, b) => a.created_at_ms - b.created_at_ms || (a.id < b.id ? -1 : 1));
+      return { state, reply: tokens.map(tokenView) };
+    }
+
+    case 'token-revoke': {
+      if (!state.tokens.delete(message.token_id)) throw new ServiceError('not_found', 'No such SCIM token.');
+      return { state, reply: { revoked: true }, writes: [{ subkey: `t:${message.token_id}`, value: undefined }] };
+    }
+
+    case 'token-verify': {
+      const token = state.tokens.get(message.token_id);
+      const valid = token !== undefined && sameHash(token.secret_hash, message.secret_hash) && (token.expires_at_ms === null || token.expires_at_ms > now);
+      if (!valid) throw new ServiceError('unauthorized', 'The SCIM token is invalid, revoked or expired.');
+      return { state, reply: { token_id: token.id } };
+    }
+
+    case 'user-reserve': {
+      const key = message.attributes.userName.toLowerCase();
+      const holder = state.byUserName.get(key);
+      if (holder !== undefined) {
+        const existing = state.users.get(holder)!;
+        if (existing.pending_until_ms === null || existing.pending_until_ms > now) {
+          throw scimError('conflict', 'uniqueness', `userName ${message.attributes.userName} is already in use in this directory.`);
+        }
+        // A create that stopped half-way: resume it with the same ids and the new attributes.
+        const resumed: ScimUserRecord = { ...existing, ...message.attributes, updated_at_ms: now, pending_until_ms: now + SCIM_PENDING_LEASE_MS };
+        state.users.set(resumed.id, resumed);
+        return { state, reply: { user: resumed, resumed: true }, writes: [userWrite(resumed)] };
+      }
+      if (state.users.size >= SCIM_USERS_PER_ORG_MAX) {
+        throw scimError('conflict', null, `A directory may hold at most ${SCIM_USERS_PER_ORG_MAX} users.`);
+      }
+      const user: ScimUserRecord = {
+        ...message.attributes,
+        id: message.scim_id,
+        user_id: message.user_id,
+        active: true,
+        seq: state.next_seq++,
+        created_at_ms: now,
+        updated_at_ms: now,
+        pending_until_ms: now + SCIM_PENDING_LEASE_MS,
+      };
+      state.users.set(user.id, user);
+      state.byUserName.set(key, user.id);
+      return { state, reply: { user, resumed: false }, writes: [userWrite(user)] };
+    }
+
+    case 'user-activate': {
+      const existing = state.users.get(message.scim_id);
+      if (!existing) throw scimError('not_found', null, `Resource ${message.scim_id} not found.`);
+      if (existing.pending_until_ms === null) return { state, reply: existing };
+      const user: ScimUserRecord = { ...existing, active: message.active, pending_until_ms: null, updated_at_ms: now };
+      state.users.set(user.id, user);
+      return { state, reply: user, writes: [userWrite(user)] };
+    }
+
+    case 'user-abort': {
+      const existing = state.users.get(message.scim_id);
+      if (!existing || existing.pending_until_ms === null) return { state, reply: { aborted: false } };
+      state.users.delete(existing.id);
+      if (state.byUserName.get(existing.userName.toLowerCase()) === existing.id) state.byUserName.delete(existing.userName.toLowerCase());
+      return { state, reply: { aborted: true }, writes: [{ subkey: `u:${existing.id}`, value: undefined }] };
+    }
+
+    case 'user-get':
+      return { state, reply: visibleUser(state, message.scim_id) };
+
+    case 'user-list': {
+      // Creation order, so startIndex pages are stable.
+      const all = [...state.users.values()]
+        .filter((u) => u.pending_until_ms === null && (message.filter === null || matchesFilter(message.filter, filterSubject(u))))
+        .sort((a, b) => a.seq - b.seq);
+      const start = Math.max(1, message.start_index) - 1;
+      const reply: ScimUserPage = { total: all.length, users: message.count > 0 ? all.slice(start, start + message.count) : [] };
+      return { state, reply };
+    }
+
+    case 'user-update': {
+      const existing = visibleUser(state, message.scim_id);
+      if (message.active === true && !existing.active) {
+        throw scimError('BAD_REQUEST', 'mutability', 'Reactivating a deactivated user is not supported; an administrator must restore the account.');
+      }
+      const next: ScimUserRecord = { ...existing };
+      const displayName_changed = message.displayName !== undefined && message.displayName !== existing.displayName;
+      if (displayName_changed) next.displayName = message.displayName!;
+      const deactivating = message.active === false;
+      if (deactivating) next.active = false;
+      const reply: ScimUpdateReply = { user: next, deactivated: deactivating, displayName_changed };
+      if (!displayName_changed && (!deactivating || !existing.active)) return { state, reply: { ...reply, user: existing } };
+      next.updated_at_ms = now;
+      state.users.set(next.id, next);
+      return { state, reply, writes: [userWrite(next)] };
+    }
+
+    case 'user-delete': {
+      const existing = visibleUser(state, message.scim_id);
+      state.users.delete(existing.id);
+      if (state.byUserName.get(existing.userName.toLowerCase()) === existing.id) state.byUserName.delete(existing.userName.toLowerCase());
+      return { state, reply: existing, writes: [{ subkey: `u:${existing.id}`, value: undefined }] };
+    }
+
+    case '$alarm':
+      return { state };
+
+    default:
+      throw new ServiceError('BAD_REQUEST', `Unknown scim-directory operation ${(message as { op?: unknown }).op as string}.`);
+  }
+}

@@ -1,0 +1,765 @@
+import { randomBytes } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
+import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
+import type { NewUser, SummarySync } from '../../actors/account/user-state.js';
+import { ORGANIZATION_KIND } from '../../actors/organization/actor.js';
+import { parseFilter } from '../../actors/scim/filter.js';
+import { parsePatch, scimBadRequest, scimBoolean, scimDisplayName, type ScimChange } from '../../actors/scim/patch.js';
+import {
+  SCIM_DIRECTORY_KIND,
+  type ScimAttributes,
+  type ScimEmail,
+  type ScimName,
+  type ScimTokenView,
+  type ScimUpdateReply,
+  type ScimUserPage,
+  type ScimUserRecord,
+} from '../../actors/scim/state.js';
+import { hashPassword } from '../auth/passwords.js';
+import { newScimToken, parseScimToken } from '../scim/tokens.js';
+import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { nestingExceeds, JSON_DEPTH_MAX } from '../plugins/json-body.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
+import type { AppServices } from '../services.js';
+
+/**
+ * SCIM 2.0 (RFC 7643/7644, spec doc 1 §4.4) and the issuing of its
+ * provisioning tokens. See docs/api/scim.md.
+ *
+ * - `/api/v1/orgs/{org_id}/scim-tokens`: an org owner or admin (or a platform
+ *   admin) issues, lists and revokes the organization's SCIM bearer tokens.
+ * - `/scim/v2/...`: a plugin scope of its own, with SCIM's content type
+ *   (`application/scim+json`; `application/json` is accepted on input), SCIM
+ *   error bodies from its own error handler, and authentication by SCIM token
+ *   only: the organization comes from the token.
+ */
+const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
+const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const SPC_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig';
+const RESOURCE_TYPE_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
+const SCHEMA_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Schema';
+const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
+
+/** Paging (RFC 7644 §3.4.2.4): count defaults to 100 and is capped at 200 (maxResults). */
+export const SCIM_COUNT_DEFAULT = 100;
+export const SCIM_COUNT_MAX = 200;
+const EMAILS_MAX = 10;
+const STRING_MAX = 256;
+const DEACTIVATION_REASON = 'deactivated by SCIM';
+
+// ---------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------
+
+const ScimError = Type.Object(
+  {
+    schemas: Type.Array(Type.String()),
+    status: Type.String({ description: 'The HTTP status, as a string (RFC 7644 §3.12).' }),
+    scimType: Type.Optional(Type.String()),
+    detail: Type.String(),
+  },
+  { title: 'ScimError' },
+);
+
+const ScimNameSchema = Type.Object({
+  formatted: Type.Optional(Type.String()),
+  familyName: Type.Optional(Type.String()),
+  givenName: Type.Optional(Type.String()),
+  middleName: Type.Optional(Type.String()),
+  honorificPrefix: Type.Optional(Type.String()),
+  honorificSuffix: Type.Optional(Type.String()),
+});
+
+const ScimUserSchema = Type.Object(
+  {
+    schemas: Type.Array(Type.String()),
+    id: Type.String(),
+    externalId: Type.Optional(Type.String()),
+    userName: Type.String(),
+    displayName: Type.Optional(Type.String()),
+    name: Type.Optional(ScimNameSchema),
+    emails: Type.Array(Type.Object({ value: Type.String(), type: Type.String(), primary: Type.Boolean() })),
+    active: Type.Boolean(),
+    meta: Type.Object({ resourceType: Type.String(), created: Type.String(), lastModified: Type.String(), location: Type.String() }),
+  },
+  { title: 'ScimUser' },
+);
+
+const ScimListSchema = Type.Object(
+  {
+    schemas: Type.Array(Type.String()),
+    totalResults: Type.Integer(),
+    startIndex: Type.Integer(),
+    itemsPerPage: Type.Integer(),
+    Resources: Type.Array(ScimUserSchema),
+  },
+  { title: 'ScimList' },
+);
+
+/** Discovery documents: fixed shapes, served as built below. */
+const DiscoveryDocument = Type.Object({ schemas: Type.Array(Type.String()) }, { additionalProperties: true });
+const DiscoveryList = Type.Object(
+  {
+    schemas: Type.Array(Type.String()),
+    totalResults: Type.Integer(),
+    startIndex: Type.Integer(),
+    itemsPerPage: Type.Integer(),
+    Resources: Type.Array(Type.Object({}, { additionalProperties: true })),
+  },
+  { additionalProperties: true },
+);
+
+/** A SCIM user body: every attribute optional to the validator; checked by hand to answer SCIM errors. */
+const ScimUserBody = Type.Object(
+  {
+    schemas: Type.Optional(Type.Array(Type.String())),
+    userName: Type.Optional(Type.Unknown({ description: 'Required (string): unique in the organization, case-insensitively.' })),
+    externalId: Type.Optional(Type.Unknown()),
+    displayName: Type.Optional(Type.Unknown()),
+    name: Type.Optional(Type.Unknown()),
+    emails: Type.Optional(Type.Unknown()),
+    active: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: true, description: 'A SCIM User (RFC 7643 §4.1). Unknown attributes are ignored.' },
+);
+const PatchBody = Type.Object(
+  {
+    schemas: Type.Optional(Type.Array(Type.String())),
+    Operations: Type.Optional(Type.Array(Type.Unknown())),
+  },
+  { additionalProperties: true, description: 'A SCIM PatchOp (RFC 7644 §3.5.2): only replace of active (false) and displayName.' },
+);
+
+const ScimIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
+const ListQuery = Type.Object({
+  filter: Type.Optional(Type.String({ maxLength: 1000 })),
+  startIndex: Type.Optional(Type.Integer({ description: '1-based; values below 1 are treated as 1.' })),
+  count: Type.Optional(Type.Integer({ description: `Default ${SCIM_COUNT_DEFAULT}, at most ${SCIM_COUNT_MAX}; 0 (or less) returns only totalResults.` })),
+});
+
+const OrgParams = Type.Object({ org_id: Type.String({ minLength: 1, maxLength: 128 }) });
+const TokenParams = Type.Object({ org_id: Type.String({ minLength: 1, maxLength: 128 }), token_id: Type.String({ minLength: 1, maxLength: 64 }) });
+const CreateTokenBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label, e.g. "Okta". Default "SCIM token".' })),
+  expires_in_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'Absent: the token does not expire.' })),
+});
+const ScimTokenSchema = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    org_id: Type.String(),
+    created_by: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  },
+  { title: 'ScimToken' },
+);
+const ScimTokenCreatedSchema = Type.Object(
+  { ...ScimTokenSchema.properties, token: Type.String({ description: 'The bearer for /scim/v2: shown only in this reply.' }) },
+  { title: 'ScimTokenCreated' },
+);
+
+// ---------------------------------------------------------------------------
+// Views and helpers
+// ---------------------------------------------------------------------------
+
+function baseUrl(request: FastifyRequest, configured: string): string {
+  return configured !== '' ? configured : `${request.protocol}://${request.host}`;
+}
+
+function scimUserView(user: ScimUserRecord, base: string) {
+  const view: Record<string, unknown> = {
+    schemas: [USER_SCHEMA],
+    id: user.id,
+    userName: user.userName,
+    emails: user.emails,
+    active: user.active,
+    meta: {
+      resourceType: 'User',
+      created: isoTime(user.created_at_ms)!,
+      lastModified: isoTime(user.updated_at_ms)!,
+      location: `${base}/scim/v2/Users/${encodeURIComponent(user.id)}`,
+    },
+  };
+  if (user.externalId !== null) view.externalId = user.externalId;
+  if (user.displayName !== null) view.displayName = user.displayName;
+  if (user.name !== null) view.name = user.name;
+  return view;
+}
+
+function tokenOut(org_id: string, token: ScimTokenView) {
+  return {
+    id: token.id,
+    name: token.name,
+    org_id,
+    created_by: token.created_by,
+    created_at: isoTime(token.created_at_ms)!,
+    expires_at: isoTime(token.expires_at_ms),
+  };
+}
+
+const SCIM_STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict' };
+
+function sendScimError(reply: FastifyReply, status: number, detail: string, scimType?: string): FastifyReply {
+  const body: Record<string, unknown> = { schemas: [ERROR_SCHEMA], status: String(status) };
+  if (scimType) body.scimType = scimType;
+  body.detail = detail || SCIM_STATUS_TEXT[status] || 'Error';
+  if (status === 401) reply.header('www-authenticate', 'Bearer realm="scim"');
+  return reply.code(status).type(SCIM_CONTENT_TYPE).send(JSON.stringify(body));
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Attribute names are case-insensitive (RFC 7643 §2.1): the body's keys, lower-cased. */
+function lowerKeys(body: Record<string, unknown>): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  for (const [key, value] of Object.entries(body)) if (!out.has(key.toLowerCase())) out.set(key.toLowerCase(), value);
+  return out;
+}
+
+function optionalString(value: unknown, attribute: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || value.length > STRING_MAX) throw scimBadRequest('invalidValue', `${attribute} must be a string of at most ${STRING_MAX} characters.`);
+  return value.trim() === '' ? null : value;
+}
+
+const EMAIL_PATTERN = /^[^\s@]{1,64}@[^\s@]{1,189}$/;
+const NAME_PARTS: (keyof ScimName)[] = ['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'];
+
+/** The stored attributes of a SCIM user body (create and PUT); unknown attributes are ignored. */
+export function scimAttributes(body: unknown): ScimAttributes & { active: boolean } {
+  if (!isObject(body)) throw scimBadRequest('invalidSyntax', 'The body must be a JSON object.');
+  const fields = lowerKeys(body);
+  const userName = fields.get('username');
+  if (typeof userName !== 'string' || userName.trim() === '' || userName.length > STRING_MAX) {
+    throw scimBadRequest('invalidValue', `userName is required: a non-empty string of at most ${STRING_MAX} characters.`);
+  }
+  let name: ScimName | null = null;
+  const rawName = fields.get('name');
+  if (rawName !== undefined && rawName !== null) {
+    if (!isObject(rawName)) throw scimBadRequest('invalidValue', 'name must be an object.');
+    const parts = lowerKeys(rawName);
+    const parsed: ScimName = {};
+    for (const part of NAME_PARTS) {
+      const value = optionalString(parts.get(part.toLowerCase()), `name.${part}`);
+      if (value !== null) parsed[part] = value;
+    }
+    name = Object.keys(parsed).length > 0 ? parsed : null;
+  }
+  const emails: ScimEmail[] = [];
+  const rawEmails = fields.get('emails');
+  if (rawEmails !== undefined && rawEmails !== null) {
+    if (!Array.isArray(rawEmails) || rawEmails.length > EMAILS_MAX) throw scimBadRequest('invalidValue', `emails must be an array of at most ${EMAILS_MAX} items.`);
+    for (const item of rawEmails) {
+      if (!isObject(item)) throw scimBadRequest('invalidValue', 'Each emails item must be an object with a value.');
+      const parts = lowerKeys(item);
+      const value = parts.get('value');
+      if (typeof value !== 'string' || !EMAIL_PATTERN.test(value.trim())) throw scimBadRequest('invalidValue', 'Each emails item needs a value that is an e-mail address.');
+      const type = optionalString(parts.get('type'), 'emails.type') ?? 'work';
+      const primary = parts.get('primary') === undefined ? false : scimBoolean(parts.get('primary'), 'emails.primary');
+      emails.push({ value: value.trim(), type: type.slice(0, 32), primary });
+    }
+  }
+  const rawDisplayName = fields.get('displayname');
+  return {
+    userName: userName.trim(),
+    externalId: optionalString(fields.get('externalid'), 'externalId'),
+    displayName: rawDisplayName === undefined || rawDisplayName === null ? null : scimDisplayName(rawDisplayName),
+    name,
+    emails,
+    active: fields.get('active') === undefined || fields.get('active') === null ? true : scimBoolean(fields.get('active'), 'active'),
+  };
+}
+
+/** The platform account's e-mail: the primary e-mail, else the first, else an e-mail-shaped userName. */
+function platformEmail(attributes: ScimAttributes): string {
+  const email = attributes.emails.find((e) => e.primary)?.value ?? attributes.emails[0]?.value ?? (EMAIL_PATTERN.test(attributes.userName) ? attributes.userName : null);
+  if (!email) throw scimBadRequest('invalidValue', 'An e-mail address is required: send emails, or a userName that is an e-mail address.');
+  return email;
+}
+
+/** A platform username derived from the userName (its local part), made unique with a random suffix. */
+function platformUsername(userName: string): string {
+  const local = userName.split('@')[0].replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 20);
+  return `${local.length >= 2 ? local : `scim${local}`}-${randomBytes(4).toString('hex')}`;
+}
+
+function platformDisplayName(attributes: ScimAttributes): string {
+  const fromName = attributes.name?.formatted ?? [attributes.name?.givenName, attributes.name?.familyName].filter(Boolean).join(' ');
+  return (attributes.displayName ?? (fromName || attributes.userName)).slice(0, 100);
+}
+
+interface ScimCaller {
+  org_id: string;
+  token_id: string;
+}
+
+const callers = new WeakMap<FastifyRequest, ScimCaller>();
+
+function callerOf(request: FastifyRequest): ScimCaller {
+  const caller = callers.get(request);
+  if (!caller) throw new ServiceError('unauthorized', 'A SCIM token is required.');
+  return caller;
+}
+
+const scimErrorResponses = (...statuses: number[]): Record<number, TSchema> => {
+  const responses: Record<number, TSchema> = {};
+  for (const status of statuses) responses[status] = ScimError;
+  return responses;
+};
+
+const LONE_SURROGATE = /\p{Cs}/u;
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) if (LONE_SURROGATE.test(key) || hasLoneSurrogate(item)) return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Routes
+// ---------------------------------------------------------------------------
+
+export function scimRoutes(app: FastifyInstance, services: AppServices): void {
+  const { actors, config } = services;
+  const askDirectory = <T>(org_id: string, message: unknown) => actors.ask<T>(SCIM_DIRECTORY_KIND, org_id, message);
+  const applySync = async (sync: SummarySync | null | undefined) => {
+    if (sync) await actors.ask(DIRECTORY_KIND, DIRECTORY_KEY, sync);
+  };
+
+  // --- Provisioning tokens (B, org owner/admin or platform admin) ----------
+  const authenticate = bearerAuthentication(services);
+
+  /** The organization exists and the caller may manage it: 404 for a stranger (and an unknown org), 403 for a plain member. */
+  async function requireOrgAdmin(request: FastifyRequest, org_id: string): Promise<string> {
+    const principal = requirePrincipal(request);
+    await actors.ask(ORGANIZATION_KIND, org_id, { op: 'get' }); // not_found -> 404
+    if (principal.role === 'admin') return principal.user_id;
+    let role: string;
+    try {
+      role = (await actors.ask<{ role: string }>(ORGANIZATION_KIND, org_id, { op: 'get_member', user_id: principal.user_id })).role;
+    } catch (error) {
+      if (isServiceError(error) && error.code === 'not_found') throw new ServiceError('not_found', 'No such organization.');
+      throw error;
+    }
+    if (role !== 'owner' && role !== 'admin') throw new ServiceError('forbidden', 'Only an owner or admin of the organization manages its SCIM tokens.');
+    return principal.user_id;
+  }
+
+  app.post<{ Params: Static<typeof OrgParams>; Body: Static<typeof CreateTokenBody> }>('/api/v1/orgs/:org_id/scim-tokens', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['scim'],
+      summary: 'Issue a SCIM provisioning token for the organization (owner/admin): the full token is shown only in this reply.',
+      security: bearerSecurity,
+      params: OrgParams,
+      body: CreateTokenBody,
+      response: { 201: ScimTokenCreatedSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
+    },
+  }, async (request, reply) => {
+    const { org_id } = request.params;
+    const created_by = await requireOrgAdmin(request, org_id);
+    const fresh = newScimToken(org_id);
+    const days = request.body.expires_in_days;
+    const view = await askDirectory<ScimTokenView>(org_id, {
+      op: 'token-create',
+      token_id: fresh.token_id,
+      name: request.body.name?.trim() || 'SCIM token',
+      secret_hash: fresh.secret_hash,
+      created_by,
+      expires_at_ms: days === undefined ? null : services.clock.now() + days * 86_400_000,
+    });
+    reply.code(201);
+    return { ...tokenOut(org_id, view), token: fresh.token };
+  });
+
+  app.get<{ Params: Static<typeof OrgParams> }>('/api/v1/orgs/:org_id/scim-tokens', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['scim'],
+      summary: "The organization's SCIM tokens, oldest first, without their secrets.",
+      security: bearerSecurity,
+      params: OrgParams,
+      response: { 200: Type.Object({ tokens: Type.Array(ScimTokenSchema) }), ...errorResponses(...bearerErrors, 403, 404) },
+    },
+  }, async (request) => {
+    const { org_id } = request.params;
+    await requireOrgAdmin(request, org_id);
+    const tokens = await askDirectory<ScimTokenView[]>(org_id, { op: 'token-list' });
+    return { tokens: tokens.map((t) => tokenOut(org_id, t)) };
+  });
+
+  app.delete<{ Params: Static<typeof TokenParams> }>('/api/v1/orgs/:org_id/scim-tokens/:token_id', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['scim'],
+      summary: 'Revoke a SCIM token: it stops working at once.',
+      security: bearerSecurity,
+      params: TokenParams,
+      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 404) },
+    },
+  }, async (request) => {
+    const { org_id, token_id } = request.params;
+    await requireOrgAdmin(request, org_id);
+    await askDirectory(org_id, { op: 'token-revoke', token_id });
+    return { message: 'SCIM token revoked.' };
+  });
+
+  // --- /scim/v2 ---------------------------------------------------------------
+  app.register(async (scim) => {
+    // SCIM's media type, parsed like application/json (UTF-8, depth, surrogates).
+    const parseJson = scim.getDefaultJsonParser('error', 'error');
+    scim.addContentTypeParser('application/scim+json', { parseAs: 'buffer' }, (request, body, done) => {
+      const bytes = body as Buffer;
+      if (!isUtf8(bytes)) return done(new ServiceError('BAD_REQUEST', 'The request body is not valid UTF-8.'), undefined);
+      const text = bytes.toString('utf8');
+      if (nestingExceeds(text, JSON_DEPTH_MAX)) return done(new ServiceError('BAD_REQUEST', `The request body nests deeper than ${JSON_DEPTH_MAX} levels.`), undefined);
+      parseJson(request, text, (error, value) => {
+        if (!error && text.includes('\\u') && hasLoneSurrogate(value)) {
+          done(new ServiceError('BAD_REQUEST', 'The request body holds an unpaired UTF-16 surrogate escape.'), undefined);
+          return;
+        }
+        done(error, value);
+      });
+    });
+
+    scim.setErrorHandler((error: FastifyError, request, reply) => {
+      if (isServiceError(error)) {
+        const scimType = (error.details as { scimType?: string } | undefined)?.scimType;
+        if (error.statusCode >= 500) {
+          if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+          if (error.code === 'internal_error') request.log.error({ err: error }, 'internal error');
+        }
+        if (error.statusCode === 429 && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+        return sendScimError(reply, error.statusCode, error.message, scimType ?? (error.code === 'BAD_REQUEST' ? 'invalidValue' : undefined));
+      }
+      if (error.validation) {
+        const issue = error.validation[0];
+        const where = `${error.validationContext ?? 'body'}${issue?.instancePath ? issue.instancePath.replace(/\//g, '.') : ''}`;
+        return sendScimError(reply, 400, `${where} ${issue?.message ?? 'is invalid'}`, error.validationContext === 'body' ? 'invalidSyntax' : 'invalidValue');
+      }
+      const status = error.statusCode ?? 0;
+      if (error instanceof SyntaxError || (status >= 400 && status < 500)) {
+        return sendScimError(reply, status >= 400 && status < 500 ? status : 400, error.message, status === 400 || error instanceof SyntaxError ? 'invalidSyntax' : undefined);
+      }
+      request.log.error({ err: error }, 'unhandled error');
+      return sendScimError(reply, 500, 'Internal server error');
+    });
+
+    // Unknown paths under /scim/v2: the plain-text 404 of spec §7 (no SCIM body).
+    scim.setNotFoundHandler((_request, reply) => {
+      reply.code(404).type('text/plain; charset=utf-8').send('Not Found');
+    });
+
+    async function scimAuthenticate(request: FastifyRequest): Promise<void> {
+      const header = request.headers.authorization;
+      const unauthorized = new ServiceError('unauthorized', 'A valid SCIM token is required: Authorization: Bearer scim_...');
+      if (typeof header !== 'string' || !/^Bearer\s+\S/i.test(header)) throw unauthorized;
+      const parsed = parseScimToken(header.slice(header.indexOf(' ') + 1).trim());
+      if (!parsed) throw unauthorized;
+      try {
+        await askDirectory(parsed.org_id, { op: 'token-verify', token_id: parsed.token_id, secret_hash: parsed.secret_hash });
+        await actors.ask(ORGANIZATION_KIND, parsed.org_id, { op: 'get' });
+      } catch (error) {
+        if (isServiceError(error) && (error.code === 'unauthorized' || error.code === 'not_found')) throw unauthorized;
+        throw error;
+      }
+      callers.set(request, { org_id: parsed.org_id, token_id: parsed.token_id });
+    }
+
+    const scimSend = (reply: FastifyReply, status: number, body: unknown) => reply.code(status).type(SCIM_CONTENT_TYPE).send(body);
+
+    // Discovery (no bearer, as the spec marks them): only what is built.
+    const serviceProviderConfig = (base: string) => ({
+      schemas: [SPC_SCHEMA],
+      documentationUri: `${base}/openapi.json`,
+      patch: { supported: true },
+      bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
+      filter: { supported: true, maxResults: SCIM_COUNT_MAX },
+      changePassword: { supported: false },
+      sort: { supported: false },
+      etag: { supported: false },
+      authenticationSchemes: [
+        {
+          type: 'oauthbearertoken',
+          name: 'OAuth Bearer Token',
+          description: 'A SCIM provisioning token issued by POST /api/v1/orgs/{org_id}/scim-tokens, sent as Authorization: Bearer <token>.',
+          primary: true,
+        },
+      ],
+      meta: { resourceType: 'ServiceProviderConfig', location: `${base}/scim/v2/ServiceProviderConfig` },
+    });
+    const userResourceType = (base: string) => ({
+      schemas: [RESOURCE_TYPE_SCHEMA],
+      id: 'User',
+      name: 'User',
+      endpoint: '/Users',
+      description: 'A user of the organization, provisioned as a platform account and org member.',
+      schema: USER_SCHEMA,
+      schemaExtensions: [],
+      meta: { resourceType: 'ResourceType', location: `${base}/scim/v2/ResourceTypes/User` },
+    });
+    const attr = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
+      name,
+      type,
+      multiValued: false,
+      required: false,
+      caseExact: false,
+      mutability: 'readWrite',
+      returned: 'default',
+      uniqueness: 'none',
+      ...extra,
+    });
+    const userSchema = (base: string) => ({
+      schemas: [SCHEMA_SCHEMA],
+      id: USER_SCHEMA,
+      name: 'User',
+      description: 'User Account: only the attributes this server stores or acts on.',
+      attributes: [
+        attr('userName', 'string', { required: true, uniqueness: 'server', mutability: 'immutable', description: 'Unique in the organization (case-insensitive). Fixed after creation.' }),
+        attr('externalId', 'string', { caseExact: true, mutability: 'immutable', description: "The identity provider's id; stored at creation." }),
+        attr('displayName', 'string', { description: 'Changeable by PATCH and PUT; also the platform display name.' }),
+        attr('name', 'complex', {
+          mutability: 'immutable',
+          description: 'Stored at creation.',
+          subAttributes: NAME_PARTS.map((part) => attr(part, 'string', { mutability: 'immutable' })),
+        }),
+        attr('emails', 'complex', {
+          multiValued: true,
+          mutability: 'immutable',
+          description: 'Stored at creation; the primary (or first) value is the platform account e-mail.',
+          subAttributes: [attr('value', 'string', { mutability: 'immutable' }), attr('type', 'string', { mutability: 'immutable' }), attr('primary', 'boolean', { mutability: 'immutable' })],
+        }),
+        attr('active', 'boolean', { description: 'false deactivates the user (the platform account is banned at once); reactivation is not supported.' }),
+      ],
+      meta: { resourceType: 'Schema', location: `${base}/scim/v2/Schemas/${USER_SCHEMA}` },
+    });
+    const discoveryList = (resources: unknown[]) => ({ schemas: [LIST_SCHEMA], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
+
+    scim.get('/ServiceProviderConfig', {
+      schema: { tags: ['scim'], summary: 'SCIM service provider configuration: the capabilities that are built.', response: { 200: DiscoveryDocument } },
+    }, async (request, reply) => scimSend(reply, 200, serviceProviderConfig(baseUrl(request, config.publicBaseUrl))));
+
+    scim.get('/ResourceTypes', {
+      schema: { tags: ['scim'], summary: 'SCIM resource types: User only.', response: { 200: DiscoveryList } },
+    }, async (request, reply) => scimSend(reply, 200, discoveryList([userResourceType(baseUrl(request, config.publicBaseUrl))])));
+
+    scim.get<{ Params: { id: string } }>('/ResourceTypes/:id', {
+      schema: { tags: ['scim'], summary: 'One SCIM resource type.', params: ScimIdParams, response: { 200: DiscoveryDocument, ...scimErrorResponses(404) } },
+    }, async (request, reply) => {
+      if (request.params.id !== 'User') return sendScimError(reply, 404, `Resource type ${request.params.id} not found.`);
+      return scimSend(reply, 200, userResourceType(baseUrl(request, config.publicBaseUrl)));
+    });
+
+    scim.get('/Schemas', {
+      schema: { tags: ['scim'], summary: 'SCIM schemas: the core User schema, listing only stored attributes.', response: { 200: DiscoveryList } },
+    }, async (request, reply) => scimSend(reply, 200, discoveryList([userSchema(baseUrl(request, config.publicBaseUrl))])));
+
+    scim.get<{ Params: { id: string } }>('/Schemas/:id', {
+      schema: { tags: ['scim'], summary: 'One SCIM schema.', params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) }), response: { 200: DiscoveryDocument, ...scimErrorResponses(404) } },
+    }, async (request, reply) => {
+      if (request.params.id !== USER_SCHEMA) return sendScimError(reply, 404, `Schema ${request.params.id} not found.`);
+      return scimSend(reply, 200, userSchema(baseUrl(request, config.publicBaseUrl)));
+    });
+
+    // Users (SCIM token).
+    const userRoute = { onRequest: scimAuthenticate };
+
+    scim.get<{ Querystring: Static<typeof ListQuery> }>('/Users', {
+      ...userRoute,
+      schema: {
+        tags: ['scim'],
+        summary: "The organization's users, in creation order, filtered and paged (startIndex/count).",
+        security: bearerSecurity,
+        querystring: ListQuery,
+        response: { 200: ScimListSchema, ...scimErrorResponses(400, 401, 429, 503) },
+      },
+    }, async (request, reply) => {
+      const { org_id } = callerOf(request);
+      const filter = request.query.filter === undefined || request.query.filter.trim() === '' ? null : parseFilter(request.query.filter);
+      const startIndex = Math.max(1, request.query.startIndex ?? 1);
+      const count = Math.min(SCIM_COUNT_MAX, Math.max(0, request.query.count ?? SCIM_COUNT_DEFAULT));
+      const page = await askDirectory<ScimUserPage>(org_id, { op: 'user-list', filter, start_index: startIndex, count });
+      const base = baseUrl(request, config.publicBaseUrl);
+      return scimSend(reply, 200, {
+        schemas: [LIST_SCHEMA],
+        totalResults: page.total,
+        startIndex,
+        itemsPerPage: page.users.length,
+        Resources: page.users.map((u) => scimUserView(u, base)),
+      });
+    });
+
+    scim.post<{ Body: Static<typeof ScimUserBody> }>('/Users', {
+      ...userRoute,
+      schema: {
+        tags: ['scim'],
+        summary: 'Provision a user: a platform account (random unusable password) that joins the organization as a member.',
+        security: bearerSecurity,
+        body: ScimUserBody,
+        response: { 201: ScimUserSchema, ...scimErrorResponses(400, 401, 409, 413, 415, 429, 503) },
+      },
+    }, async (request, reply) => {
+      const { org_id } = callerOf(request);
+      const { active, ...attributes } = scimAttributes(request.body);
+      const email = platformEmail(attributes);
+      const reserved = await askDirectory<{ user: ScimUserRecord; resumed: boolean }>(org_id, {
+        op: 'user-reserve',
+        scim_id: randomId('scim_'),
+        user_id: randomId('usr_'),
+        attributes,
+      });
+      const { id: scim_id, user_id } = reserved.user;
+      try {
+        const { user_id: emailOwner } = await actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login: email });
+        const newUser: NewUser = {
+          id: user_id,
+          email,
+          username: platformUsername(attributes.userName),
+          display_name: platformDisplayName(attributes),
+          role: 'user',
+          // Nobody knows this password: the user signs in through SSO or a password reset.
+          password_hash: await hashPassword(randomBytes(32).toString('base64url'), config.passwordKdfCostLog2),
+        };
+        if (emailOwner !== user_id) {
+          // A resumed create whose platform user already exists skips the claim.
+          if (emailOwner !== null) throw scimBadRequestConflict(`A platform account with the e-mail ${email} already exists.`);
+          await actors.ask(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'claim', user: newUser });
+        }
+        await actors.ask(USER_KIND, user_id, { op: 'create', user: newUser });
+      } catch (error) {
+        await askDirectory(org_id, { op: 'user-abort', scim_id });
+        if (isServiceError(error) && (error.code === 'email_taken' || error.code === 'username_taken')) {
+          throw scimBadRequestConflict(`A platform account with the e-mail ${email} already exists.`);
+        }
+        throw error;
+      }
+      await actors.ask(ORGANIZATION_KIND, org_id, { op: 'add_member', user_id, role: 'member' });
+      if (!active) await deactivatePlatformUser(org_id, user_id);
+      const user = await askDirectory<ScimUserRecord>(org_id, { op: 'user-activate', scim_id, active });
+      const view = scimUserView(user, baseUrl(request, config.publicBaseUrl));
+      reply.header('location', (view.meta as { location: string }).location);
+      return scimSend(reply, 201, view);
+    });
+
+    scim.get<{ Params: Static<typeof ScimIdParams> }>('/Users/:id', {
+      ...userRoute,
+      schema: { tags: ['scim'], summary: 'One user of the organization.', security: bearerSecurity, params: ScimIdParams, response: { 200: ScimUserSchema, ...scimErrorResponses(401, 404, 429, 503) } },
+    }, async (request, reply) => {
+      const { org_id } = callerOf(request);
+      const user = await askDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
+      return scimSend(reply, 200, scimUserView(user, baseUrl(request, config.publicBaseUrl)));
+    });
+
+    /** Ban through the admin path's `ban` message: every token of the user dies at once. Idempotent. */
+    async function deactivatePlatformUser(org_id: string, user_id: string): Promise<void> {
+      try {
+        const result = await actors.ask<{ changed: boolean; sync: SummarySync | null }>(USER_KIND, user_id, {
+          op: 'ban',
+          reason: DEACTIVATION_REASON,
+          banned_by: `scim:${org_id}`,
+        });
+        await applySync(result.sync);
+      } catch (error) {
+        if (!(isServiceError(error) && error.code === 'not_found')) throw error; // a deleted platform user has no access to cut
+      }
+    }
+
+    async function applyChange(org_id: string, scim_id: string, change: ScimChange): Promise<ScimUserRecord> {
+      const result = await askDirectory<ScimUpdateReply>(org_id, { op: 'user-update', scim_id, ...change });
+      if (result.deactivated) await deactivatePlatformUser(org_id, result.user.user_id);
+      if (result.displayName_changed && result.user.displayName !== null) {
+        try {
+          const patched = await actors.ask<{ sync: SummarySync | null }>(USER_KIND, result.user.user_id, {
+            op: 'admin-patch',
+            patch: { display_name: result.user.displayName.slice(0, 100) },
+          });
+          await applySync(patched.sync);
+        } catch (error) {
+          if (!(isServiceError(error) && error.code === 'not_found')) throw error;
+        }
+      }
+      return result.user;
+    }
+
+    scim.patch<{ Params: Static<typeof ScimIdParams>; Body: Static<typeof PatchBody> }>('/Users/:id', {
+      ...userRoute,
+      schema: {
+        tags: ['scim'],
+        summary: 'Deactivate (active false) and/or change displayName; any other operation is refused and nothing is applied.',
+        security: bearerSecurity,
+        params: ScimIdParams,
+        body: PatchBody,
+        response: { 200: ScimUserSchema, ...scimErrorResponses(400, 401, 404, 413, 415, 429, 503) },
+      },
+    }, async (request, reply) => {
+      const { org_id } = callerOf(request);
+      const change = parsePatch(request.body);
+      const user = await applyChange(org_id, request.params.id, change);
+      return scimSend(reply, 200, scimUserView(user, baseUrl(request, config.publicBaseUrl)));
+    });
+
+    scim.put<{ Params: Static<typeof ScimIdParams>; Body: Static<typeof ScimUserBody> }>('/Users/:id', {
+      ...userRoute,
+      schema: {
+        tags: ['scim'],
+        summary: 'Replace: active false deactivates, displayName is applied; userName cannot change; other attributes are ignored.',
+        security: bearerSecurity,
+        params: ScimIdParams,
+        body: ScimUserBody,
+        response: { 200: ScimUserSchema, ...scimErrorResponses(400, 401, 404, 413, 415, 429, 503) },
+      },
+    }, async (request, reply) => {
+      const { org_id } = callerOf(request);
+      const attributes = scimAttributes(request.body);
+      const current = await askDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
+      if (attributes.userName.toLowerCase() !== current.userName.toLowerCase()) {
+        throw scimBadRequest('mutability', 'userName cannot be changed.');
+      }
+      const fields = lowerKeys(request.body as Record<string, unknown>);
+      const change: ScimChange = {};
+      // An absent active leaves the user as it is; true keeps an active user active.
+      if (fields.get('active') !== undefined && fields.get('active') !== null) change.active = attributes.active;
+      if (attributes.displayName !== null) change.displayName = attributes.displayName;
+      const user = await applyChange(org_id, request.params.id, change);
+      return scimSend(reply, 200, scimUserView(user, baseUrl(request, config.publicBaseUrl)));
+    });
+
+    scim.delete<{ Params: Static<typeof ScimIdParams> }>('/Users/:id', {
+      ...userRoute,
+      schema: {
+        tags: ['scim'],
+        summary: 'Deprovision: the user leaves the organization, the platform account is deleted, the SCIM record removed.',
+        security: bearerSecurity,
+        params: ScimIdParams,
+        response: { 204: Type.Null(), ...scimErrorResponses(401, 404, 429, 503) },
+      },
+    }, async (request, reply) => {
+      const { org_id } = callerOf(request);
+      const user = await askDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
+      // Each step is idempotent: a retried DELETE after a crash finishes the job.
+      await actors.ask(ORGANIZATION_KIND, org_id, { op: 'remove_member', user_id: user.user_id });
+      try {
+        const deleted = await actors.ask<{ sync: SummarySync }>(USER_KIND, user.user_id, { op: 'admin-delete' });
+        await applySync(deleted.sync);
+      } catch (error) {
+        if (!(isServiceError(error) && error.code === 'not_found')) throw error;
+      }
+      await askDirectory(org_id, { op: 'user-delete', scim_id: user.id });
+      return reply.code(204).send();
+    });
+  }, { prefix: '/scim/v2' });
+}
+
+function scimBadRequestConflict(detail: string): ServiceError {
+  return new ServiceError('conflict', detail, { details: { scimType: 'uniqueness' } });
+}
