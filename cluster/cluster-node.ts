@@ -183,7 +183,10 @@ export class ClusterNode {
       this.leadership.setElectionsEnabled(false);
       await this.membership.setDraining();
       const deadline = performance.now() + timeoutMs;
+      const othersCanTakeOver = () => [...this.membership.members().values()].some((m) => m.node_id !== this.nodeId && !m.draining);
       while (this.replicator.ledPartitions().length > 0 && performance.now() < deadline) {
+        // The last node standing has nobody to hand over to: stop at once, its data stays on disk.
+        if (!othersCanTakeOver()) break;
         this.reconcile();
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -122,8 +122,13 @@ export class Membership extends EventEmitter {
       const sentAt = this.firedAt.shift();
       if (sentAt !== undefined) this.validUntil = Math.max(this.validUntil, sentAt + this.ttlSeconds * 1000 * 0.9);
     });
+    // A new or failed keep-alive stream: requests sent on the old one will never
+    // be answered; dropping their times keeps the queue aligned with answers.
     lease.on('keepaliveFailed', () => {
-      this.firedAt.shift();
+      this.firedAt = [];
+    });
+    lease.on('keepaliveEstablished', () => {
+      this.firedAt = [];
     });
     lease.on('lost', (error: unknown) => {
       if (this.lease !== lease) return;

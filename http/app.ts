@@ -58,7 +58,9 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger)
 
   const debugEnabled = (logger as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('debug') ?? true;
   app.addHook('onResponse', (request, reply, done) => {
-    if (reply.statusCode >= 500) request.log.error({ status: reply.statusCode, url: request.url, method: request.method }, 'request failed');
+    // A 503 is the service saying "not now" (readiness, overload, failover), not a fault: a warning.
+    if (reply.statusCode === 503) request.log.warn({ status: reply.statusCode, url: request.url, method: request.method }, 'request refused: unavailable');
+    else if (reply.statusCode >= 500) request.log.error({ status: reply.statusCode, url: request.url, method: request.method }, 'request failed');
     else if (debugEnabled) request.log.debug({ status: reply.statusCode, url: request.url, method: request.method, ms: reply.elapsedTime }, 'request');
     done();
   });

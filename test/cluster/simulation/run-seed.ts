@@ -1,0 +1,229 @@
+import { Checker, InvariantViolation } from './checker.js';
+import { Client, sendToNode } from './client.js';
+import { DurableStore } from './durable-store.js';
+import { FakeEtcd } from './fake-etcd.js';
+import type { SimBug, SimConfig } from './messages.js';
+import { Network } from './network.js';
+import { Rng } from './prng.js';
+import { Scheduler } from './scheduler.js';
+import { keys, SimNode, type World } from './sim-node.js';
+
+/**
+ * One seeded run: three nodes (a fourth, maybe a fifth, join later), clients
+ * writing and reading counters, and faults — crashes, pauses (SIGSTOP),
+ * link cuts and stalls, failed store commits — for `faultMs`; then every fault heals
+ * and each partition must get a leader and take a write within `livenessMs`.
+ * Every random choice comes from the seed.
+ */
+export interface RunOptions {
+  seed: number;
+  faultMs?: number;
+  livenessMs?: number;
+  bug?: SimBug;
+  clients?: number;
+  /** Default: 2 or 3, chosen by the seed. */
+  replicationFactor?: number;
+  partitions?: number;
+}
+
+export interface RunStats {
+  leaderChanges: number;
+  acknowledged: number;
+  reads: number;
+  crashes: number;
+  pauses: number;
+  cuts: number;
+  stalls: number;
+  storeFailures: number;
+  events: number;
+}
+
+export interface RunResult {
+  seed: number;
+  ok: boolean;
+  /** The violation, with `SIM_SEED=<seed>` and the tail of the event trace. */
+  error?: string;
+  stats: RunStats;
+}
+
+export const DEFAULT_CONFIG: SimConfig = {
+  partitions: 4,
+  replicationFactor: 2,
+  leaseTtlMs: 2000,
+  keepaliveMs: 666,
+  electionStepMs: 150,
+  tickMs: 50,
+  reconcileMs: 200,
+  replicationTimeoutMs: 1000,
+};
+
+export function runSeed(options: RunOptions): RunResult {
+  const { seed } = options;
+  const faultMs = options.faultMs ?? 20_000;
+  const livenessMs = options.livenessMs ?? 5_000;
+  const sched = new Scheduler();
+  const rng = new Rng(seed);
+  const config: SimConfig = {
+    ...DEFAULT_CONFIG,
+    partitions: options.partitions ?? DEFAULT_CONFIG.partitions,
+    replicationFactor: options.replicationFactor ?? rng.int(2, 3),
+    bug: options.bug,
+  };
+  const etcd = new FakeEtcd(sched, rng, 15);
+  const net = new Network(sched, rng, 1, 5);
+  const checker = new Checker(sched, etcd, (p) => keys.leader(p));
+  const nodes = new Map<string, SimNode>();
+  const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, storeFailures: 0, events: 0 };
+  let faults = true;
+  let storeFailRate = 0.002;
+
+  const world: World = {
+    sched,
+    rng,
+    etcd,
+    net,
+    config,
+    checker,
+    node: (id) => nodes.get(id),
+    nodeIds: () => [...nodes.keys()],
+    storeFailRate: () => (faults ? storeFailRate : 0),
+    onCrash: (id, reason) => {
+      if (reason === 'store commit failed') stats.storeFailures++;
+      else stats.crashes++;
+      // A crashed node comes back after a while (at the latest when the faults stop).
+      if (faults) sched.after(rng.int(300, 3000), () => nodes.get(id)?.start());
+    },
+  };
+  net.onStreamBroken = (node, peer) => {
+    const n = nodes.get(node);
+    if (n && n.status !== 'down') n.post(n.incarnation, () => n.onStreamClosed(peer));
+  };
+
+  const addNode = (id: string) => {
+    const node = new SimNode(id, world, new DurableStore((p, state) => checker.onDurable(id, p, state.version, state.data)));
+    nodes.set(id, node);
+    node.start();
+  };
+  for (const id of ['n1', 'n2', 'n3']) sched.at(rng.int(0, 30), () => addNode(id));
+  sched.at(rng.int(2000, Math.max(2001, faultMs - 5000)), () => addNode('n4'));
+  if (rng.chance(0.5)) sched.at(rng.int(4000, Math.max(4001, faultMs - 3000)), () => addNode('n5'));
+
+  const started = () => [...nodes.values()];
+  const loop = (mean: number, fault: () => void) => {
+    const next = () => {
+      if (!faults) return;
+      fault();
+      sched.after(rng.exp(mean), next);
+    };
+    sched.after(rng.exp(mean), next);
+  };
+  // Crashes and pauses strike at a random instant, or half of the time right after the node ships
+  // its next entry (mid-replication, where the interesting races are).
+  const strike = (node: SimNode, fault: () => void) => {
+    if (rng.chance(0.5)) fault();
+    else node.onNextAppend = () => sched.after(rng.int(0, 2), () => faults && fault());
+  };
+  loop(2500, () => {
+    const targets = started().filter((n) => n.status !== 'down');
+    if (targets.length === 0) return;
+    const node = rng.pick(targets);
+    strike(node, () => node.crash());
+  });
+  loop(3000, () => {
+    const targets = started().filter((n) => n.status === 'up');
+    if (targets.length === 0) return;
+    const node = rng.pick(targets);
+    strike(node, () => {
+      if (node.status !== 'up') return;
+      node.pause();
+      stats.pauses++;
+      sched.after(rng.int(100, 3500), () => node.resume());
+    });
+  });
+  loop(1200, () => {
+    const ids = [...nodes.keys()];
+    if (ids.length < 2) return;
+    const a = rng.pick(ids);
+    const b = rng.pick(ids.filter((id) => id !== a));
+    net.cut(a, b);
+    stats.cuts++;
+    sched.after(rng.int(50, 2500), () => net.heal(a, b));
+  });
+
+  loop(2500, () => {
+    const ids = [...nodes.keys()];
+    if (ids.length < 2) return;
+    const a = rng.pick(ids);
+    const b = rng.pick(ids.filter((id) => id !== a));
+    net.stall(a, b, rng.int(50, 3000));
+    stats.stalls++;
+  });
+
+  const clientCount = options.clients ?? 3;
+  const counters = ['x', 'y'];
+  let clientsActive = true;
+  for (let i = 0; i < clientCount; i++) new Client(world, () => clientsActive, counters).start();
+
+  // Liveness: once the faults stop, each partition must get a leader and take a write.
+  const written = new Set<number>();
+  const probe = () => {
+    for (let p = 0; p < config.partitions; p++) {
+      if (written.has(p)) continue;
+      const kv = etcd.get(keys.leader(p));
+      if (!kv) continue;
+      sendToNode(world, kv.value, { op: 'inc', partition: p, counter: 'live', issuedAt: sched.now }, (reply) => {
+        if (reply.ok) written.add(p);
+      });
+    }
+    if (written.size < config.partitions) sched.after(100, probe);
+  };
+  sched.at(faultMs, () => {
+    faults = false;
+    storeFailRate = 0;
+    sched.trace('faults stop: heal, resume, restart');
+    for (const [a, b] of net.cutLinks()) net.heal(a, b);
+    net.unstallAll();
+    for (const node of started()) {
+      if (node.status === 'paused') node.resume();
+      else if (node.status === 'down') node.start();
+    }
+    probe();
+  });
+
+  let error: string | undefined;
+  try {
+    sched.runUntil(faultMs + livenessMs);
+    clientsActive = false;
+    if (written.size < config.partitions) {
+      const missing: string[] = [];
+      for (let p = 0; p < config.partitions; p++) {
+        if (written.has(p)) continue;
+        const leader = etcd.get(keys.leader(p));
+        const isr = etcd.get(keys.isr(p));
+        missing.push(`p${p} (leader ${leader ? `${leader.value}@${leader.createRevision}` : 'none'}, isr ${isr?.value ?? 'none'})`);
+      }
+      const nodeLines = [...nodes.values()].map((n) => `  ${n.describe()}`).join('\n');
+      throw new InvariantViolation(`liveness: ${livenessMs}ms after the faults stopped, no write succeeded on ${missing.join(', ')}\n${nodeLines}`);
+    }
+    // Every observed value is still there on the partition's leader.
+    for (const node of nodes.values()) {
+      for (let p = 0; p < config.partitions; p++) {
+        const led = node.serving(p);
+        if (!led) continue;
+        for (const counter of counters) {
+          const have = node.counterValue(led, p, counter);
+          const seen = checker.observed(p, counter)?.value ?? 0;
+          if (have < seen) throw new InvariantViolation(`acknowledged write lost at the end: ${node.id} leads p${p} with ${counter}=${have} < ${seen}`);
+        }
+      }
+    }
+  } catch (caught) {
+    if (!(caught instanceof InvariantViolation)) throw caught;
+    error = [`SIM_SEED=${seed}: ${caught.message}`, `at ${sched.now}ms; last events:`, ...sched.traceTail().map((l) => `  ${l}`)].join('\n');
+  }
+  stats.leaderChanges = checker.leaderChanges;
+  stats.acknowledged = checker.acknowledged;
+  stats.reads = checker.reads;
+  stats.events = sched.eventsRun;
+  return { seed, ok: error === undefined, error, stats };
+}
