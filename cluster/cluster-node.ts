@@ -105,6 +105,7 @@ export class ClusterNode {
       logger,
       observer: options.observer,
       initialPartitions: 'none',
+      partitionGate: (p) => this.replicator.isLeading(p) && this.leadership.heldEpoch(p) !== undefined,
       remoteDelivery: (kind, key, message, messageId) => this.router.deliver(kind, key, message, messageId),
     });
     for (const definition of options.actors) this.runtime.register(definition);

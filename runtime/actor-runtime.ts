@@ -68,6 +68,14 @@ export interface ActorRuntimeOptions {
    */
   initialPartitions?: 'all' | 'none';
   remoteDelivery?: RemoteDelivery;
+  /**
+   * Cluster: may turns of partition p run now? Checked before each batch: a
+   * node that lost p's leadership must not run messages still queued there
+   * (after a failed commit the actor is reloaded from a local store that may
+   * hold an unreplicated write). Refused messages fail with not_leader,
+   * which is safe to retry: they did not run.
+   */
+  partitionGate?: (p: number) => boolean;
 }
 
 /**
@@ -111,6 +119,7 @@ export class ActorRuntime implements ActorClient {
   private readonly owned: Uint8Array;
   private readonly initialPartitions: 'all' | 'none';
   private readonly remoteDelivery?: RemoteDelivery;
+  private readonly partitionGate?: (p: number) => boolean;
   /** Called whenever a batch finishes: closePartition() waits on it for the partition to go quiet. */
   private batchWaiters: (() => void)[] = [];
 
@@ -125,6 +134,7 @@ export class ActorRuntime implements ActorClient {
     this.owned = new Uint8Array(this.partitionCount);
     this.initialPartitions = options.initialPartitions ?? 'all';
     this.remoteDelivery = options.remoteDelivery;
+    this.partitionGate = options.partitionGate;
   }
 
   register(definition: ActorDefinition): this {
@@ -366,6 +376,11 @@ export class ActorRuntime implements ActorClient {
     const { definition, partition, kind, key } = activation;
     const started_ms = performance.now();
     const batch = activation.mailbox.take(this.limits.turn_batch_messages_max);
+    if (this.partitionGate && !this.partitionGate(partition)) {
+      const refusal = new ServiceError('not_leader', 'This node no longer serves that partition.', { retryAfterSeconds: 1 });
+      this.finishBatch(activation, batch.map((envelope) => ({ envelope, ok: false, value: refusal })), [], [], [], false);
+      return;
+    }
     const ops: WriteOp[] = [];
     const outcomes: Outcome[] = [];
     const alarmChanges: AppliedAlarmChange[] = [];

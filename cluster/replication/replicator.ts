@@ -204,11 +204,19 @@ export class Replicator {
   }
 
   private settle(led: LedPartition, seqs: number[]): void {
+    if (seqs.length === 0) return;
+    // A leader that resumes after a pause may process acknowledgements before
+    // it notices its lease is gone; by then a newer leader may have answered
+    // later writes. Acknowledging now would move fence tokens backwards in
+    // the clients' eyes (found by the seeded simulation): the outcome is
+    // unknown instead.
+    const stillLeading = this.ports.heldEpoch(led.log.partition) === led.epoch;
     for (const seq of seqs) {
       const waiter = led.waiters.get(seq);
       if (!waiter) continue;
       led.waiters.delete(seq);
-      waiter.resolve();
+      if (stillLeading) waiter.resolve();
+      else waiter.reject(new ServiceError('partition_unavailable', 'The partition changed leader while this change was being replicated; its outcome is unknown.', { retryAfterSeconds: 1 }));
     }
   }
 
@@ -293,6 +301,8 @@ export class Replicator {
     const led = this.led.get(reply.partition);
     if (!led || !led.log.followers.has(node)) return;
     if (reply.t === 'ack') {
+      // An acknowledgement sent to an earlier leadership of this node (an old stream) says nothing about this log.
+      if (reply.epoch !== led.epoch) return;
       this.settle(led, led.log.acked(node, reply.seq));
       if (led.log.followers.get(node)?.mode === 'catching_up' && led.log.isCaughtUp(node)) void this.changeInSync(led, node, 'add');
     } else if (reply.t === 'mismatch') {
@@ -419,9 +429,10 @@ export class Replicator {
   /** Applies frames in order with as few commits as possible; returns each frame's replies (acks after the commit). */
   private async applyMessages(frames: ReplicateMessage[][]): Promise<ReplicateReply[][]> {
     const frameReplies: ReplicateReply[][] = [];
-    const frameAcks: Map<number, number>[] = [];
+    /** Per frame: partition -> [seq, epoch of the leader acknowledged]. */
+    const frameAcks: Map<number, [number, number]>[] = [];
     let replies: ReplicateReply[] = [];
-    let acks = new Map<number, number>();
+    let acks = new Map<number, [number, number]>();
     let ops: WriteOp[] = [];
     const versions = new Map<number, PartitionVersion>();
     const flush = async () => {
@@ -452,7 +463,7 @@ export class Replicator {
 
     for (const messages of frames) {
       replies = [];
-      acks = new Map<number, number>();
+      acks = new Map<number, [number, number]>();
       frameReplies.push(replies);
       frameAcks.push(acks);
       for (const message of messages) {
@@ -466,7 +477,7 @@ export class Replicator {
             if (decision.kind === 'apply') {
               for (const op of message.entry.ops) ops.push(op);
               setVersion(p, decision.version);
-              acks.set(p, decision.version.seq);
+              acks.set(p, [decision.version.seq, epoch]);
             } else if (decision.kind === 'stale_leader') replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
             else {
               this.awaitingSnapshot.add(p);
@@ -480,7 +491,7 @@ export class Replicator {
             else if (version.epoch === message.at.epoch && version.seq === message.at.seq) {
               this.awaitingSnapshot.delete(p);
               setVersion(p, fenceAt(version, epoch));
-              acks.set(p, version.seq);
+              acks.set(p, [version.seq, epoch]);
             } else {
               this.awaitingSnapshot.add(p);
               replies.push({ t: 'mismatch', partition: p, seq: version.seq });
@@ -510,7 +521,7 @@ export class Replicator {
             const decision = decideSnapshot(versionOf(p), epoch, message.at);
             if (decision.kind === 'apply') {
               setVersion(p, decision.version);
-              acks.set(p, decision.version.seq);
+              acks.set(p, [decision.version.seq, epoch]);
             } else replies.push({ t: 'stale_leader', partition: p, fence: decision.fence });
             break;
           }
@@ -519,7 +530,7 @@ export class Replicator {
     }
     await flush();
     frameAcks.forEach((frameAck, i) => {
-      for (const [partition, seq] of frameAck) frameReplies[i].push({ t: 'ack', partition, seq });
+      for (const [partition, [seq, epoch]] of frameAck) frameReplies[i].push({ t: 'ack', partition, seq, epoch });
     });
     return frameReplies;
   }

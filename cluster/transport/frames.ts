@@ -47,6 +47,7 @@ export type ReplicateMessage =
 
 /** Follower -> leader. */
 export type ReplicateReply =
-  | { t: 'ack'; partition: number; seq: number }
+  /** `epoch`: the leader epoch of the message acknowledged, so a leader ignores acks meant for an earlier leadership of its own. */
+  | { t: 'ack'; partition: number; seq: number; epoch: number }
   | { t: 'stale_leader'; partition: number; fence: number }
   | { t: 'mismatch'; partition: number; seq: number };
