@@ -258,3 +258,65 @@ describe('cluster: join a fourth node and drain one while reads run', () => {
     }
   }, 120_000);
 });
+
+describe('cluster: a lagging follower', () => {
+  let cluster: ClusterHandle;
+  beforeAll(async () => {
+    cluster = await startCluster({ nodes: 3, replicationFactor: 2, partitions: PARTITIONS, leaseTtlSeconds: 2, env: { REPLICATION_TIMEOUT_MS: '500' } });
+  }, 60_000);
+  afterAll(async ({}, suite) => cluster?.stop(suite));
+
+  it('leaves the in-sync set instead of stalling writes, catches up, and can take over with every write', async () => {
+    const first = cluster.nodes[0].url;
+    const { token, userId } = await registerUser(first, 'lagger');
+    const status = (await clusterStatus(first))!;
+    const p = partitionOf(LOCK_KIND, lockActorKey(userId, 'lag', 'l0'), PARTITIONS);
+    const [leaderId, followerId] = status.partitions[p].isr;
+    expect(followerId).toBeDefined();
+    const leader = cluster.nodes.find((n) => n.nodeId === leaderId)!;
+    const follower = cluster.nodes.find((n) => n.nodeId === followerId)!;
+    // Keys of that same partition.
+    const keys: string[] = [];
+    for (let i = 0; keys.length < 6; i++) if (partitionOf(LOCK_KIND, lockActorKey(userId, 'lag', `l${i}`), PARTITIONS) === p) keys.push(`l${i}`);
+
+    await follower.kill('SIGSTOP');
+    const started = Date.now();
+    const taken = new Map<string, { lock_id: string; fence_token: number }>();
+    for (const key of keys) {
+      const reply = await call(leader.url, 'POST', lockPath('lag', key), token, { owner_id: 'writer', ttl_seconds: 600 });
+      expect(reply.status).toBe(200);
+      taken.set(key, reply.body);
+    }
+    // One replication timeout for the first write, then no wait at all.
+    expect(Date.now() - started).toBeLessThan(4_000);
+    const shrunk = (await clusterStatus(leader.url))!.partitions[p].isr;
+    expect(shrunk).not.toContain(followerId);
+
+    await follower.kill('SIGCONT');
+    const deadline = Date.now() + 20_000;
+    let isr: string[] = [];
+    while (Date.now() < deadline) {
+      isr = (await clusterStatus(leader.url))?.partitions[p].isr ?? [];
+      if (isr.includes(followerId)) break;
+      await sleep(100);
+    }
+    expect(isr).toContain(followerId);
+
+    // The caught-up follower is now the only other in-sync replica: kill the leader and read everything back.
+    await leader.kill('SIGKILL');
+    for (const [key, lock] of taken) {
+      const reply = await call(follower.url, 'GET', lockPath('lag', key), token);
+      expect(reply.status).toBe(200);
+      expect(reply.body).toMatchObject({ is_locked: true, lock_id: lock.lock_id, fence_token: lock.fence_token });
+    }
+    expect((await clusterStatus(follower.url))!.partitions[p].leader).toBe(followerId);
+  }, 90_000);
+
+  it('exports cluster metrics', async () => {
+    const live = cluster.nodes.find((n) => n.alive)!;
+    const metrics = await fetch(`${live.url}/metrics`).then((r) => r.text());
+    for (const name of ['cluster_partitions_led', 'cluster_leadership_changes_total', 'cluster_forwarded_requests_total', 'cluster_replication_lag_entries', 'cluster_partition_moves_total']) {
+      expect(metrics).toContain(name);
+    }
+  });
+});
