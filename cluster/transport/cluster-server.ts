@@ -32,10 +32,32 @@ export class ClusterServer {
 
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(error) : resolve(bound),
-      );
+      this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+        if (error) {
+          reject(error);
+          return;
+        }
+        this.disableNagle();
+        resolve(bound);
+      });
     });
+  }
+
+  /**
+   * grpc-js sets TCP_NODELAY on client sockets but not on the server's. With
+   * many small frames in flight (acknowledgements, forwarded replies), Nagle's
+   * algorithm may then hold a reply until the peer's delayed ACK (up to 40 ms
+   * on Linux). grpc-js has no option for it, so reach its http2 servers (a
+   * private field; if it disappears in a future version this logs a warning
+   * and does nothing).
+   */
+  private disableNagle(): void {
+    const servers = (this.server as unknown as { http2Servers?: Map<import('node:net').Server, unknown> }).http2Servers;
+    if (!(servers instanceof Map)) {
+      this.logger.warn({}, 'grpc-js internals changed: cannot disable Nagle on cluster server sockets');
+      return;
+    }
+    for (const server of servers.keys()) server.on('connection', (socket: import('node:net').Socket) => socket.setNoDelay(true));
   }
 
   async close(): Promise<void> {
