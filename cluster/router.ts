@@ -1,4 +1,4 @@
-import { partitionOf, ServiceError, type ActorClient, type ActorRuntime, type RuntimeLogger } from '../runtime/index.js';
+import { partitionOf, ServiceError, type ActorClient, type ActorRuntime, type AskOptions, type RuntimeLogger } from '../runtime/index.js';
 import type { Leadership } from './leadership.js';
 import type { PeerDirectory } from './peer-directory.js';
 import { PeerUnreachable } from './transport/peer.js';
@@ -16,8 +16,12 @@ export interface RouterOptions {
   onForward?: () => void;
 }
 
-function retryable(error: unknown): boolean {
-  if (error instanceof PeerUnreachable) return error.unsent;
+/** The leader changed while a read-only message was pending there: ask the new one. */
+class LeaderChanged extends Error {}
+
+function retryable(error: unknown, readOnly: boolean): boolean {
+  if (error instanceof LeaderChanged) return true;
+  if (error instanceof PeerUnreachable) return readOnly || error.unsent;
   return error instanceof ServiceError && error.code === 'not_leader';
 }
 
@@ -32,15 +36,16 @@ function retryable(error: unknown): boolean {
 export class ClusterRouter implements ActorClient {
   constructor(private readonly options: RouterOptions) {}
 
-  ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply> {
+  ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply> {
     const p = partitionOf(kind, key, this.options.runtime.partitionCount);
+    const readOnly = options?.readOnly === true;
     if (this.options.serving(p)) {
       return this.options.runtime.ask<Reply>(kind, key, message).catch((error: unknown) => {
-        if (!retryable(error)) throw error;
-        return this.route(p, kind, key, message, undefined) as Promise<Reply>;
+        if (!retryable(error, readOnly)) throw error;
+        return this.route(p, kind, key, message, undefined, readOnly) as Promise<Reply>;
       });
     }
-    return this.route(p, kind, key, message, undefined) as Promise<Reply>;
+    return this.route(p, kind, key, message, undefined, readOnly) as Promise<Reply>;
   }
 
   tell(kind: string, key: string, message: unknown): void {
@@ -50,10 +55,10 @@ export class ClusterRouter implements ActorClient {
   /** Outbox delivery to a partition this node does not serve (RemoteDelivery of the runtime). */
   deliver(kind: string, key: string, message: unknown, messageId: string): Promise<void> {
     const p = partitionOf(kind, key, this.options.runtime.partitionCount);
-    return this.route(p, kind, key, message, messageId).then(() => undefined);
+    return this.route(p, kind, key, message, messageId, false).then(() => undefined);
   }
 
-  private async route(p: number, kind: string, key: string, message: unknown, messageId: string | undefined): Promise<unknown> {
+  private async route(p: number, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean): Promise<unknown> {
     const { leadership, runtime, peers, selfId } = this.options;
     const deadline = performance.now() + this.options.deadlineMs;
     let delay = 10;
@@ -67,10 +72,11 @@ export class ClusterRouter implements ActorClient {
         } else if (leader) {
           const peer = peers.get(leader.node_id, leader.grpc_address);
           this.options.onForward?.();
-          return await peer.forward(kind, key, message, messageId);
+          const reply = peer.forward(kind, key, message, messageId);
+          return await (readOnly ? this.unlessLeaderChanges(p, leader.epoch, reply) : reply);
         }
       } catch (error) {
-        if (!retryable(error)) throw error;
+        if (!retryable(error, readOnly)) throw error;
       }
       const now = performance.now();
       if (now >= deadline) {
@@ -79,6 +85,33 @@ export class ClusterRouter implements ActorClient {
       await this.waitForChange(p, Math.min(delay, deadline - now));
       delay = Math.min(delay * 2, 250);
     }
+  }
+
+  /**
+   * The reply, or LeaderChanged as soon as p gets another leader while it is
+   * pending (a leader paused without a crash holds its connection open: a
+   * read sent to it would otherwise wait for its reply timeout).
+   */
+  private unlessLeaderChanges(p: number, epoch: number, reply: Promise<unknown>): Promise<unknown> {
+    const { leadership } = this.options;
+    return new Promise((resolve, reject) => {
+      const onChange = (changed: number) => {
+        if (changed !== p || leadership.leaderOf(p)?.epoch === epoch) return;
+        leadership.off('changed', onChange);
+        reject(new LeaderChanged());
+      };
+      leadership.on('changed', onChange);
+      reply.then(
+        (value) => {
+          leadership.off('changed', onChange);
+          resolve(value);
+        },
+        (error: unknown) => {
+          leadership.off('changed', onChange);
+          reject(error);
+        },
+      );
+    });
   }
 
   /** Resolves when p's leader changes or after `ms`, whichever comes first. */

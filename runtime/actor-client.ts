@@ -4,6 +4,16 @@
  * forwarding to the partition's leader. http/ depends on this, nothing more.
  */
 export interface ActorClient {
-  ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply>;
+  ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply>;
   tell(kind: string, key: string, message: unknown): void;
+}
+
+export interface AskOptions {
+  /**
+   * The message changes nothing (a read), or sending it twice is the same as
+   * once. In a cluster it may then be sent
+   * again when its first delivery's outcome is unknown (the leader changed or
+   * its connection broke while it was pending): a write could not be.
+   */
+  readOnly?: boolean;
 }

@@ -1,5 +1,5 @@
 /** The public surface of the runtime. Sibling layers import from here only. */
-export type { ActorClient } from './actor-client.js';
+export type { ActorClient, AskOptions } from './actor-client.js';
 export { ActorRuntime, type ActorRuntimeOptions, type PublishedEvent, type RemoteDelivery } from './actor-runtime.js';
 export { keys as storageKeys } from './storage-keys.js';
 export {

@@ -82,8 +82,12 @@ export class LeaderLog {
     return this.settle();
   }
 
-  /** Starts shipping to a follower that is not in sync yet (it gets a snapshot first). */
-  addCatchingUp(node: string, acked = 0): void {
+  /**
+   * Starts shipping to a follower that is not in sync yet (a probe, then a
+   * snapshot if its log differs). `acked` -1: nothing confirmed yet, so it
+   * cannot count as caught up before it answers, even when the log is empty.
+   */
+  addCatchingUp(node: string, acked = -1): void {
     this.followers.set(node, { mode: 'catching_up', acked });
   }
 
@@ -94,7 +98,7 @@ export class LeaderLog {
    */
   isCaughtUp(node: string): boolean {
     const progress = this.followers.get(node);
-    return progress !== undefined && progress.acked >= this.lastSeq;
+    return progress !== undefined && progress.acked >= 0 && progress.acked >= this.lastSeq;
   }
 
   markInSync(node: string): void {
@@ -140,7 +144,7 @@ export class LeaderLog {
   /** Entries not yet acknowledged by each follower. */
   lag(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const [node, p] of this.followers) out[node] = Math.max(0, this.lastSeq - p.acked);
+    for (const [node, p] of this.followers) out[node] = Math.max(0, this.lastSeq - Math.max(0, p.acked));
     return out;
   }
 

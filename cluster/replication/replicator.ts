@@ -262,9 +262,12 @@ export class Replicator {
         led.sessions.delete(node);
       }
     }
-    // Catching-up followers whose stream broke: probe again on a fresh stream.
     for (const [node, session] of led.sessions) {
-      if (session.stage === 'streaming' && session.stream?.closed && led.log.followers.get(node)?.mode === 'catching_up') this.probe(led, node);
+      if (led.log.followers.get(node)?.mode !== 'catching_up') continue;
+      // Its stream broke or never opened (the member was not known yet): probe again on a fresh one.
+      if (session.stage === 'streaming' && (!session.stream || session.stream.closed)) this.probe(led, node);
+      // Caught up, but the in-sync change was skipped (another was in flight) and no write came since: retry it.
+      else if (led.log.isCaughtUp(node)) void this.changeInSync(led, node, 'add');
     }
   }
 

@@ -29,7 +29,7 @@ async function authenticateApiKey(services: AppServices, token: string): Promise
   let key: VerifiedKey;
   try {
     key = await services.actors.ask<VerifiedKey>(API_KEY_KIND, parsed.api_key_id, { op: 'verify', key_hash: parsed.key_hash });
-    user = await services.actors.ask<PublicUser>(USER_KIND, key.user_id, { op: 'get' });
+    user = await services.actors.ask<PublicUser>(USER_KIND, key.user_id, { op: 'get' }, { readOnly: true });
   } catch (error) {
     if (error instanceof ServiceError && (error.code === 'unauthorized' || error.code === 'not_found')) {
       throw new ServiceError('unauthorized', API_KEY_REJECTED);
@@ -63,7 +63,7 @@ function isClientAccessToken(services: AppServices, token: string): boolean {
 async function authenticateOAuthClient(services: AppServices, token: string, request: FastifyRequest): Promise<Principal> {
   const claims = await oauthTokens(services.tokens).verifyClientAccessToken(token);
   try {
-    await services.actors.ask(OAUTH_CLIENT_KIND, claims.client_id, { op: 'get' });
+    await services.actors.ask(OAUTH_CLIENT_KIND, claims.client_id, { op: 'get' }, { readOnly: true });
   } catch (error) {
     if (error instanceof ServiceError && error.code === 'not_found') throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
     throw error;
@@ -122,7 +122,7 @@ export function bearerAuthentication(services: AppServices) {
     if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(request.routeOptions.url ?? request.url, request.method))) {
       throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
     }
-    const session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid });
+    const session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid }, { readOnly: true });
     const principal: Principal = {
       user_id: session.user_id,
       session_id: session.session_id,

@@ -78,7 +78,8 @@ export function lockRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const path = '/api/v1/distributed-state/:namespace/:key/lock';
   const ask = (tenant: string, params: LockParams, message: LockMessage) =>
-    services.actors.ask<LockView>(LOCK_KIND, lockActorKey(tenant, params.namespace, params.key), message);
+    // A status read is safe to send again if its first delivery's outcome is unknown (cluster failover).
+    services.actors.ask<LockView>(LOCK_KIND, lockActorKey(tenant, params.namespace, params.key), message, { readOnly: message.op === 'status' });
 
   app.get<{ Params: LockParams }>(path, {
     onRequest: authenticate,
