@@ -247,6 +247,11 @@ export class ClusterNode {
     if (stored.partitions !== this.options.partitions) {
       throw new Error(`PARTITIONS is ${this.options.partitions} but the cluster was created with ${stored.partitions}; it cannot change`);
     }
+    if (stored.replication_factor !== this.options.cluster.replicationFactor) {
+      throw new Error(
+        `REPLICATION_FACTOR is ${this.options.cluster.replicationFactor} but the cluster was created with ${stored.replication_factor}; every node must use the same`,
+      );
+    }
   }
 
   private async onAcquired(p: number, epoch: number): Promise<void> {

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { ActorRuntime, LmdbStore, SystemClock, type ActorClient, type Clock } from '../runtime/index.js';
+import { ActorRuntime, LmdbStore, ServiceError, SystemClock, type ActorClient, type Clock } from '../runtime/index.js';
 import { allActors } from '../actors/registry.js';
 import { buildApp } from './app.js';
 import { Accounts } from './auth/accounts.js';
@@ -79,11 +79,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   }
 
   let ready = false;
-  const tokens = await TokenService.create(actors, {
-    issuer: config.issuer,
-    accessTtlSeconds: config.accessTokenTtlSeconds,
-    now: () => clock.now(),
-  });
+  const tokens = await createTokenService(actors, config, clock, logger, cluster !== undefined);
   const clusterNode = cluster;
   const services: AppServices = {
     actors,
@@ -132,4 +128,20 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
       return closing;
     },
   };
+}
+
+/**
+ * The signing key lives in an actor. In a cluster its partition may have no
+ * leader yet: after a stop of the whole cluster, only a node of its in-sync set
+ * may lead it, so this node waits (retrying) until one of them has started.
+ */
+async function createTokenService(actors: ActorClient, config: NodeConfig, clock: Clock, logger: Logger, inCluster: boolean): Promise<TokenService> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TokenService.create(actors, { issuer: config.issuer, accessTtlSeconds: config.accessTokenTtlSeconds, now: () => clock.now() });
+    } catch (error) {
+      if (!inCluster || !(error instanceof ServiceError) || error.statusCode !== 503) throw error;
+      logger.warn({ attempt, code: error.code }, 'signing key not reachable yet (its partition has no leader); waiting for the other nodes');
+    }
+  }
 }
