@@ -192,7 +192,8 @@ export class ClusterNode {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       const left = this.replicator.ledPartitions().length;
-      if (left > 0) this.options.logger.warn({ partitions: left }, 'drain timed out; the remaining partitions fail over when this node leaves');
+      if (left > 0 && !othersCanTakeOver()) this.options.logger.warn({ partitions: left }, 'no other node to hand partitions to; they stay on this node\'s disk');
+      else if (left > 0) this.options.logger.warn({ partitions: left }, 'drain timed out; the remaining partitions fail over when this node leaves');
       else this.options.logger.info({}, 'drained: every partition handed over');
     })();
     return this.drainPromise;
