@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionOf } from '../../runtime/index.js';
 import { LOCK_KIND, lockActorKey } from '../../actors/lock/actor.js';
+import { WAITING_ROOM_KIND, waitingRoomKey } from '../../actors/waiting-room/actor.js';
 import { startCluster, waitClusterSettled, waitReady, type ClusterHandle } from '../helpers/cluster.js';
 import { call, clusterStatus, lockPath, registerUser, sleep } from './support/client.js';
 
@@ -319,4 +320,45 @@ describe('cluster: a lagging follower', () => {
       expect(metrics).toContain(name);
     }
   });
+});
+
+describe('cluster: durable alarms fail over with their partition', () => {
+  let cluster: ClusterHandle;
+  beforeAll(async () => {
+    cluster = await startCluster({ nodes: 3, replicationFactor: 2, partitions: PARTITIONS, leaseTtlSeconds: 2 });
+  }, 60_000);
+  afterAll(async ({}, suite) => cluster?.stop(suite));
+
+  it("a waiting room's admission alarm keeps admitting on the new leader after its node is killed", async () => {
+    const first = cluster.nodes[0].url;
+    const { token, userId } = await registerUser(first, 'roomer');
+    // A room whose partition is led by a node other than the first, so the test can keep talking to the first.
+    let room = '';
+    let leaderId: string | null = null;
+    const status = (await clusterStatus(first))!;
+    for (let i = 0; !room; i++) {
+      const leader = status.partitions[partitionOf(WAITING_ROOM_KIND, waitingRoomKey(userId, `room${i}`), PARTITIONS)].leader;
+      if (leader && leader !== cluster.nodes[0].nodeId) {
+        room = `room${i}`;
+        leaderId = leader;
+      }
+    }
+    const created = await call(first, 'POST', '/api/v1/waiting-rooms', token, { room_id: room, capacity: 20, admission_rate: { batch_size: 1, interval_seconds: 2 } });
+    expect(created.status).toBeLessThan(300);
+    for (const member_id of ['m1', 'm2', 'm3', 'm4', 'm5', 'm6']) {
+      expect((await call(first, 'POST', `/api/v1/waiting-rooms/${room}/join`, token, { member_id })).status).toBe(200);
+    }
+    // Kill the room's leader before the first tick has admitted everyone.
+    await cluster.nodes.find((n) => n.nodeId === leaderId)!.kill('SIGKILL');
+    const admittedBefore = (await call(first, 'GET', `/api/v1/waiting-rooms/${room}/members?status=active`, token)).body.members?.length ?? 0;
+    // Ticks go on, now fired by the new leader from the replicated alarm.
+    const deadline = Date.now() + 20_000;
+    let admitted = admittedBefore;
+    while (Date.now() < deadline && admitted < admittedBefore + 2) {
+      const active = await call(first, 'GET', `/api/v1/waiting-rooms/${room}/members?status=active`, token);
+      if (active.status === 200) admitted = active.body.members.length;
+      await sleep(250);
+    }
+    expect(admitted).toBeGreaterThanOrEqual(admittedBefore + 2);
+  }, 60_000);
 });
