@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './free-port.js';
+export { freePort };
 
 /**
  * A private etcd as a child process, for `npm run cluster:local` and the
@@ -42,20 +43,6 @@ export function etcdBinary(): string {
 const OUTPUT_BYTES_MAX = 64 * 1024;
 const running = new Set<ChildProcess>();
 let exitHookInstalled = false;
-
-/** A TCP port that was free a moment ago (listen on port 0, read it, close). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Throws an Error saying how to install etcd when the binary is not on PATH. */
 export function assertEtcdInstalled(binary = etcdBinary()): void {

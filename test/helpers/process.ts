@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../cluster/free-port.js';
+export { freePort };
 
 /**
  * A node as a real child process: `node dist/http/server.js` with DATA_DIR
@@ -40,20 +41,6 @@ export interface StartServerOptions {
 
 const OUTPUT_BYTES_MAX = 64 * 1024;
 const running = new Set<ServerProcess>();
-
-/** A TCP port that was free a moment ago (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Spawns the server and resolves once GET /health answers 200. */
 export async function startServerProcess(options: StartServerOptions): Promise<ServerProcess> {

@@ -1,8 +1,8 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s256Challenge } from '../../actors/oauth/pkce.js';
 import { parseOAuthProviders } from '../../http/auth/oauth-providers.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
+import { freePort } from '../../cluster/free-port.js';
 
 /**
  * Linked accounts against the node's own OAuth server as the provider: the
@@ -19,17 +19,6 @@ const ADMIN_PASSWORD = 'admin password 123';
 let t: TestNode;
 let port: number;
 let dataDir: string;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 function providersFor(client_id: string, client_secret: string) {
   const base = `http://127.0.0.1:${port}`;
