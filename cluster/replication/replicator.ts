@@ -69,6 +69,8 @@ export class Replicator {
   private readonly led = new Map<number, LedPartition>();
   /** Local commits not yet durable, per partition (a new role waits for them). */
   private readonly inflight = new Map<number, Set<Promise<unknown>>>();
+  /** Partitions this node is taking over (election won, log not started yet) -> the new epoch. */
+  private readonly taking = new Map<number, number>();
   /** Follower side: partitions waiting for a snapshot after a mismatch; their appends are dropped meanwhile. */
   private readonly awaitingSnapshot = new Set<number>();
   /** Follower side: frames waiting to be applied, from whichever leader; applied together, one commit per round. */
@@ -115,11 +117,24 @@ export class Replicator {
 
   /** Called after this node won p at `epoch`: waits for its follower work on p, raises the fence, starts a log. */
   async becomeLeader(p: number, epoch: number): Promise<boolean> {
-    while (this.applying) await this.applying;
-    await this.localIdle(p);
-    const fenced = fenceAt(this.readVersion(p), epoch);
-    await this.trackLocal(p, this.ports.local.commit([{ type: 'put', key: storageKeys.version(p), value: fenced }]));
-    if (this.ports.heldEpoch(p) !== epoch) return false;
+    // From now on, frames from an older leader of p are refused here, even
+    // before the raised fence is on disk: one applied meanwhile would put a
+    // write in this node's copy that its own followers never get.
+    this.taking.set(p, epoch);
+    try {
+      while (this.applying) await this.applying;
+      await this.localIdle(p);
+      const fenced = fenceAt(this.readVersion(p), epoch);
+      await this.trackLocal(p, this.ports.local.commit([{ type: 'put', key: storageKeys.version(p), value: fenced }]));
+      if (this.ports.heldEpoch(p) !== epoch) return false;
+      this.startLog(p, epoch, fenced);
+      return true;
+    } finally {
+      if (this.taking.get(p) === epoch) this.taking.delete(p);
+    }
+  }
+
+  private startLog(p: number, epoch: number, fenced: PartitionVersion): void {
     this.awaitingSnapshot.delete(p);
     this.led.set(p, {
       log: new LeaderLog(p, epoch, fenced),
@@ -129,7 +144,6 @@ export class Replicator {
       sessions: new Map(),
       isrBusy: false,
     });
-    return true;
   }
 
   /** This node stops leading p: unacknowledged commits fail (their outcome is unknown to the client). */
@@ -450,6 +464,11 @@ export class Replicator {
       ops.push({ type: 'put', key: storageKeys.version(p), value: version });
     };
     const refuseIfLeading = async (p: number, epoch: number): Promise<boolean> => {
+      const taking = this.taking.get(p);
+      if (taking !== undefined && epoch <= taking) {
+        replies.push({ t: 'stale_leader', partition: p, fence: taking });
+        return true;
+      }
       const led = this.led.get(p);
       if (!led) return false;
       if (epoch <= led.epoch) {
