@@ -11,6 +11,8 @@ import { Metrics } from './plugins/metrics.js';
 import type { AppServices } from './services.js';
 import { LogMailTransport } from './auth/mail.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
+import { SessionCache } from './auth/session-cache.js';
+import { RevocationAwareActorClient } from './auth/revocation-aware-client.js';
 
 /**
  * One node, embedded mode: LMDB store, actor runtime with every kind, the
@@ -46,6 +48,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   });
   let cluster: ClusterNode | undefined;
   let actors: ActorClient;
+  const sessionCache = new SessionCache();
   if (config.cluster) {
     // Cluster mode: the runtime serves only the partitions this node leads; the edge routes through the cluster.
     if (config.port === 0) throw new Error('PORT must be a fixed port in cluster mode (it is published to the other nodes)');
@@ -64,6 +67,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     });
     runtime = cluster.runtime;
     actors = cluster.router;
+    cluster.registerControl('drop-sessions', (user_id) => sessionCache.dropUser(user_id));
   } else {
     const store = new LmdbStore({ path: config.dataDir, sync: config.durability === 'sync' });
     runtime = new ActorRuntime({
@@ -78,9 +82,15 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     actors = runtime;
   }
 
+  const clusterNode = cluster;
+  // Every ask of the edge goes through this wrapper: revoking operations drop the user's cached session checks everywhere.
+  actors = new RevocationAwareActorClient(actors, async (user_id) => {
+    sessionCache.dropUser(user_id);
+    await clusterNode?.broadcastControl('drop-sessions', user_id);
+  });
+
   let ready = false;
   const tokens = await createTokenService(actors, config, clock, logger, cluster !== undefined);
-  const clusterNode = cluster;
   const services: AppServices = {
     actors,
     tokens,
@@ -90,6 +100,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     mail: new LogMailTransport(logger.child({ component: 'mail' })),
     isReady: () => ready && (clusterNode ? clusterNode.isReady() : true),
     cluster: clusterNode,
+    sessionCache,
   };
   const app = await buildApp(services, logger);
 

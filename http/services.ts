@@ -1,5 +1,6 @@
 import type { ActorClient, Clock } from '../runtime/index.js';
 import type { ClusterStatusView } from '../cluster/cluster-node.js';
+import type { SessionCache } from './auth/session-cache.js';
 import type { TokenService } from './auth/tokens.js';
 import type { MailTransport } from './auth/mail.js';
 import type { NodeConfig } from './config.js';
@@ -18,4 +19,6 @@ export interface AppServices {
   isReady(): boolean;
   /** Present in cluster mode: what GET /cluster/status shows. */
   cluster?: { status(): ClusterStatusView };
+  /** Recent positive session checks of this node (dropped everywhere on revocation: see http/auth/session-cache.ts). */
+  sessionCache: SessionCache;
 }

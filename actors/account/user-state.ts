@@ -175,6 +175,8 @@ export interface SessionPrincipal {
   user_id: string;
   session_id: string;
   role: Role;
+  /** When the session ends by itself (a cache of this answer must not outlive it). */
+  expires_at_ms: number;
 }
 
 export interface Credentials {
@@ -272,7 +274,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       if (!user || user.banned || !session || !isSessionLive(session, now)) {
         throw new ServiceError('unauthorized', 'The access token is no longer valid.');
       }
-      const reply: SessionPrincipal = { user_id: user.id, session_id: session.id, role: user.role };
+      const reply: SessionPrincipal = { user_id: user.id, session_id: session.id, role: user.role, expires_at_ms: session.expires_at_ms };
       // Users stored before the admin list existed publish their summary once.
       if (state.summary_rev === undefined) return summarized(state, reply, {});
       return { state, reply };

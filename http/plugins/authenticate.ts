@@ -12,8 +12,10 @@ import type { AppServices } from '../services.js';
 
 /**
  * The onRequest hook of every B route. Checks the bearer token's signature
- * (cached), then asks the user actor whether its session is still live, so
- * logout and bans cut access off at once, on every node.
+ * (cached), then whether its session is still live: from this node's session
+ * cache, else by asking the user actor. Logout, bans and deletions drop the
+ * cached checks on every node before they answer, so they cut access off at
+ * once, everywhere (http/auth/revocation-aware-client.ts).
  *
  * A bearer starting with `pk_` is an API key: its actor checks the hash,
  * revocation and expiry, then the user actor confirms the owner exists and is
@@ -122,7 +124,14 @@ export function bearerAuthentication(services: AppServices) {
     if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(request.routeOptions.url ?? request.url, request.method))) {
       throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
     }
-    const session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid }, { readOnly: true });
+    // The session check: from this node's cache, else from the user actor (then cached; see session-cache.ts).
+    const cache = services.sessionCache;
+    let session = cache.get(claims.sub, claims.sid, services.clock.now());
+    if (!session) {
+      const generation = cache.generation(claims.sub);
+      session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid }, { readOnly: true });
+      cache.put(session, generation, services.clock.now());
+    }
     const principal: Principal = {
       user_id: session.user_id,
       session_id: session.session_id,

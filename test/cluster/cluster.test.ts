@@ -55,6 +55,18 @@ describe('cluster: any node answers any request', () => {
     }
   });
 
+  it('a ban through one node cuts the tokens off on every node at once, despite their session caches', async () => {
+    const [a, b, c] = cluster.nodes.map((n) => n.url);
+    const { token, userId } = await registerUser(b, 'banned');
+    // Warm every node's session cache with this token.
+    for (const url of [a, b, c]) for (let i = 0; i < 3; i++) expect((await call(url, 'GET', '/api/v1/auth/me', token)).status).toBe(200);
+    const login = await call(a, 'POST', '/api/v1/auth/login', undefined, { login: cluster.adminEmail, password: cluster.adminPassword });
+    expect((await call(c, 'POST', `/admin/auth/users/${userId}/ban`, login.body.access_token, { reason: 'test' })).status).toBe(200);
+    // No wait: the ban's reply came after every node dropped the cached check.
+    const after = await Promise.all([a, b, c].map((url) => call(url, 'GET', '/api/v1/auth/me', token)));
+    expect(after.map((r) => r.status)).toEqual([401, 401, 401]);
+  });
+
   it('the admin user list is the same through every node', async () => {
     const [a] = cluster.nodes.map((n) => n.url);
     for (let i = 0; i < 3; i++) await registerUser(a, `listed${i}`);

@@ -1,0 +1,43 @@
+import { isServiceError, type ActorClient, type AskOptions } from '../../runtime/index.js';
+import { USER_KIND } from '../../actors/account/actor.js';
+
+/**
+ * The user actor's operations that can end a session or change what a
+ * session may do (a ban, a deletion, a logout, an admin ending a session, a
+ * role change, a refresh token presented twice).
+ */
+const REVOKING_OPS = new Set(['end-session', 'admin-end-session', 'ban', 'admin-delete', 'admin-patch', 'refresh']);
+
+/**
+ * The edge's ActorClient, wrapped: after one of REVOKING_OPS, the user's
+ * cached session checks are dropped on every node (`dropEverywhere`) before
+ * the caller gets the reply, so "a banned user's tokens stop working at
+ * once" holds with the cache (http/auth/session-cache.ts). Every route goes
+ * through services.actors, so no route can forget it.
+ */
+export class RevocationAwareActorClient implements ActorClient {
+  constructor(
+    private readonly inner: ActorClient,
+    private readonly dropEverywhere: (user_id: string) => Promise<void>,
+  ) {}
+
+  async ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply> {
+    const op = kind === USER_KIND ? (message as { op?: unknown } | null)?.op : undefined;
+    if (typeof op !== 'string' || !REVOKING_OPS.has(op)) return this.inner.ask<Reply>(kind, key, message, options);
+    let reply: Reply;
+    try {
+      reply = await this.inner.ask<Reply>(kind, key, message, options);
+    } catch (error) {
+      // Outcome unknown (a 5xx): it may have happened. A refusal (4xx) changed nothing.
+      if (!isServiceError(error) || error.statusCode >= 500) await this.dropEverywhere(key);
+      throw error;
+    }
+    // A refresh revokes only when it caught a reused token (and ended that session).
+    if (op !== 'refresh' || (reply as { reused?: unknown } | null)?.reused === true) await this.dropEverywhere(key);
+    return reply;
+  }
+
+  tell(kind: string, key: string, message: unknown): void {
+    this.inner.tell(kind, key, message);
+  }
+}

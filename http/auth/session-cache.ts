@@ -1,0 +1,87 @@
+import type { SessionPrincipal } from '../../actors/account/user-state.js';
+
+/**
+ * This node's memory of recent positive session checks, so a busy token does
+ * not ask its user's actor (in a cluster: often another node) on every
+ * request. Revocation stays immediate: every change that can end a session
+ * or change a role goes through RevocationAwareActorClient, which drops the
+ * user's entries here and on every other node before its reply is released.
+ *
+ * A check that was in flight while the user's entries were dropped is not
+ * stored: each user has a generation, bumped by every drop, and a check is
+ * stored only if the generation it started under is still current.
+ * Entries also expire after a few seconds (and never outlive the session),
+ * which bounds what a node cut off from a drop could still accept.
+ */
+export const SESSION_CACHE_TTL_MS = 5_000;
+const ENTRIES_MAX = 100_000;
+/** Per-user generations kept before starting a new cache epoch (which refuses every check in flight). */
+const GENERATIONS_MAX = 100_000;
+
+interface Entry {
+  principal: SessionPrincipal;
+  until_ms: number;
+}
+
+export class SessionCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly keysByUser = new Map<string, Set<string>>();
+  private readonly generations = new Map<string, number>();
+  /** Bumped when the generations map is reset, so a check in flight across the reset is refused too. */
+  private epoch = 0;
+
+  get(user_id: string, session_id: string, now_ms: number): SessionPrincipal | undefined {
+    const key = `${user_id}\u0000${session_id}`;
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (entry.until_ms <= now_ms) {
+      this.forget(user_id, key);
+      return undefined;
+    }
+    return entry.principal;
+  }
+
+  /** Call before asking the user actor; pass the result to put(). */
+  generation(user_id: string): number {
+    return this.epoch * 2 ** 32 + (this.generations.get(user_id) ?? 0);
+  }
+
+  put(principal: SessionPrincipal, generation: number, now_ms: number): void {
+    if (this.generation(principal.user_id) !== generation) return;
+    if (this.entries.size >= ENTRIES_MAX) this.clear();
+    const key = `${principal.user_id}\u0000${principal.session_id}`;
+    this.entries.set(key, { principal, until_ms: Math.min(now_ms + SESSION_CACHE_TTL_MS, principal.expires_at_ms) });
+    let keys = this.keysByUser.get(principal.user_id);
+    if (!keys) this.keysByUser.set(principal.user_id, (keys = new Set()));
+    keys.add(key);
+  }
+
+  /** Drops every entry of the user, and any check of theirs still in flight. */
+  dropUser(user_id: string): void {
+    if (this.generations.size >= GENERATIONS_MAX) {
+      this.epoch++;
+      this.generations.clear();
+      this.clear();
+    }
+    this.generations.set(user_id, (this.generations.get(user_id) ?? 0) + 1);
+    for (const key of this.keysByUser.get(user_id) ?? []) this.entries.delete(key);
+    this.keysByUser.delete(user_id);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private forget(user_id: string, key: string): void {
+    this.entries.delete(key);
+    const keys = this.keysByUser.get(user_id);
+    keys?.delete(key);
+    if (keys && keys.size === 0) this.keysByUser.delete(user_id);
+  }
+
+  /** Bounded memory: a full cache starts over (generations are kept, so no in-flight check slips in). */
+  private clear(): void {
+    this.entries.clear();
+    this.keysByUser.clear();
+  }
+}
