@@ -38,6 +38,10 @@ export interface ClusterStatusView {
 }
 
 const RECONCILE_INTERVAL_MS = 200;
+/** Forwarded messages whose kind starts with this are node-level controls, not actor messages. */
+const CONTROL_PREFIX = '$control:';
+/** How long a broadcast control waits for each node's answer. */
+const CONTROL_TIMEOUT_MS = 2_000;
 const STATUS_INTERVAL_MS = 2000;
 
 /**
@@ -60,6 +64,7 @@ export class ClusterNode {
   private readonly peers: PeerDirectory;
   private readonly metrics: ClusterMetrics;
   private readonly handingOff = new Set<number>();
+  private readonly controls = new Map<string, (key: string) => void>();
   private reconcileTimer?: NodeJS.Timeout;
   private statusTimer?: NodeJS.Timeout;
   private watchers: Watcher[] = [];
@@ -125,6 +130,7 @@ export class ClusterNode {
     this.server = new ClusterServer(
       {
         forward: (request) => {
+          if (request.kind.startsWith(CONTROL_PREFIX)) return this.runControl(request.kind.slice(CONTROL_PREFIX.length), request.key);
           const p = partitionOf(request.kind, request.key, options.partitions);
           if (!this.serving(p)) return Promise.reject(new ServiceError('not_leader'));
           return request.message_id === undefined
@@ -147,6 +153,43 @@ export class ClusterNode {
     const node = new ClusterNode(options);
     await node.begin();
     return node;
+  }
+
+  /** A node-level control other nodes can trigger here with broadcastControl (e.g. dropping cached session checks). */
+  registerControl(name: string, handler: (key: string) => void): void {
+    this.controls.set(name, handler);
+  }
+
+  /**
+   * Runs control `name` on every other live node and waits for their
+   * answers (each bounded by CONTROL_TIMEOUT_MS; a node that does not answer
+   * is logged, and the caller relies on its own bound, e.g. a cache TTL).
+   */
+  async broadcastControl(name: string, key: string): Promise<void> {
+    const others = [...this.membership.members().values()].filter((m) => m.node_id !== this.nodeId);
+    await Promise.all(
+      others.map(async (member) => {
+        const peer = this.peers.get(member.node_id, member.grpc_address);
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no answer in time')), CONTROL_TIMEOUT_MS);
+        });
+        try {
+          await Promise.race([peer.forward(CONTROL_PREFIX + name, key, null), timeout]);
+        } catch (error) {
+          this.options.logger.warn({ err: error, node: member.node_id, control: name }, 'control broadcast not confirmed by a node');
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+  }
+
+  private runControl(name: string, key: string): Promise<unknown> {
+    const handler = this.controls.get(name);
+    if (!handler) return Promise.reject(new ServiceError('BAD_REQUEST', `unknown control ${name}`));
+    handler(key);
+    return Promise.resolve(null);
   }
 
   /** This node serves p now: it holds p's key, its lease is surely alive, its log and runtime are open. */
