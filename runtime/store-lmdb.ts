@@ -23,6 +23,10 @@ export class LmdbStore implements Store {
     const sync = options.sync ?? true;
     this.db = open({
       path: options.path,
+      // The path is always a directory. lmdb-js otherwise guesses from the
+      // name: one with a dot ("data.v2", mktemp's "tmp.X1y2") would be taken
+      // for a file and fail to open as "Is a directory".
+      noSubdir: false,
       // Commits are flushed before their promise resolves; overlapping sync
       // would resolve on visibility, before the data is on disk.
       overlappingSync: false,
