@@ -66,7 +66,9 @@ export interface SessionBinding {
 
 export type RotateReply =
   | { ok: true; user_id: string; scope: string[]; session_refresh_hash: string }
-  | { ok: false; reused: boolean; user_id?: string };
+  | { ok: false; reused: boolean; user_id?: string }
+  /** The requested scope is not within the granted one: nothing changed, the presented token still works. */
+  | { ok: false; reused: false; invalid_scope: true };
 
 /**
  * `records` storage: subkey `client` holds the registration, `c:<code hash>`
@@ -102,7 +104,15 @@ export type OAuthClientMessage =
     }
   | { op: 'redeem-code'; code_hash: string; redirect_uri: string; code_verifier: string }
   | { op: 'bind-session'; code_hash: string; session_id: string; user_id: string; scope: string[]; refresh_hash: string; session_refresh_hash: string }
-  | { op: 'rotate-refresh'; session_id: string; presented_hash: string; new_hash: string; new_session_refresh_hash: string };
+  | {
+      op: 'rotate-refresh';
+      session_id: string;
+      presented_hash: string;
+      new_hash: string;
+      new_session_refresh_hash: string;
+      /** The scope the client asks for (RFC 6749 §6); absent: the whole granted scope. */
+      scope?: string[];
+    };
 
 export function initialOAuthClientState(): OAuthClientState {
   return { client: null, codes: new Map(), sessions: new Map() };
@@ -264,6 +274,11 @@ export function stepOAuthClient(
       const binding = state.client ? state.sessions.get(message.session_id) : undefined;
       if (!binding) return { state, reply: { ok: false, reused: false } satisfies RotateReply };
       if (binding.refresh_hash !== null && sameHash(binding.refresh_hash, message.presented_hash)) {
+        // Checked before anything changes: a refused scope leaves the presented
+        // token current, so the client can retry without looking like a thief.
+        if (message.scope !== undefined && !message.scope.every((item) => binding.scope.includes(item))) {
+          return { state, reply: { ok: false, reused: false, invalid_scope: true } satisfies RotateReply };
+        }
         const next: SessionBinding = {
           ...binding,
           refresh_hash: message.new_hash,

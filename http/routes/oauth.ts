@@ -460,22 +460,25 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     if (!parsed || parsed.client_id !== caller.client_id) throw new OAuthError('invalid_grant', 'The refresh token is invalid or was not issued to this client.');
     const next = newOAuthSecret();
     const nextSession = newOAuthSecret();
+    const requested = form.scope === undefined ? undefined : parseScope(form.scope);
+    // The client actor refuses a scope wider than the grant before it rotates anything.
     const rotated = await client<RotateReply>(caller.client_id, {
       op: 'rotate-refresh',
       session_id: parsed.session_id,
       presented_hash: hashSecret(parsed.secret),
       new_hash: hashSecret(next),
       new_session_refresh_hash: hashSecret(nextSession),
+      ...(requested === undefined ? {} : { scope: requested }),
     });
     if (!rotated.ok) {
+      if ('invalid_scope' in rotated) throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
       if (rotated.reused && rotated.user_id) {
         await accounts.endSession(rotated.user_id, parsed.session_id).catch(() => undefined);
         throw new OAuthError('invalid_grant', 'The refresh token was already used; the session has been ended.');
       }
       throw new OAuthError('invalid_grant', 'The refresh token is invalid or was not issued to this client.');
     }
-    const scope = form.scope === undefined ? rotated.scope : parseScope(form.scope);
-    if (!scopeSubset(scope, rotated.scope)) throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
+    const scope = requested ?? rotated.scope;
     // Rotate the user session too (it refuses an ended, expired or banned session).
     let outcome: { reused: boolean };
     try {

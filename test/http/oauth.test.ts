@@ -319,6 +319,34 @@ describe('OAuth 2.0 errors', () => {
     expect((await form({ grant_type: 'refresh_token', client_id: second, refresh_token: rotated.body.refresh_token })).body.error).toBe('invalid_grant');
   });
 
+  it('refresh with a scope: narrower is granted; wider is invalid_scope and the refresh token keeps working', async () => {
+    const scoped = (await register({
+      redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], scope: 'auth:read locks:read',
+    })).client_id;
+    const owner = await t.newUser('oauthscope');
+    const issued = await form({ grant_type: 'authorization_code', client_id: scoped, code: await codeFor(scoped, owner.token), redirect_uri: REDIRECT, code_verifier: VERIFIER });
+    expect(issued.status).toBe(200);
+    expect(issued.body.scope).toBe('auth:read locks:read');
+
+    const wider = await form({ grant_type: 'refresh_token', client_id: scoped, refresh_token: issued.body.refresh_token, scope: 'locks:read locks:write' });
+    expect(wider.status).toBe(400);
+    expect(wider.body.error).toBe('invalid_scope');
+    // Nothing was rotated: the session lives on and the same refresh token still works.
+    expect((await t.request('GET', '/api/v1/auth/me', { token: issued.body.access_token })).status).toBe(200);
+    const narrower = await form({ grant_type: 'refresh_token', client_id: scoped, refresh_token: issued.body.refresh_token, scope: 'locks:read' });
+    expect(narrower.status, JSON.stringify(narrower.body)).toBe(200);
+    expect(narrower.body.scope).toBe('locks:read');
+    const me = await t.request('GET', '/api/v1/auth/me', { token: narrower.body.access_token });
+    expect(me.status).toBe(403);
+    expect(me.body.code).toBe('insufficient_scope');
+    expect((await t.request('GET', '/api/v1/distributed-state/oauth/scope/lock', { token: narrower.body.access_token })).status).toBe(200);
+    // The grant keeps its original scope: the next refresh may ask for all of it again.
+    const full = await form({ grant_type: 'refresh_token', client_id: scoped, refresh_token: narrower.body.refresh_token });
+    expect(full.status).toBe(200);
+    expect(full.body.scope).toBe('auth:read locks:read');
+    expect((await t.request('GET', '/api/v1/auth/me', { token: full.body.access_token })).status).toBe(200);
+  });
+
   it('clients, codes and refresh bindings survive a restart', async () => {
     const reg = await register({ grant_types: ['client_credentials'], scope: 'locks:read' });
     const code = await codeFor(client_id, user.token);

@@ -110,6 +110,28 @@ describe('oauth-client step', () => {
       .toEqual({ ok: false, reused: false });
   });
 
+  it('rotates with a narrower scope, and refuses a wider one without changing anything', () => {
+    const state = run(registeredState(), bind('h0', 'ses_1', 'usr_1', ['locks:read', 'locks:write'])).state;
+    const rotate = (presented: string, next: string, scope?: string[]) =>
+      run(state, { op: 'rotate-refresh', session_id: 'ses_1', presented_hash: presented, new_hash: next, new_session_refresh_hash: `s-${next}`, scope });
+    const wider = rotate('rh-ses_1', 'r2', ['locks:read', 'presence:write']);
+    expect(wider.reply).toEqual({ ok: false, reused: false, invalid_scope: true });
+    expect(wider.writes ?? []).toEqual([]);
+    expect(state.sessions.get('ses_1')).toMatchObject({ refresh_hash: 'rh-ses_1', previous_refresh_hash: null, session_refresh_hash: 'srh-ses_1' });
+    // The same token still rotates (not taken for a reused one), with a narrower scope.
+    const narrower = rotate('rh-ses_1', 'r3', ['locks:read']);
+    expect(narrower.reply).toEqual({ ok: true, user_id: 'usr_1', scope: ['locks:read', 'locks:write'], session_refresh_hash: 'srh-ses_1' });
+    // The grant keeps its original scope (RFC 6749 §6): the next refresh may ask for all of it.
+    expect(rotate('r3', 'r4', ['locks:read', 'locks:write']).reply).toMatchObject({ ok: true });
+  });
+
+  it('a wider scope on a rotated-out token is still reuse', () => {
+    const state = run(registeredState(), bind('h0', 'ses_1', 'usr_1', ['locks:read'])).state;
+    run(state, { op: 'rotate-refresh', session_id: 'ses_1', presented_hash: 'rh-ses_1', new_hash: 'r2', new_session_refresh_hash: 's-r2' });
+    const reuse = run(state, { op: 'rotate-refresh', session_id: 'ses_1', presented_hash: 'rh-ses_1', new_hash: 'r3', new_session_refresh_hash: 's-r3', scope: ['presence:write'] });
+    expect(reuse.reply).toEqual({ ok: false, reused: true, user_id: 'usr_1' });
+  });
+
   it('a wrong verifier or redirect_uri fails and uses the code up', () => {
     for (const attempt of [
       { redirect_uri: REDIRECT, code_verifier: 'w'.repeat(50), why: 'code_verifier' },
