@@ -1,5 +1,5 @@
 import swagger from '@fastify/swagger';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { randomId } from '../runtime/index.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
 import { registerGracefulClose } from './plugins/graceful-close.js';
@@ -10,6 +10,20 @@ import { routeAreas } from './routes/index.js';
 import { ErrorBody } from './schemas.js';
 import type { AppServices } from './services.js';
 import './auth/principal.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's query string carries a secret (a token in a link): request logs show only the path. */
+    secretQuery?: boolean;
+  }
+}
+
+/** The URL as the request log shows it: without the query string on routes marked `secretQuery`. */
+function loggedUrl(request: FastifyRequest): string {
+  if (request.routeOptions.config?.secretQuery !== true) return request.url;
+  const query = request.url.indexOf('?');
+  return query < 0 ? request.url : `${request.url.slice(0, query)}?[redacted]`;
+}
 
 /**
  * Builds the Fastify edge without listening (tests drive it over a socket
@@ -59,9 +73,9 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger)
   const debugEnabled = (logger as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('debug') ?? true;
   app.addHook('onResponse', (request, reply, done) => {
     // A 503 is the service saying "not now" (readiness, overload, failover), not a fault: a warning.
-    if (reply.statusCode === 503) request.log.warn({ status: reply.statusCode, url: request.url, method: request.method }, 'request refused: unavailable');
-    else if (reply.statusCode >= 500) request.log.error({ status: reply.statusCode, url: request.url, method: request.method }, 'request failed');
-    else if (debugEnabled) request.log.debug({ status: reply.statusCode, url: request.url, method: request.method, ms: reply.elapsedTime }, 'request');
+    if (reply.statusCode === 503) request.log.warn({ status: reply.statusCode, url: loggedUrl(request), method: request.method }, 'request refused: unavailable');
+    else if (reply.statusCode >= 500) request.log.error({ status: reply.statusCode, url: loggedUrl(request), method: request.method }, 'request failed');
+    else if (debugEnabled) request.log.debug({ status: reply.statusCode, url: loggedUrl(request), method: request.method, ms: reply.elapsedTime }, 'request');
     done();
   });
   services.metrics.register(app);

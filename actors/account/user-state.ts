@@ -1,4 +1,5 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { sameHash } from '../same-hash.js';
 import {
   beginSetup,
   CHALLENGE_FAILURES_MAX,
@@ -286,8 +287,8 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       if (!user || user.banned || !session || !isSessionLive(session, now)) {
         throw new ServiceError('invalid_refresh_token', 'The refresh token is not valid.');
       }
-      if (session.refresh_hash !== message.presented_hash) {
-        if (session.previous_refresh_hash === message.presented_hash) {
+      if (!sameHash(session.refresh_hash, message.presented_hash)) {
+        if (session.previous_refresh_hash !== null && sameHash(session.previous_refresh_hash, message.presented_hash)) {
           // A rotated-out token came back: it was copied. End the session so
           // neither copy works (refresh token reuse detection).
           const ended: SessionRecord = { ...session, ended_at_ms: now };
@@ -472,7 +473,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     case 'email-verify-confirm': {
       const user = state.user;
       const pending = state.email_verification;
-      if (!user || !pending || pending.token_hash !== message.token_hash || now >= pending.expires_at_ms || pending.email !== user.email) {
+      if (!user || !pending || !sameHash(pending.token_hash, message.token_hash) || now >= pending.expires_at_ms || pending.email !== user.email) {
         throw new ServiceError('invalid_verification_token', 'The verification link is not valid, expired or was already used.');
       }
       const verified: UserRecord = { ...user, email_verified: true, updated_at_ms: now };

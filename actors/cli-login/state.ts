@@ -1,4 +1,5 @@
 import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { sameHash } from '../same-hash.js';
 
 /**
  * CLI login session (device-style flow), kind `cli-login`, key = session id.
@@ -51,7 +52,7 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
   switch (message.op) {
     case 'create': {
       if (state.session) {
-        if (state.session.poll_hash === message.poll_hash) return { state, reply: null };
+        if (sameHash(state.session.poll_hash, message.poll_hash)) return { state, reply: null };
         throw new ServiceError('conflict', 'CLI session id in use.');
       }
       const session: CliSession = {
@@ -74,7 +75,7 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
     case 'poll': {
       const session = liveSession(state, now);
       // A wrong poll token is answered as an unknown session: the id alone reveals nothing.
-      if (session.poll_hash !== message.poll_hash) throw new ServiceError('not_found', 'No such CLI login session, or it expired.');
+      if (!sameHash(session.poll_hash, message.poll_hash)) throw new ServiceError('not_found', 'No such CLI login session, or it expired.');
       if (session.last_poll_ms !== null && now - session.last_poll_ms < CLI_POLL_INTERVAL_S * 1000) {
         const retry = Math.max(1, Math.ceil((session.last_poll_ms + CLI_POLL_INTERVAL_S * 1000 - now) / 1000));
         throw new ServiceError('rate_limited', `Poll at most every ${CLI_POLL_INTERVAL_S} seconds.`, { retryAfterSeconds: retry });

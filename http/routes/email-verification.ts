@@ -108,6 +108,8 @@ export function emailVerificationRoutes(app: FastifyInstance, services: AppServi
   }, async (request) => confirm(request.body.token));
 
   app.get<{ Querystring: Static<typeof ConfirmQuery> }>('/api/v1/auth/email/verify/confirm', {
+    // The token is in the query: keep it out of the request log.
+    config: { secretQuery: true },
     schema: {
       tags: ['auth'],
       summary: 'The same confirmation for the default link opened in a browser (token in the query).',

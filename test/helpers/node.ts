@@ -55,11 +55,13 @@ export function testConfig(dataDir: string, overrides: Partial<NodeConfig> = {})
   };
 }
 
-export async function startTestNode(options: { clock?: Clock | 'manual'; dataDir?: string; config?: Partial<NodeConfig> } = {}): Promise<TestNode> {
+export async function startTestNode(
+  options: { clock?: Clock | 'manual'; dataDir?: string; config?: Partial<NodeConfig>; logger?: pino.Logger } = {},
+): Promise<TestNode> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'platform-test-'));
   const clock = options.clock === 'manual' ? new ManualClock(Date.now()) : (options.clock ?? undefined);
   const config = testConfig(dataDir, options.config);
-  const node = await startNode({ config, clock, logger: pino({ level: 'silent' }) });
+  const node = await startNode({ config, clock, logger: options.logger ?? pino({ level: 'silent' }) });
   const url = node.url;
 
   async function request(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {

@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
 import { CapturingMailTransport } from '../../http/auth/mail.js';
@@ -131,5 +133,33 @@ describe('e-mail verification', () => {
     const res = await t.request('POST', '/api/v1/auth/email/verify/send', { token: user.token });
     expect(res.status, res.text).toBe(200);
     expect(lastLinkTo(user.email).searchParams.get('token')).toMatch(/^evt\./);
+  });
+
+  it('the request log does not carry the token of GET .../confirm?token=...', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(String(chunk)); done(); } });
+    // A node of its own whose log is kept, at debug level (one line per request).
+    const logged = await startTestNode({ logger: pino({ level: 'debug' }, sink) });
+    try {
+      const captured = new CapturingMailTransport();
+      logged.node.services.mail = captured;
+      const user = await logged.newUser('evlog');
+      expect((await logged.request('POST', '/api/v1/auth/email/verify/send', { token: user.token })).status).toBe(200);
+      const link = new URL(captured.sent.at(-1)!.link!);
+      const secret = link.searchParams.get('token')!.split('.').at(-1)!;
+      const ok = await logged.request('GET', `${link.pathname}${link.search}`);
+      expect(ok.status, ok.text).toBe(200);
+      const wrong = await logged.request('GET', `${link.pathname}?token=evt.${user.user_id}.not-the-secret-xyz`);
+      expect(wrong.status).toBe(400);
+      const requests = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request' && String(entry.url).startsWith(link.pathname));
+      expect(requests.map((entry) => entry.url)).toEqual([`${link.pathname}?[redacted]`, `${link.pathname}?[redacted]`]);
+      expect(lines.join('')).not.toContain(secret);
+      expect(lines.join('')).not.toContain('not-the-secret-xyz');
+      // Other routes keep their query string in the log.
+      await logged.request('GET', '/api/v1/auth/api-keys?page=2', { token: user.token });
+      expect(lines.join('')).toContain('/api/v1/auth/api-keys?page=2');
+    } finally {
+      await logged.destroy();
+    }
   });
 });
