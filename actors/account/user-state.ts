@@ -178,6 +178,8 @@ export interface SessionPrincipal {
   role: Role;
   /** When the session ends by itself (a cache of this answer must not outlive it). */
   expires_at_ms: number;
+  /** The admin who opened this session by impersonation, null for the user's own sessions. */
+  impersonated_by: string | null;
 }
 
 export interface Credentials {
@@ -275,7 +277,13 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       if (!user || user.banned || !session || !isSessionLive(session, now)) {
         throw new ServiceError('unauthorized', 'The access token is no longer valid.');
       }
-      const reply: SessionPrincipal = { user_id: user.id, session_id: session.id, role: user.role, expires_at_ms: session.expires_at_ms };
+      const reply: SessionPrincipal = {
+        user_id: user.id,
+        session_id: session.id,
+        role: user.role,
+        expires_at_ms: session.expires_at_ms,
+        impersonated_by: session.impersonated_by ?? null,
+      };
       // Users stored before the admin list existed publish their summary once.
       if (state.summary_rev === undefined) return summarized(state, reply, {});
       return { state, reply };

@@ -17,6 +17,12 @@ export interface Principal {
   scopes: string[];
   /** The API key's id when `credential` is `api_key`, otherwise null. */
   api_key_id: string | null;
+  /**
+   * The admin's user id when the session was opened by an admin impersonation
+   * (docs/api/admin.md), otherwise null. Such a session may not create or
+   * change credentials (see refuseImpersonation in plugins/authenticate.ts).
+   */
+  impersonated_by: string | null;
 }
 
 declare module 'fastify' {

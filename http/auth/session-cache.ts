@@ -47,6 +47,12 @@ export class SessionCache {
   }
 
   put(principal: SessionPrincipal, generation: number, now_ms: number): void {
+    // Impersonation sessions are not kept: they also depend on the admin being
+    // a live admin, and a ban, deletion or demotion of the admin drops the
+    // admin's entries, not the target's. Not caching them is simpler than a
+    // second index by admin, and costs little: they are few and last at most
+    // an hour (the edge then asks both user actors on each request).
+    if (principal.impersonated_by) return;
     if (this.generation(principal.user_id) !== generation) return;
     if (this.entries.size >= ENTRIES_MAX) this.clear();
     const key = `${principal.user_id}\u0000${principal.session_id}`;

@@ -48,6 +48,7 @@ async function authenticateApiKey(services: AppServices, token: string): Promise
     credential: 'api_key',
     scopes: key.scopes,
     api_key_id: key.api_key_id,
+    impersonated_by: null,
   };
 }
 // --- OAuth client_credentials tokens (docs/api/oauth.md) -------------------
@@ -87,6 +88,7 @@ async function authenticateOAuthClient(services: AppServices, token: string, req
     credential: 'access_token',
     scopes: claims.scopes,
     api_key_id: null,
+    impersonated_by: null,
   };
 }
 // ---------------------------------------------------------------------------
@@ -130,6 +132,10 @@ export function bearerAuthentication(services: AppServices) {
     if (!session) {
       const generation = cache.generation(claims.sub);
       session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid }, { readOnly: true });
+      // An impersonation session lives only while its admin is a live admin.
+      // The cache never keeps impersonation sessions (see SessionCache.put), so
+      // this check runs on every request with such a token.
+      if (session.impersonated_by) await requireLiveAdmin(services, session.impersonated_by);
       cache.put(session, generation, services.clock.now());
     }
     const principal: Principal = {
@@ -141,9 +147,37 @@ export function bearerAuthentication(services: AppServices) {
       credential: 'access_token',
       scopes: claims.scopes ?? ['*'],
       api_key_id: null,
+      impersonated_by: session.impersonated_by ?? null,
     };
     request.principal = principal;
   };
+}
+
+/** The admin behind an impersonation session still exists, is not banned and still has the admin role; otherwise 401. */
+async function requireLiveAdmin(services: AppServices, admin_id: string): Promise<void> {
+  let admin: PublicUser;
+  try {
+    admin = await services.actors.ask<PublicUser>(USER_KIND, admin_id, { op: 'get' }, { readOnly: true });
+  } catch (error) {
+    if (error instanceof ServiceError && error.code === 'not_found') throw new ServiceError('unauthorized', 'The access token is no longer valid.');
+    throw error;
+  }
+  if (admin.banned || admin.role !== 'admin') throw new ServiceError('unauthorized', 'The access token is no longer valid.');
+}
+
+/**
+ * The principal, unless it is an impersonation session: routes that create or
+ * change credentials (API keys, two-factor, OAuth and CLI approvals, linked
+ * accounts, SCIM tokens, ...) call this first, so an admin impersonating a user
+ * cannot leave behind a credential that outlives the one-hour, audited
+ * impersonation session (docs/api/admin.md). 403 `impersonation_forbidden`.
+ */
+export function refuseImpersonation(request: FastifyRequest): Principal {
+  const principal = requirePrincipal(request);
+  if (principal.impersonated_by) {
+    throw new ServiceError('impersonation_forbidden', 'An impersonation session cannot create or change credentials; the user must do this in their own session.');
+  }
+  return principal;
 }
 
 export function requirePrincipal(request: FastifyRequest): Principal {

@@ -5,7 +5,7 @@ import type { IndexPage } from '../../actors/api-key/index-state.js';
 import type { ApiKeyView } from '../../actors/api-key/state.js';
 import { ServiceError } from '../../runtime/index.js';
 import { API_KEY_SCOPES, API_KEYS_PER_USER_MAX, newApiKey } from '../auth/api-keys.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
@@ -129,7 +129,7 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
       response: { 201: ApiKeyCreated, ...errorResponses(...bearerErrors, 403, 409) },
     },
   }, async (request, reply) => {
-    const principal = requirePrincipal(request);
+    const principal = refuseImpersonation(request);
     const name = cleanName(request.body.name);
     const scopes = [...new Set(request.body.scopes)];
     let expires_at_ms: number | null = null;
@@ -182,7 +182,7 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
       response: { 200: ApiKey, ...errorResponses(...bearerErrors, 403, 404, 409) },
     },
   }, async (request) => {
-    const principal = requirePrincipal(request);
+    const principal = refuseImpersonation(request);
     const id = keyId(request.params.id);
     const body = request.body ?? {};
     const message: Record<string, unknown> = { op: 'update', user_id: principal.user_id };
@@ -202,7 +202,7 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
       response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 404) },
     },
   }, async (request) => {
-    const principal = requirePrincipal(request);
+    const principal = refuseImpersonation(request);
     const id = keyId(request.params.id);
     await askKey(id, { op: 'delete', user_id: principal.user_id });
     // The key actor also sends this through its outbox (crash safety); asking

@@ -5,7 +5,7 @@ import { CLI_LOGIN_KIND, CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type PollReply
 import { randomId } from '../../runtime/index.js';
 import { Accounts } from '../auth/accounts.js';
 import { hashSecret, newRefreshSecret } from '../auth/tokens.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { UserSchema, userView } from './auth.js';
@@ -99,10 +99,11 @@ export function cliLoginRoutes(app: FastifyInstance, services: AppServices): voi
       summary: 'Approve a CLI login as the signed-in user. Unknown or expired: 404; already completed: 409. Empty 204 response.',
       security: bearerSecurity,
       params: IdParams,
-      response: { 204: Type.Null({ description: 'Empty.' }), ...errorResponses(...bearerErrors, 404, 409) },
+      response: { 204: Type.Null({ description: 'Empty.' }), ...errorResponses(...bearerErrors, 403, 404, 409) },
     },
   }, async (request, reply) => {
-    const principal = requirePrincipal(request);
+    // The CLI receives an ordinary session: an impersonation may not approve one.
+    const principal = refuseImpersonation(request);
     await ask(request.params.id, { op: 'complete', user_id: principal.user_id });
     return reply.code(204).send();
   });

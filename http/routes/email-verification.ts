@@ -6,7 +6,7 @@ import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
 import type { SummarySync } from '../../actors/account/user-state.js';
 import { ServiceError } from '../../runtime/index.js';
 import { hashSecret } from '../auth/tokens.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
@@ -61,10 +61,10 @@ export function emailVerificationRoutes(app: FastifyInstance, services: AppServi
       summary: 'Send a verification link (valid 24 h, single-use) to the account e-mail. Already verified: 409; more than one per minute: 429.',
       security: bearerSecurity,
       body: SendBody,
-      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 409) },
+      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 409) },
     },
   }, async (request) => {
-    const principal = requirePrincipal(request);
+    const principal = refuseImpersonation(request);
     const url = linkBase(request, request.body.redirect_url);
     const secret = randomBytes(32).toString('base64url');
     const token = formatVerificationToken(principal.user_id, secret);

@@ -5,7 +5,7 @@ import { USER_KIND } from '../../actors/account/actor.js';
 import { IDENTITY_INDEX_KIND, IDENTITY_LINKS_KIND } from '../../actors/identity-link/actor.js';
 import { identityIndexKey, type LinkRecord } from '../../actors/identity-link/state.js';
 import { exchangeCodeForIdentity } from '../auth/oauth-providers.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
@@ -76,7 +76,7 @@ export function linkedAccountRoutes(app: FastifyInstance, services: AppServices)
       response: { 200: LinkedAccountSchema, ...errorResponses(...bearerErrors, 403, 409) },
     },
   }, async (request) => {
-    const principal = requirePrincipal(request);
+    const principal = refuseImpersonation(request);
     const { provider: name, code, redirect_uri, code_verifier } = request.body;
     const provider = Object.hasOwn(services.config.oauthProviders, name) ? services.config.oauthProviders[name] : undefined;
     if (!provider) {
@@ -118,7 +118,7 @@ export function linkedAccountRoutes(app: FastifyInstance, services: AppServices)
       response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 404) },
     },
   }, async (request) => {
-    const principal = requirePrincipal(request);
+    const principal = refuseImpersonation(request);
     const link = await actors.ask<LinkRecord>(IDENTITY_LINKS_KIND, principal.user_id, { op: 'remove', provider: request.body.provider });
     // The outbox releases the claim too; asking now lets a link right after this succeed.
     await actors.ask(IDENTITY_INDEX_KIND, identityIndexKey(link.provider, link.subject), { op: 'release', user_id: principal.user_id });

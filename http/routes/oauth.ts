@@ -23,7 +23,7 @@ import {
   USER_ONLY_SCOPES,
 } from '../auth/oauth.js';
 import { hashSecret, oauthTokens, parseRefreshToken, type OAuthLoginState } from '../auth/tokens.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
@@ -254,7 +254,8 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 200: Type.Object({ redirect_to: Type.String() }), ...errorResponses(...bearerErrors, 403) },
     },
   }, async (request) => {
-    const principal = requirePrincipal(request);
+    // The code opens an ordinary session: an impersonation may not approve one.
+    const principal = refuseImpersonation(request);
     if (principal.credential !== 'access_token' || principal.session_id === '') {
       throw new ServiceError('forbidden', 'Only a logged-in user (a session access token) can complete an authorization request.');
     }

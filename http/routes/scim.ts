@@ -21,7 +21,7 @@ import {
 } from '../../actors/scim/state.js';
 import { hashPassword } from '../auth/passwords.js';
 import { newScimToken, parseScimToken } from '../scim/tokens.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { nestingExceeds, JSON_DEPTH_MAX } from '../plugins/json-body.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
@@ -366,6 +366,7 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 201: ScimTokenCreatedSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
     },
   }, async (request, reply) => {
+    refuseImpersonation(request);
     const { org_id } = request.params;
     const created_by = await requireOrgAdmin(request, org_id);
     const fresh = newScimToken(org_id);
@@ -408,6 +409,7 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 404) },
     },
   }, async (request) => {
+    refuseImpersonation(request);
     const { org_id, token_id } = request.params;
     await requireOrgAdmin(request, org_id);
     await askDirectory(org_id, { op: 'token-revoke', token_id });

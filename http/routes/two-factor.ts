@@ -6,7 +6,7 @@ import { base32Encode, otpauthUri } from '../../actors/account/totp.js';
 import type { PublicUser } from '../../actors/account/user-state.js';
 import { normalizeBackupCode, presentedCode } from '../auth/accounts.js';
 import { hashSecret } from '../auth/tokens.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
@@ -52,6 +52,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       response: { 200: TwoFactorSetup, ...errorResponses(...bearerErrors, 409) },
     },
   }, async (request) => {
+    refuseImpersonation(request);
     const principal = requirePrincipal(request);
     const secret = base32Encode(randomBytes(SECRET_BYTES));
     const backup = newBackupCodes();
@@ -70,6 +71,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       response: { 200: MessageBody, ...errorResponses(...bearerErrors, 409) },
     },
   }, async (request) => {
+    refuseImpersonation(request);
     await ask(requirePrincipal(request).user_id, { op: '2fa-verify-setup', code: request.body.code.trim() });
     return { message: 'Two-factor authentication enabled.' };
   });
@@ -94,6 +96,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       response: { 200: MessageBody, ...errorResponses(...bearerErrors, 409) },
     },
   }, async (request) => {
+    refuseImpersonation(request);
     await ask(requirePrincipal(request).user_id, { op: '2fa-disable', presented: presentedCode(request.body.code) });
     return { message: 'Two-factor authentication disabled.' };
   });
@@ -108,6 +111,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       response: { 200: Type.Object({ backup_codes: Type.Array(Type.String()) }), ...errorResponses(...bearerErrors, 409) },
     },
   }, async (request) => {
+    refuseImpersonation(request);
     const backup = newBackupCodes();
     await ask(requirePrincipal(request).user_id, { op: '2fa-regenerate', presented: presentedCode(request.body.code), backup_hashes: backup.hashes });
     return { backup_codes: backup.codes };

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { base32Decode, totp } from '../../actors/account/totp.js';
+import { s256Challenge } from '../../actors/oauth/pkce.js';
 import type { ManualClock } from '../../runtime/index.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 
@@ -100,5 +101,82 @@ describe('impersonation', () => {
     const banned = await t.request('POST', `/admin/auth/users/${user.user_id}/ban`, { token: adminToken, body: { reason: 'spam' } });
     expect(banned.status).toBe(200);
     expectError(await impersonate(user.user_id), 403, 'forbidden');
+  });
+
+  it('an impersonation session reads, but cannot create or change credentials (403 impersonation_forbidden)', async () => {
+    const user = await t.newUser('impc');
+    const own = await t.request('POST', '/api/v1/auth/api-keys', { token: user.token, body: { name: 'own', scopes: ['*'] } });
+    expect(own.status, own.text).toBe(201);
+    const imp = (await impersonate(user.user_id)).body.access_token as string;
+
+    // Reads stay allowed.
+    expect((await t.request('GET', '/api/v1/auth/me', { token: imp })).status).toBe(200);
+    const keys = await t.request('GET', '/api/v1/auth/api-keys', { token: imp });
+    expect(keys.status).toBe(200);
+    expect(keys.body.api_keys).toHaveLength(1);
+    expect((await t.request('GET', '/api/v1/auth/2fa/status', { token: imp })).status).toBe(200);
+
+    // A pending OAuth authorization and a pending CLI login, as an attacker would prepare them.
+    const client_id = (await t.request('POST', '/oauth/register', { body: { redirect_uris: ['http://127.0.0.1:9/cb'], token_endpoint_auth_method: 'none' } })).body.client_id;
+    const start = await fetch(`${t.url}/oauth/authorize?${new URLSearchParams({
+      response_type: 'code', client_id, redirect_uri: 'http://127.0.0.1:9/cb', code_challenge: s256Challenge('v'.repeat(43)), code_challenge_method: 'S256',
+    })}`, { redirect: 'manual' });
+    expect(start.status).toBe(200);
+    const login_state = ((await start.json()) as { login_state: string }).login_state;
+    const cli = await t.request('POST', '/api/v1/auth/cli/session');
+    expect(cli.status).toBe(201);
+
+    const refused: [string, string, unknown][] = [
+      ['POST', '/api/v1/auth/api-keys', { name: 'imp', scopes: ['*'] }],
+      ['PATCH', `/api/v1/auth/api-keys/${own.body.api_key_id}`, { scopes: ['auth:read'] }],
+      ['DELETE', `/api/v1/auth/api-keys/${own.body.api_key_id}`, undefined],
+      ['POST', '/oauth/authorize/complete', { login_state }],
+      ['POST', `/api/v1/auth/cli/session/${cli.body.id}/complete`, undefined],
+      ['POST', '/api/v1/auth/2fa/totp/setup', undefined],
+      ['POST', '/api/v1/auth/2fa/totp/verify-setup', { code: '123456' }],
+      ['POST', '/api/v1/auth/2fa/totp/disable', { code: '123456' }],
+      ['POST', '/api/v1/auth/2fa/backup/regenerate', { code: '123456' }],
+      ['POST', '/api/v1/auth/account/link', { provider: 'github', code: 'c', redirect_uri: 'https://app.example/cb' }],
+      ['POST', '/api/v1/auth/account/unlink', { provider: 'github' }],
+      ['POST', '/api/v1/auth/email/verify/send', {}],
+    ];
+    for (const [method, path, body] of refused) {
+      const res = await t.request(method, path, { token: imp, body });
+      expect(res.status, `${method} ${path}: ${res.text}`).toBe(403);
+      expect(res.body.code, `${method} ${path}`).toBe('impersonation_forbidden');
+    }
+    // Nothing changed: the one key is intact, the CLI login is still pending, two-factor is off.
+    const after = await t.request('GET', `/api/v1/auth/api-keys/${own.body.api_key_id}`, { token: user.token });
+    expect(after.body).toMatchObject({ scopes: ['*'], revoked: false });
+    expect((await t.request('GET', `/api/v1/auth/cli/session/${cli.body.id}`, { token: user.token })).body.status).toBe('pending');
+    expect((await t.request('GET', '/api/v1/auth/2fa/status', { token: user.token })).body.enabled).toBe(false);
+    // The user's own session may do the same things.
+    expect((await t.request('POST', `/api/v1/auth/cli/session/${cli.body.id}/complete`, { token: user.token })).status).toBe(204);
+    expect((await t.request('POST', '/oauth/authorize/complete', { token: user.token, body: { login_state } })).status).toBe(200);
+  });
+
+  it('the session stops working at once when its admin is banned, demoted or deleted', async () => {
+    for (const revoke of ['ban', 'demote', 'delete'] as const) {
+      const other = await t.newUser('impadm');
+      expect((await t.request('PATCH', `/admin/auth/users/${other.user_id}`, { token: adminToken, body: { role: 'admin' } })).status).toBe(200);
+      const target = await t.newUser('impt');
+      const res = await impersonate(target.user_id, other.token);
+      expect(res.status, res.text).toBe(200);
+      const imp = res.body.access_token as string;
+      // Twice: a second request must not be answered from a cached check either.
+      expect((await t.request('GET', '/api/v1/auth/me', { token: imp })).status).toBe(200);
+      expect((await t.request('GET', '/api/v1/auth/me', { token: imp })).status).toBe(200);
+      const done =
+        revoke === 'ban'
+          ? await t.request('POST', `/admin/auth/users/${other.user_id}/ban`, { token: adminToken, body: { reason: 'rogue' } })
+          : revoke === 'demote'
+            ? await t.request('PATCH', `/admin/auth/users/${other.user_id}`, { token: adminToken, body: { role: 'user' } })
+            : await t.request('DELETE', `/admin/auth/users/${other.user_id}`, { token: adminToken });
+      expect(done.status, done.text).toBe(200);
+      expectError(await t.request('GET', '/api/v1/auth/me', { token: imp }), 401, 'unauthorized');
+      expectError(await t.request('GET', '/api/v1/distributed-state/imp/x/lock', { token: imp }), 401, 'unauthorized');
+      // The target's own session is not affected.
+      expect((await t.request('GET', '/api/v1/auth/me', { token: target.token })).status, revoke).toBe(200);
+    }
   });
 });

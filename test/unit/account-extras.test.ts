@@ -128,6 +128,8 @@ describe('user: e-mail verification and impersonation', () => {
     const session = Object.values(opened.state.sessions)[0];
     expect(session.impersonated_by).toBe('usr_admin');
     expect(session.expires_at_ms).toBe(T0 + IMPERSONATION_SESSION_TTL_MS);
+    // The per-request check names the admin, so the edge can refuse what an impersonation may not do.
+    expect(send(opened.state, { op: 'authenticate', session_id: session.id }, T0 + 1).reply).toMatchObject({ impersonated_by: 'usr_admin' });
     const refreshed = send(opened.state, { op: 'refresh', session_id: session.id, presented_hash: 'r', new_hash: 'r2', ttl_seconds: 30 * 86400 }, T0 + 1000);
     expect(refreshed.state.sessions[session.id].expires_at_ms).toBe(T0 + IMPERSONATION_SESSION_TTL_MS);
   });

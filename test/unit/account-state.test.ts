@@ -80,7 +80,7 @@ describe('user step', () => {
   it('open-session adds a live session; authenticate accepts it until it expires', () => {
     const { state, session_id } = openSession(user(), T0, 'h1', 60);
     expect(state.sessions[session_id]).toMatchObject({ created_at_ms: T0, expires_at_ms: T0 + 60_000, refresh_hash: 'h1', ended_at_ms: null, ip_address: '127.0.0.1' });
-    expect(send(state, { op: 'authenticate', session_id }, T0 + 59_999).reply).toEqual({ user_id: 'usr_1', session_id, role: 'user', expires_at_ms: T0 + 60_000 });
+    expect(send(state, { op: 'authenticate', session_id }, T0 + 59_999).reply).toEqual({ user_id: 'usr_1', session_id, role: 'user', expires_at_ms: T0 + 60_000, impersonated_by: null });
     expect(codeOf(() => send(state, { op: 'authenticate', session_id }, T0 + 60_000))).toBe('unauthorized');
     expect(codeOf(() => send(state, { op: 'authenticate', session_id: 'ses_unknown' }, T0))).toBe('unauthorized');
     expect(codeOf(() => send(initialUserState(), { op: 'authenticate', session_id }, T0))).toBe('unauthorized');

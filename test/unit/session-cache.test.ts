@@ -3,7 +3,8 @@ import { SESSION_CACHE_TTL_MS, SessionCache } from '../../http/auth/session-cach
 import { RevocationAwareActorClient } from '../../http/auth/revocation-aware-client.js';
 import { ServiceError, type ActorClient } from '../../runtime/index.js';
 
-const principal = (user_id: string, session_id: string, expires_at_ms = 1e15) => ({ user_id, session_id, role: 'user' as const, expires_at_ms });
+const principal = (user_id: string, session_id: string, expires_at_ms = 1e15, impersonated_by: string | null = null) =>
+  ({ user_id, session_id, role: 'user' as const, expires_at_ms, impersonated_by });
 
 describe('SessionCache', () => {
   it('answers a stored check until its TTL or the session end, whichever comes first', () => {
@@ -33,6 +34,12 @@ describe('SessionCache', () => {
     expect(cache.get('u1', 's1', 1)).toBeUndefined();
     cache.put(principal('u1', 's1'), cache.generation('u1'), 0);
     expect(cache.get('u1', 's1', 1)).toBeDefined();
+  });
+  it('never stores an impersonation session (it also depends on its admin, whose drops name the admin)', () => {
+    const cache = new SessionCache();
+    cache.put(principal('u1', 's1', 1e15, 'admin1'), cache.generation('u1'), 0);
+    expect(cache.get('u1', 's1', 1)).toBeUndefined();
+    expect(cache.size).toBe(0);
   });
 });
 
