@@ -35,6 +35,15 @@ export interface ClientRecord {
   scope: string[];
   secret_hash: string | null;
   created_at_ms: number;
+  /**
+   * The user who registered the client with a bearer (required for the
+   * client_credentials grant); null for an open registration (and absent on
+   * clients stored before owners were recorded).
+   */
+  owner_user_id?: string | null;
+  /** Set when a platform admin deleted the client: the record stays as a tombstone. */
+  deleted_at_ms?: number | null;
+  deleted_by?: string | null;
 }
 
 export interface CodeRecord {
@@ -82,15 +91,23 @@ export interface OAuthClientState {
   sessions: Map<string, SessionBinding>;
 }
 
-/** What anyone may learn about a client (no secret hash). */
-export type ClientView = Omit<ClientRecord, 'secret_hash' | 'created_at_ms'> & { client_id_issued_at: number };
+/** What anyone may learn about a client (no secret hash, no owner, no tombstone fields). */
+export type ClientView = Omit<ClientRecord, 'secret_hash' | 'created_at_ms' | 'owner_user_id' | 'deleted_at_ms' | 'deleted_by'> & {
+  client_id_issued_at: number;
+};
+
+/** The reply of `delete`: the user sessions opened through the client, for the edge to end. */
+export interface DeleteReply {
+  sessions: { user_id: string; session_id: string }[];
+}
 
 export type RedeemReply =
   | { ok: true; user_id: string; scope: string[] }
   | { ok: false; reason: 'invalid_grant'; description: string; revoke?: { user_id: string; session_id: string } };
 
 export type OAuthClientMessage =
-  | { op: 'register'; client: Omit<ClientRecord, 'client_id' | 'created_at_ms'> }
+  | { op: 'register'; client: Omit<ClientRecord, 'client_id' | 'created_at_ms' | 'deleted_at_ms' | 'deleted_by'> }
+  | { op: 'delete'; deleted_by: string }
   | { op: 'get' }
   | { op: 'authenticate'; secret_hash: string | null }
   | {
@@ -132,8 +149,13 @@ export function loadOAuthClient(_key: string, records: Iterable<[string, unknown
 }
 
 export function clientView(client: ClientRecord): ClientView {
-  const { secret_hash: _hash, created_at_ms, ...rest } = client;
+  const { secret_hash: _hash, created_at_ms, owner_user_id: _owner, deleted_at_ms: _deleted, deleted_by: _by, ...rest } = client;
   return { ...rest, client_id_issued_at: Math.floor(created_at_ms / 1000) };
+}
+
+/** The client, unless it was never registered or was deleted. */
+function liveClient(state: OAuthClientState): ClientRecord | null {
+  return state.client && !state.client.deleted_at_ms ? state.client : null;
 }
 
 function sameHash(a: string, b: string): boolean {
@@ -143,8 +165,9 @@ function sameHash(a: string, b: string): boolean {
 }
 
 function registered(state: OAuthClientState): ClientRecord {
-  if (!state.client) throw new ServiceError('not_found', 'No such OAuth client.');
-  return state.client;
+  const client = liveClient(state);
+  if (!client) throw new ServiceError('not_found', 'No such OAuth client.');
+  return client;
 }
 
 /** Drops expired codes (mutating `state`); returns their deletions and the alarm for the next expiry. */
@@ -176,7 +199,7 @@ export function stepOAuthClient(
   switch (message.op) {
     case 'register': {
       if (state.client) throw new ServiceError('conflict', 'OAuth client id already in use.');
-      const client: ClientRecord = { ...message.client, client_id: context.key, created_at_ms: now };
+      const client: ClientRecord = { ...message.client, client_id: context.key, created_at_ms: now, owner_user_id: message.client.owner_user_id ?? null };
       state.client = client;
       return { state, reply: clientView(client), writes: [{ subkey: 'client', value: client }] };
     }
@@ -184,9 +207,30 @@ export function stepOAuthClient(
     case 'get':
       return { state, reply: clientView(registered(state)) };
 
+    case 'delete': {
+      // A tombstone: `get` (asked on every request with a client token),
+      // `authenticate` and every grant now answer as for an unknown client, so
+      // its client_credentials tokens stop working at once. Codes and session
+      // bindings go; the reply names the sessions so the edge can end them.
+      const client = registered(state);
+      const writes: RecordWrite[] = [];
+      const sessions: DeleteReply['sessions'] = [];
+      for (const [session_id, binding] of state.sessions) {
+        sessions.push({ user_id: binding.user_id, session_id });
+        writes.push({ subkey: `s:${session_id}`, value: undefined });
+      }
+      for (const hash of state.codes.keys()) writes.push({ subkey: `c:${hash}`, value: undefined });
+      state.sessions.clear();
+      state.codes.clear();
+      const tombstone: ClientRecord = { ...client, secret_hash: null, deleted_at_ms: now, deleted_by: message.deleted_by };
+      state.client = tombstone;
+      writes.push({ subkey: 'client', value: tombstone });
+      return { state, writes, alarms: [{ name: CODES_ALARM, due_ms: null }], reply: { sessions } satisfies DeleteReply };
+    }
+
     case 'authenticate': {
-      // One answer for every failure: unknown client, wrong secret, wrong method.
-      const client = state.client;
+      // One answer for every failure: unknown or deleted client, wrong secret, wrong method.
+      const client = liveClient(state);
       const ok =
         client !== null &&
         (client.secret_hash === null
@@ -271,7 +315,7 @@ export function stepOAuthClient(
     }
 
     case 'rotate-refresh': {
-      const binding = state.client ? state.sessions.get(message.session_id) : undefined;
+      const binding = liveClient(state) ? state.sessions.get(message.session_id) : undefined;
       if (!binding) return { state, reply: { ok: false, reused: false } satisfies RotateReply };
       if (binding.refresh_hash !== null && sameHash(binding.refresh_hash, message.presented_hash)) {
         // Checked before anything changes: a refused scope leaves the presented

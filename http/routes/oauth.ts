@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
-import type { AuthMethod, ClientView, GrantType, RedeemReply, RotateReply } from '../../actors/oauth/client-state.js';
+import type { AuthMethod, ClientView, DeleteReply, GrantType, RedeemReply, RotateReply } from '../../actors/oauth/client-state.js';
 import { USER_KIND } from '../../actors/account/actor.js';
 import { isValidChallenge, type PkceMethod } from '../../actors/oauth/pkce.js';
 import { Accounts } from '../auth/accounts.js';
@@ -24,8 +24,9 @@ import {
 } from '../auth/oauth.js';
 import { hashSecret, oauthTokens, parseRefreshToken, type OAuthLoginState } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';
-import { bearerErrors, bearerSecurity, errorResponses } from '../schemas.js';
+import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { requireAdmin } from './admin-users.js';
 
 /**
  * OAuth 2.0 authorization server (spec doc 1 §4.3; docs/api/oauth.md):
@@ -82,6 +83,9 @@ const LoginStep = Type.Object({
 });
 
 const CompleteBody = Type.Object({ login_state: Type.String({ minLength: 1, maxLength: 8192 }) });
+const ClientParams = Type.Object({ client_id: Type.String({ minLength: 1, maxLength: 128 }) });
+/** Sessions ended at once while deleting a client (bounded: a client keeps at most CLIENT_SESSIONS_MAX). */
+const SESSION_ENDS_IN_FLIGHT_MAX = 16;
 
 const TokenForm = Type.Object({}, { additionalProperties: Type.String() });
 
@@ -140,9 +144,11 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
   app.post<{ Body: Static<typeof RegisterBody> }>('/oauth/register', {
     schema: {
       tags: ['oauth'],
-      summary: 'Dynamic client registration (RFC 7591). Confidential clients get a client_secret, shown only here.',
+      summary: 'Dynamic client registration (RFC 7591). Confidential clients get a client_secret, shown only here. A client with the client_credentials grant needs a user\'s bearer (its owner); other clients register without one.',
+      // The bearer is optional: only the client_credentials grant needs it.
+      security: [{}, ...bearerSecurity],
       body: RegisterBody,
-      response: { 201: OAuthClient, ...errorResponses(400, 413, 415, 429, 503) },
+      response: { 201: OAuthClient, ...errorResponses(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     const body = request.body;
@@ -169,10 +175,22 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     const scope = body.scope === undefined ? [...OAUTH_SCOPES] : parseScope(body.scope);
     const unknown = scope.find((item) => !OAUTH_SCOPES.includes(item));
     if (unknown !== undefined) throw badRequest('scope', `holds unknown scope ${JSON.stringify(unknown)}; known: ${OAUTH_SCOPES.join(' ')}`);
+    // A client_credentials client gets tokens of its own (a tenant of its own,
+    // no user consent): only a signed-in user may create one, and owns it.
+    let owner_user_id: string | null = null;
+    if (grant_types.includes('client_credentials')) {
+      await authenticate(request, reply);
+      const principal = refuseImpersonation(request);
+      if (principal.credential !== 'access_token' || principal.session_id === '') {
+        throw new ServiceError('forbidden', 'Registering a client_credentials client needs a logged-in user (a session access token), not an API key.');
+      }
+      owner_user_id = principal.user_id;
+    }
     const client_secret = method === 'none' ? null : newOAuthSecret();
     const view = await client<ClientView>(newClientId(), {
       op: 'register',
       client: {
+        owner_user_id,
         client_name: body.client_name?.trim() || 'Unnamed client',
         redirect_uris,
         grant_types,
@@ -282,6 +300,39 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     if (pending.state !== null) url.searchParams.set('state', pending.state);
     url.searchParams.set('iss', baseUrl(request, publicBase));
     return { redirect_to: url.toString() };
+  });
+
+  app.delete<{ Params: Static<typeof ClientParams> }>('/admin/oauth/clients/:client_id', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['oauth', 'admin'],
+      summary: 'Delete an OAuth client (platform admin): its client_credentials tokens, codes and refresh tokens stop working at once, and the user sessions opened through it end.',
+      security: bearerSecurity,
+      params: ClientParams,
+      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 404) },
+    },
+  }, async (request) => {
+    const admin = requireAdmin(request);
+    const { client_id } = request.params;
+    if (!CLIENT_ID_PATTERN.test(client_id)) throw new ServiceError('not_found', 'No such OAuth client.');
+    const deleted = await client<DeleteReply>(client_id, { op: 'delete', deleted_by: admin.user_id });
+    // The binding records are gone with the client, so a failure here is not
+    // retried: such a session keeps its current access token until it expires
+    // (ACCESS_TOKEN_TTL_SECONDS) and can no longer be refreshed.
+    let ended = 0;
+    const queue = [...deleted.sessions];
+    const worker = async () => {
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+        try {
+          await accounts.endSession(next.user_id, next.session_id);
+          ended++;
+        } catch (error) {
+          request.log.warn({ err: error, client_id, session_id: next.session_id }, 'ending a session of a deleted OAuth client failed');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(SESSION_ENDS_IN_FLIGHT_MAX, queue.length) }, worker));
+    return { message: `OAuth client deleted; ${ended} session${ended === 1 ? '' : 's'} ended.` };
   });
 
   app.get('/.well-known/oauth-authorization-server', {

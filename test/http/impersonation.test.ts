@@ -131,6 +131,7 @@ describe('impersonation', () => {
       ['PATCH', `/api/v1/auth/api-keys/${own.body.api_key_id}`, { scopes: ['auth:read'] }],
       ['DELETE', `/api/v1/auth/api-keys/${own.body.api_key_id}`, undefined],
       ['POST', '/oauth/authorize/complete', { login_state }],
+      ['POST', '/oauth/register', { grant_types: ['client_credentials'], scope: 'locks:read' }],
       ['POST', `/api/v1/auth/cli/session/${cli.body.id}/complete`, undefined],
       ['POST', '/api/v1/auth/2fa/totp/setup', undefined],
       ['POST', '/api/v1/auth/2fa/totp/verify-setup', { code: '123456' }],

@@ -9,9 +9,10 @@ let as: oauth.AuthorizationServer;
 const insecure = { [oauth.allowInsecureRequests]: true };
 const REDIRECT = 'http://127.0.0.1:9/callback';
 const VERIFIER = 'a'.repeat(20) + 'B-._~'.repeat(5);
+const ADMIN = { adminEmail: 'root@example.com', adminPassword: 'admin password 123' };
 
 beforeAll(async () => {
-  t = await startTestNode({ clock: 'manual' });
+  t = await startTestNode({ clock: 'manual', config: ADMIN });
   const issuer = new URL(t.url);
   as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }));
 });
@@ -19,8 +20,8 @@ afterAll(async () => t.destroy());
 
 const clock = () => t.clock as ManualClock;
 
-async function register(body: Record<string, unknown>) {
-  const res = await t.request('POST', '/oauth/register', { body });
+async function register(body: Record<string, unknown>, token?: string) {
+  const res = await t.request('POST', '/oauth/register', { body, token });
   expect(res.status).toBe(201);
   return res.body;
 }
@@ -136,10 +137,11 @@ describe('OAuth 2.0 end to end with oauth4webapi', () => {
   });
 
   it('client_credentials: a token for the client itself, limited to its registered scopes', async () => {
+    const owner = await t.newUser('oauthowner');
     const registered = await oauth.processDynamicClientRegistrationResponse(
       await oauth.dynamicClientRegistrationRequest(as, {
         client_name: 'Service', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic', scope: 'auth:read locks:read locks:write',
-      }, insecure),
+      }, { ...insecure, initialAccessToken: owner.token }),
     );
     expect(registered.client_secret).toBeTruthy();
     const client: oauth.Client = { client_id: registered.client_id };
@@ -348,14 +350,14 @@ describe('OAuth 2.0 errors', () => {
   });
 
   it('clients, codes and refresh bindings survive a restart', async () => {
-    const reg = await register({ grant_types: ['client_credentials'], scope: 'locks:read' });
+    const reg = await register({ grant_types: ['client_credentials'], scope: 'locks:read' }, user.token);
     const code = await codeFor(client_id, user.token);
     const issued = await form({ grant_type: 'authorization_code', client_id, code: await codeFor(client_id, user.token), redirect_uri: REDIRECT, code_verifier: VERIFIER });
     expect(issued.status).toBe(200);
     const dataDir = t.dataDir;
     const now = clock().now();
     await t.stop();
-    t = await startTestNode({ clock: 'manual', dataDir });
+    t = await startTestNode({ clock: 'manual', dataDir, config: ADMIN });
     clock().advance(now - clock().now());
     const res = await form({ grant_type: 'client_credentials' }, {
       authorization: `Basic ${Buffer.from(`${reg.client_id}:${reg.client_secret}`).toString('base64')}`,
@@ -367,5 +369,86 @@ describe('OAuth 2.0 errors', () => {
     const refreshed = await form({ grant_type: 'refresh_token', client_id, refresh_token: issued.body.refresh_token });
     expect(refreshed.status).toBe(200);
     expect((await t.request('GET', '/api/v1/auth/me', { token: refreshed.body.access_token })).status).toBe(200);
+  });
+});
+
+async function adminToken(): Promise<string> {
+  const res = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN.adminEmail, password: ADMIN.adminPassword } });
+  expect(res.status, res.text).toBe(200);
+  return res.body.access_token;
+}
+
+/** A public client with the refresh_token grant, and tokens of a fresh user through the code flow. */
+async function codeFlowTokens(prefix: string) {
+  const client_id = (await register({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'] })).client_id;
+  const user = await t.newUser(prefix);
+  const issued = await form({ grant_type: 'authorization_code', client_id, code: await codeFor(client_id, user.token), redirect_uri: REDIRECT, code_verifier: VERIFIER });
+  expect(issued.status).toBe(200);
+  expect((await t.request('GET', '/api/v1/auth/me', { token: issued.body.access_token })).status).toBe(200);
+  return { client_id, user, access_token: issued.body.access_token as string, refresh_token: issued.body.refresh_token as string };
+}
+
+describe('OAuth client registration needs a user for client_credentials; an admin deletes clients', () => {
+  it('a client_credentials client needs a session bearer, which becomes its owner; other clients register openly', async () => {
+    const body = { grant_types: ['client_credentials'], scope: 'locks:read' };
+    const anonymous = await t.request('POST', '/oauth/register', { body });
+    expect(anonymous.status, anonymous.text).toBe(401);
+    expect(anonymous.body.code).toBe('unauthorized');
+    const user = await t.newUser('oauthreg');
+    expect((await t.request('POST', '/oauth/register', { body, token: 'not-a-token' })).status).toBe(401);
+    const key = await t.request('POST', '/api/v1/auth/api-keys', { token: user.token, body: { name: 'k', scopes: ['*'] } });
+    const byKey = await t.request('POST', '/oauth/register', { body, token: key.body.key });
+    expect(byKey.status).toBe(403);
+    expect(byKey.body.code).toBe('forbidden');
+    const ok = await t.request('POST', '/oauth/register', { body, token: user.token });
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.body).not.toHaveProperty('owner_user_id');
+    // An authorization-code client, public or confidential, needs no bearer (RFC 7591 open registration).
+    expect((await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT] } })).status).toBe(201);
+    expect((await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' } })).status).toBe(201);
+    // A banned user's bearer no longer registers one.
+    const admin = await adminToken();
+    expect((await t.request('POST', `/admin/auth/users/${user.user_id}/ban`, { token: admin, body: { reason: 'abuse' } })).status).toBe(200);
+    expect((await t.request('POST', '/oauth/register', { body, token: user.token })).status).toBe(401);
+  });
+
+  it('DELETE /admin/oauth/clients/{id} cuts off client tokens, codes and refresh tokens at once and ends its sessions', async () => {
+    const owner = await t.newUser('oauthdel');
+    const service = await register({ grant_types: ['client_credentials'], scope: 'locks:read locks:write' }, owner.token);
+    const basic = { authorization: `Basic ${Buffer.from(`${service.client_id}:${service.client_secret}`).toString('base64')}` };
+    const cc = await form({ grant_type: 'client_credentials' }, basic);
+    expect(cc.status).toBe(200);
+    expect((await t.request('GET', '/api/v1/distributed-state/oauth/del/lock', { token: cc.body.access_token })).status).toBe(200);
+    const app = await codeFlowTokens('oauthdelu');
+    const pendingCode = await codeFor(app.client_id, app.user.token);
+
+    const admin = await adminToken();
+    // Only a platform admin; an unknown or malformed id is 404.
+    const notAdmin = await t.request('DELETE', `/admin/oauth/clients/${service.client_id}`, { token: owner.token });
+    expect(notAdmin.status).toBe(403);
+    expect(notAdmin.body.code).toBe('forbidden');
+    expect((await t.request('DELETE', `/admin/oauth/clients/${service.client_id}`)).status).toBe(401);
+    expect((await t.request('DELETE', `/admin/oauth/clients/oc_${'0'.repeat(32)}`, { token: admin })).status).toBe(404);
+    expect((await t.request('DELETE', '/admin/oauth/clients/nope', { token: admin })).status).toBe(404);
+
+    const deleted = await t.request('DELETE', `/admin/oauth/clients/${service.client_id}`, { token: admin });
+    expect(deleted.status, deleted.text).toBe(200);
+    const refused = await t.request('GET', '/api/v1/distributed-state/oauth/del/lock', { token: cc.body.access_token });
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('unauthorized');
+    expect((await form({ grant_type: 'client_credentials' }, basic)).body.error).toBe('invalid_client');
+    expect((await t.request('DELETE', `/admin/oauth/clients/${service.client_id}`, { token: admin })).status).toBe(404);
+
+    const appDeleted = await t.request('DELETE', `/admin/oauth/clients/${app.client_id}`, { token: admin });
+    expect(appDeleted.status, appDeleted.text).toBe(200);
+    expect(appDeleted.body.message).toContain('1 session ended');
+    expect((await t.request('GET', '/api/v1/auth/me', { token: app.access_token })).status).toBe(401);
+    expect((await form({ grant_type: 'refresh_token', client_id: app.client_id, refresh_token: app.refresh_token })).body.error).toBe('invalid_client');
+    expect((await form({ grant_type: 'authorization_code', client_id: app.client_id, code: pendingCode, redirect_uri: REDIRECT, code_verifier: VERIFIER })).body.error)
+      .toBe('invalid_client');
+    const start = await authorize({ response_type: 'code', client_id: app.client_id, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: 'S256' });
+    expect(start.status).toBe(400);
+    // The user's own session is untouched.
+    expect((await t.request('GET', '/api/v1/auth/me', { token: app.user.token })).status).toBe(200);
   });
 });

@@ -207,4 +207,43 @@ describe('oauth-client step', () => {
     expect(rotate('old_1')).toMatchObject({ ok: true });
     expect(rotate('new')).toMatchObject({ ok: true });
   });
+
+  it('delete leaves a tombstone: the client is unknown to every operation, its codes and bindings go', () => {
+    const issued = withCode(registeredState('hash'));
+    const bound = run(issued.state, bind('h0', 'ses_1', 'usr_1', ['locks:read'])).state;
+    run(bound, bind('h0', 'ses_2', 'usr_2', ['locks:read']));
+    const deleted = run(bound, { op: 'delete', deleted_by: 'usr_admin' }, 5_000);
+    expect(deleted.reply).toEqual({ sessions: [{ user_id: 'usr_1', session_id: 'ses_1' }, { user_id: 'usr_2', session_id: 'ses_2' }] });
+    expect(deleted.writes).toEqual(expect.arrayContaining([
+      { subkey: 's:ses_1', value: undefined },
+      { subkey: 's:ses_2', value: undefined },
+      { subkey: 'c:h1', value: undefined },
+      { subkey: 'client', value: expect.objectContaining({ deleted_at_ms: 5_000, deleted_by: 'usr_admin', secret_hash: null }) },
+    ]));
+    expect(deleted.alarms).toEqual([{ name: 'codes', due_ms: null }]);
+    const state = deleted.state;
+    expect(() => run(state, { op: 'get' })).toThrow(/No such OAuth client/);
+    expect(run(state, { op: 'authenticate', secret_hash: 'hash' }).reply).toEqual({ ok: false });
+    expect(run(state, { op: 'authenticate', secret_hash: null }).reply).toEqual({ ok: false });
+    expect(run(state, { op: 'rotate-refresh', session_id: 'ses_1', presented_hash: 'rh-ses_1', new_hash: 'n', new_session_refresh_hash: 'm' }).reply)
+      .toEqual({ ok: false, reused: false });
+    expect(() => run(state, { op: 'redeem-code', code_hash: 'h1', redirect_uri: REDIRECT, code_verifier: VERIFIER })).toThrow(/No such OAuth client/);
+    expect(() => withCode(state)).toThrow(/No such OAuth client/);
+    expect(() => run(state, bind('h0', 'ses_3', 'usr_3', []))).toThrow(/No such OAuth client/);
+    expect(() => run(state, { op: 'delete', deleted_by: 'usr_admin' })).toThrow(/No such OAuth client/);
+    expect(() => run(state, { op: 'register', client: { ...registeredState().client! } })).toThrow(/already in use/);
+    // Loaded back from its records, it is still a tombstone.
+    const loaded = loadOAuthClient('oc_1', [['client', state.client]]);
+    expect(() => run(loaded, { op: 'get' })).toThrow(/No such OAuth client/);
+  });
+
+  it('records the owner given at registration, and never shows it', () => {
+    const owned = run(initialOAuthClientState(), {
+      op: 'register',
+      client: { ...registeredState().client!, owner_user_id: 'usr_owner' },
+    });
+    expect(owned.state.client!.owner_user_id).toBe('usr_owner');
+    expect(owned.reply).not.toHaveProperty('owner_user_id');
+    expect(registeredState().client!.owner_user_id).toBeNull();
+  });
 });
