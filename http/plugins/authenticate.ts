@@ -123,7 +123,8 @@ export function bearerAuthentication(services: AppServices) {
     }
     const claims = await services.tokens.verifyAccessToken(token);
     // OAuth user tokens carry the scope granted to the client: enforced like an API key's.
-    if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(request.routeOptions.url ?? request.url, request.method))) {
+    // Logout is the one credential route they may call: it ends the grant's own session.
+    if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(request.routeOptions.url ?? request.url, request.method)) && !isLogout(request)) {
       throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
     }
     // The session check: from this node's cache, else from the user actor (then cached; see session-cache.ts).
@@ -151,6 +152,10 @@ export function bearerAuthentication(services: AppServices) {
     };
     request.principal = principal;
   };
+}
+
+function isLogout(request: FastifyRequest): boolean {
+  return request.method === 'POST' && request.routeOptions.url === '/api/v1/auth/logout';
 }
 
 /** The admin behind an impersonation session still exists, is not banned and still has the admin role; otherwise 401. */

@@ -452,3 +452,39 @@ describe('OAuth client registration needs a user for client_credentials; an admi
     expect((await t.request('GET', '/api/v1/auth/me', { token: app.user.token })).status).toBe(200);
   });
 });
+
+describe('OAuth user tokens (authorization code flow) end with their session', () => {
+  it('a ban cuts off the access token and the refresh token at once', async () => {
+    const app = await codeFlowTokens('oauthban');
+    const banned = await t.request('POST', `/admin/auth/users/${app.user.user_id}/ban`, { token: await adminToken(), body: { reason: 'abuse' } });
+    expect(banned.status).toBe(200);
+    expect((await t.request('GET', '/api/v1/auth/me', { token: app.access_token })).status).toBe(401);
+    expect((await form({ grant_type: 'refresh_token', client_id: app.client_id, refresh_token: app.refresh_token })).body.error).toBe('invalid_grant');
+    // An unban does not bring the grant back (the ban ended the session).
+    await t.request('POST', `/admin/auth/users/${app.user.user_id}/unban`, { token: await adminToken() });
+    expect((await t.request('GET', '/api/v1/auth/me', { token: app.access_token })).status).toBe(401);
+    expect((await form({ grant_type: 'refresh_token', client_id: app.client_id, refresh_token: app.refresh_token })).body.error).toBe('invalid_grant');
+  });
+
+  it('a logout with the OAuth access token ends the grant: access and refresh tokens stop working', async () => {
+    const app = await codeFlowTokens('oauthout');
+    const out = await t.request('POST', '/api/v1/auth/logout', { token: app.access_token });
+    expect(out.status, out.text).toBe(200);
+    expect((await t.request('GET', '/api/v1/auth/me', { token: app.access_token })).status).toBe(401);
+    expect((await form({ grant_type: 'refresh_token', client_id: app.client_id, refresh_token: app.refresh_token })).body.error).toBe('invalid_grant');
+    // Only the grant's session ended: the user's own session works on.
+    expect((await t.request('GET', '/api/v1/auth/me', { token: app.user.token })).status).toBe(200);
+    // The user's own logout ends the user's session, not a grant's.
+    const other = await codeFlowTokens('oauthout2');
+    expect((await t.request('POST', '/api/v1/auth/logout', { token: other.user.token })).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/auth/me', { token: other.access_token })).status).toBe(200);
+  });
+
+  it('deleting the user cuts off the access token and the refresh token at once', async () => {
+    const app = await codeFlowTokens('oauthgone');
+    const gone = await t.request('DELETE', `/admin/auth/users/${app.user.user_id}`, { token: await adminToken() });
+    expect(gone.status).toBe(200);
+    expect((await t.request('GET', '/api/v1/auth/me', { token: app.access_token })).status).toBe(401);
+    expect((await form({ grant_type: 'refresh_token', client_id: app.client_id, refresh_token: app.refresh_token })).body.error).toBe('invalid_grant');
+  });
+});
