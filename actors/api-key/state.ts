@@ -19,6 +19,11 @@ export const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 export interface ApiKeyRecord {
   api_key_id: string;
   user_id: string;
+  /**
+   * The organization the key acts for (its tenant), or null: the key acts for
+   * its user. Fixed at creation; absent on keys stored before it existed (null).
+   */
+  org_id?: string | null;
   name: string;
   scopes: string[];
   key_hash: string;
@@ -39,6 +44,7 @@ export type ApiKeyView = Omit<ApiKeyRecord, 'key_hash'>;
 export interface VerifiedKey {
   api_key_id: string;
   user_id: string;
+  org_id: string | null;
   scopes: string[];
 }
 
@@ -46,6 +52,8 @@ export type ApiKeyMessage =
   | {
       op: 'create';
       user_id: string;
+      /** Checked by the edge: the user is a member of it. */
+      org_id: string | null;
       name: string;
       scopes: string[];
       key_hash: string;
@@ -101,6 +109,7 @@ export function stepApiKey(
       const record: ApiKeyRecord = {
         api_key_id: context.key,
         user_id: message.user_id,
+        org_id: message.org_id ?? null,
         name: message.name,
         scopes: [...message.scopes],
         key_hash: message.key_hash,
@@ -145,7 +154,7 @@ export function stepApiKey(
       if (!state || !sameHash(state.key_hash, message.key_hash) || !isKeyUsable(state, now)) {
         throw new ServiceError('unauthorized', UNAUTHORIZED_MESSAGE);
       }
-      const reply: VerifiedKey = { api_key_id: state.api_key_id, user_id: state.user_id, scopes: state.scopes };
+      const reply: VerifiedKey = { api_key_id: state.api_key_id, user_id: state.user_id, org_id: state.org_id ?? null, scopes: state.scopes };
       if (state.last_used_at_ms !== null && now - state.last_used_at_ms < LAST_USED_WRITE_INTERVAL_MS) {
         return { state, reply };
       }

@@ -8,6 +8,7 @@ import { looksLikeApiKey, parseApiKey, requiredScope, scopeAllows } from '../aut
 import type { Principal } from '../auth/principal.js';
 import { CLIENT_SUBJECT_PREFIX, oauthTokens } from '../auth/tokens.js';
 import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
+import { ORGANIZATION_KIND } from '../../actors/organization/actor.js';
 import type { AppServices } from '../services.js';
 
 /**
@@ -19,8 +20,11 @@ import type { AppServices } from '../services.js';
  *
  * A bearer starting with `pk_` is an API key: its actor checks the hash,
  * revocation and expiry, then the user actor confirms the owner exists and is
- * not banned (so a ban or a deleted user cuts every key off at once). The
- * key's scopes are then checked against the route (see http/auth/api-keys.ts).
+ * not banned (so a ban or a deleted user cuts every key off at once). A key
+ * made for an organization acts for it (tenant = org_id) only while its user
+ * is still a member: leaving, being removed or the organization's deletion
+ * cuts it off at once. The key's scopes are then checked against the route
+ * (see http/auth/api-keys.ts).
  */
 const API_KEY_REJECTED = 'The API key is invalid, revoked or expired.';
 
@@ -32,6 +36,7 @@ async function authenticateApiKey(services: AppServices, token: string): Promise
   try {
     key = await services.actors.ask<VerifiedKey>(API_KEY_KIND, parsed.api_key_id, { op: 'verify', key_hash: parsed.key_hash });
     user = await services.actors.ask<PublicUser>(USER_KIND, key.user_id, { op: 'get' }, { readOnly: true });
+    if (key.org_id) await services.actors.ask(ORGANIZATION_KIND, key.org_id, { op: 'get_member', user_id: key.user_id }, { readOnly: true });
   } catch (error) {
     if (error instanceof ServiceError && (error.code === 'unauthorized' || error.code === 'not_found')) {
       throw new ServiceError('unauthorized', API_KEY_REJECTED);
@@ -43,8 +48,8 @@ async function authenticateApiKey(services: AppServices, token: string): Promise
     user_id: user.id,
     session_id: '',
     role: user.role,
-    org_id: null,
-    tenant: user.id,
+    org_id: key.org_id ?? null,
+    tenant: key.org_id ?? user.id,
     credential: 'api_key',
     scopes: key.scopes,
     api_key_id: key.api_key_id,

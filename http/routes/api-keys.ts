@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { API_KEY_KIND, USER_API_KEYS_KIND } from '../../actors/api-key/actor.js';
 import type { IndexPage } from '../../actors/api-key/index-state.js';
 import type { ApiKeyView } from '../../actors/api-key/state.js';
-import { ServiceError } from '../../runtime/index.js';
+import { ORGANIZATION_KIND } from '../../actors/organization/actor.js';
+import { isServiceError, ServiceError } from '../../runtime/index.js';
 import { API_KEY_SCOPES, API_KEYS_PER_USER_MAX, newApiKey } from '../auth/api-keys.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody, Pagination } from '../schemas.js';
@@ -12,7 +13,9 @@ import type { AppServices } from '../services.js';
 /**
  * API keys of the calling user (spec doc 1 §2 ApiKey/ApiKeyCreated, §4.2,
  * §5.6). The full key is in the create reply only; afterwards only its
- * `key_prefix`. Keys belong to a user: another user's key id is 404. These
+ * `key_prefix`. Keys belong to a user: another user's key id is 404. A key
+ * created with an `org_id` acts for that organization (its tenant), which
+ * the user must belong to, now and on every request (plugins/authenticate.ts). These
  * routes refuse API keys themselves (a leaked key must not mint more keys):
  * see the scope rules in http/auth/api-keys.ts and docs/api/auth.md.
  */
@@ -27,7 +30,9 @@ const ApiKeyFields = {
   name: Type.String(),
   key_prefix: Type.String({ description: 'The first 12 characters of the key (pk_ and 9 characters of its id).' }),
   scopes: Type.Array(Type.String()),
-  org_id: Type.Union([Type.String(), Type.Null()], { description: 'Always null: keys belong to a user (no organizations yet).' }),
+  org_id: Type.Union([Type.String(), Type.Null()], {
+    description: 'The organization the key acts for (its resources are the organization\'s), or null: the key acts for its user.',
+  }),
   created_at: Type.String({ format: 'date-time' }),
   expires_at: NULLABLE_TIME,
 };
@@ -44,6 +49,11 @@ const CreateBody = Type.Object({
   name: Name,
   scopes: Scopes,
   expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()])),
+  org_id: Type.Optional(
+    Type.Union([Type.String({ pattern: '^org_[A-Za-z0-9_-]{1,64}$' }), Type.Null()], {
+      description: 'An organization the caller belongs to: the key then acts for it (its tenant). Absent or null: the key acts for the caller.',
+    }),
+  ),
 });
 const UpdateBody = Type.Object({
   name: Type.Optional(Name),
@@ -62,7 +72,7 @@ function apiKeyShape(view: ApiKeyView) {
     name: view.name,
     key_prefix: view.key_prefix,
     scopes: view.scopes,
-    org_id: null,
+    org_id: view.org_id ?? null,
     created_at: isoTime(view.created_at_ms)!,
     expires_at: isoTime(view.expires_at_ms),
     last_used_at: isoTime(view.last_used_at_ms),
@@ -123,10 +133,10 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
     onRequest: authenticate,
     schema: {
       tags,
-      summary: 'Create an API key. The full key is in this reply only. At most 100 keys per user (409 api_key_limit_reached).',
+      summary: 'Create an API key, for the caller or (org_id) for one of their organizations. The full key is in this reply only. At most 100 keys per user (409 api_key_limit_reached).',
       security: bearerSecurity,
       body: CreateBody,
-      response: { 201: ApiKeyCreated, ...errorResponses(...bearerErrors, 403, 409) },
+      response: { 201: ApiKeyCreated, ...errorResponses(...bearerErrors, 403, 404, 409) },
     },
   }, async (request, reply) => {
     const principal = refuseImpersonation(request);
@@ -141,12 +151,23 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
         });
       }
     }
+    const org_id = request.body.org_id ?? null;
+    if (org_id !== null) {
+      // Only a member may make a key that acts for the organization; a stranger gets the same 404 as for an unknown one.
+      try {
+        await services.actors.ask(ORGANIZATION_KIND, org_id, { op: 'get_member', user_id: principal.user_id }, { readOnly: true });
+      } catch (error) {
+        if (isServiceError(error) && error.code === 'not_found') throw new ServiceError('not_found', 'No such organization.');
+        throw error;
+      }
+    }
     const fresh = newApiKey();
     // The index first: it enforces the cap, and a list right after shows the key.
     await askIndex(principal.user_id, { op: 'add', api_key_id: fresh.api_key_id, created_at_ms: services.clock.now(), limit: API_KEYS_PER_USER_MAX });
     const view = await askKey<ApiKeyView>(fresh.api_key_id, {
       op: 'create',
       user_id: principal.user_id,
+      org_id,
       name,
       scopes,
       key_hash: fresh.key_hash,

@@ -5,8 +5,9 @@ import { startTestNode, type TestNode } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';
 
 let t: TestNode;
+const ADMIN = { adminEmail: 'root@example.com', adminPassword: 'admin password 123' };
 beforeAll(async () => {
-  t = await startTestNode({ clock: 'manual' });
+  t = await startTestNode({ clock: 'manual', config: ADMIN });
 });
 afterAll(async () => t.destroy());
 
@@ -86,6 +87,57 @@ describe('API keys', () => {
     const me = await t.request('GET', '/api/v1/auth/me', { token: key.key });
     expect(me.status).toBe(403);
     expect(me.body.code).toBe('insufficient_scope');
+  });
+
+  it('a key made for an organization acts for it: its members\' org keys share resources, personal credentials do not', async () => {
+    const alice = await t.newUser('akorg');
+    const bob = await t.newUser('akorg');
+    const carol = await t.newUser('akorg');
+    const org = await t.request('POST', '/api/v1/orgs', { token: alice.token, body: { name: `Keys ${alice.username}` } });
+    expect(org.status, org.text).toBe(201);
+    const org_id = org.body.org_id as string;
+    const admin = (await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN.adminEmail, password: ADMIN.adminPassword } })).body.access_token;
+    const added = await t.request('POST', `/admin/auth/org/${org_id}/members`, { token: admin, body: { user_id: bob.user_id, role: 'member' } });
+    expect(added.status, added.text).toBe(201);
+
+    const scopes = ['locks:read', 'locks:write'];
+    const aliceOrg = await createKey(alice.token, { name: 'org', scopes, org_id });
+    expect(aliceOrg.org_id).toBe(org_id);
+    const bobOrg = await createKey(bob.token, { name: 'org', scopes, org_id });
+    const alicePersonal = await createKey(alice.token, { name: 'mine', scopes, org_id: null });
+    expect(alicePersonal.org_id).toBeNull();
+    expect((await t.request('GET', `${base}/${aliceOrg.api_key_id}`, { token: alice.token })).body.org_id).toBe(org_id);
+    expect((await t.request('GET', base, { token: alice.token })).body.api_keys.map((k: { org_id: string | null }) => k.org_id).sort())
+      .toEqual([org_id, null].sort());
+
+    // A lock taken with Alice's org key is the organization's.
+    const taken = await t.request('POST', lockPath('shared'), { token: aliceOrg.key, body: { owner_id: 'alice-job', ttl_seconds: 60 } });
+    expect(taken.status, taken.text).toBe(200);
+    expect((await t.request('GET', lockPath('shared'), { token: bobOrg.key })).body).toMatchObject({ is_locked: true, owner_id: 'alice-job' });
+    const clash = await t.request('POST', lockPath('shared'), { token: bobOrg.key, body: { owner_id: 'bob-job' } });
+    expect(clash.status).toBe(409);
+    expect(clash.body.code).toBe('lock_held');
+    // Alice's personal token and key are another tenant: the same name is free there.
+    expect((await t.request('GET', lockPath('shared'), { token: alice.token })).body.is_locked).toBe(false);
+    expect((await t.request('GET', lockPath('shared'), { token: alicePersonal.key })).body.is_locked).toBe(false);
+    expect((await t.request('GET', lockPath('shared'), { token: bob.token })).body.is_locked).toBe(false);
+
+    // Only members may make such a key; an unknown organization looks the same; a malformed id is 400.
+    for (const other of [org_id, 'org_doesnotexist']) {
+      const refused = await t.request('POST', base, { token: carol.token, body: { name: 'x', scopes, org_id: other } });
+      expect(refused.status, refused.text).toBe(404);
+      expect(refused.body.code).toBe('not_found');
+    }
+    expect((await t.request('POST', base, { token: carol.token, body: { name: 'x', scopes, org_id: 'not an org' } })).status).toBe(400);
+    expect((await t.request('GET', base, { token: carol.token })).body.api_keys).toEqual([]);
+
+    // Leaving the organization cuts the member's org key off at once; the owner's keeps working.
+    const removed = await t.request('DELETE', `/api/v1/orgs/${org_id}/members/${bob.user_id}`, { token: alice.token });
+    expect(removed.status, removed.text).toBe(200);
+    const cut = await t.request('GET', lockPath('shared'), { token: bobOrg.key });
+    expect(cut.status).toBe(401);
+    expect(cut.body.code).toBe('unauthorized');
+    expect((await t.request('GET', lockPath('shared'), { token: aliceOrg.key })).body.is_locked).toBe(true);
   });
 
   it('enforces scopes: a read-only key reads but cannot write; * reaches everything but credentials', async () => {

@@ -22,6 +22,7 @@ const step = (state: ApiKeyState, message: ApiKeyMessage, now = T0) => stepApiKe
 const createMessage = (over: Partial<Extract<ApiKeyMessage, { op: 'create' }>> = {}): ApiKeyMessage => ({
   op: 'create',
   user_id: 'u1',
+  org_id: null,
   name: 'ci',
   scopes: ['locks:read'],
   key_hash: 'hash-1',
@@ -40,6 +41,17 @@ describe('api-key step', () => {
     expect(result.state).toMatchObject({ api_key_id: KEY_ID, user_id: 'u1', key_hash: 'hash-1', revoked: false, last_used_at_ms: null, created_at_ms: T0 });
     expect(result.reply).toEqual(expect.objectContaining({ api_key_id: KEY_ID, key_prefix: 'pk_aaaaaaaaa', scopes: ['locks:read'] }));
     expect(result.reply as object).not.toHaveProperty('key_hash');
+  });
+
+  it('keeps the organization a key was made for, in its view and its verification; old keys read as null', () => {
+    const state = created({ org_id: 'org_a' });
+    expect((step(state, { op: 'get', user_id: 'u1' }).reply as ApiKeyView).org_id).toBe('org_a');
+    expect(step(state, { op: 'verify', key_hash: 'hash-1' }).reply).toMatchObject({ org_id: 'org_a' });
+    // An update cannot move a key to another organization.
+    const renamed = step(state, { op: 'update', user_id: 'u1', name: 'renamed', org_id: 'org_b' } as ApiKeyMessage).state;
+    expect(renamed).toMatchObject({ name: 'renamed', org_id: 'org_a' });
+    const { org_id: _dropped, ...legacy } = created() as NonNullable<ApiKeyState>;
+    expect(step(legacy, { op: 'verify', key_hash: 'hash-1' }).reply).toMatchObject({ org_id: null });
   });
 
   it('answers a retried create again, and refuses a different one on the same id', () => {
@@ -61,7 +73,7 @@ describe('api-key step', () => {
   it('verifies the right hash only, and never a revoked or expired key', () => {
     const state = created({ expires_at_ms: T0 + 10_000 });
     const ok = step(state, { op: 'verify', key_hash: 'hash-1' }, T0 + 1);
-    expect(ok.reply).toEqual({ api_key_id: KEY_ID, user_id: 'u1', scopes: ['locks:read'] } satisfies VerifiedKey);
+    expect(ok.reply).toEqual({ api_key_id: KEY_ID, user_id: 'u1', org_id: null, scopes: ['locks:read'] } satisfies VerifiedKey);
     expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-2' }))).toBe('unauthorized');
     expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-' }))).toBe('unauthorized');
     expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-1' }, T0 + 10_000))).toBe('unauthorized');
