@@ -369,10 +369,20 @@ function lockCycle(token: string, prefix: string): LoadRequest[] {
  */
 const REPLICATION_CONNECTIONS = Number(process.env.BENCH_CLUSTER_CONNECTIONS ?? 256);
 
+/**
+ * Untimed load before each measured run, as the HTTP bench does: without it
+ * the measured seconds include V8 compiling the request path, which three
+ * cluster processes each pay on the same two cores (TurboFan and lazy
+ * compilation showed at the top of a `perf record` of an unwarmed run).
+ */
+const REPLICATION_WARM_UP_SECONDS = Number(process.env.BENCH_CLUSTER_WARM_UP_SECONDS ?? 3);
+
 async function cyclesPerSecond(urls: string[], token: string): Promise<{ rate: number; note: string }> {
-  const results = await Promise.all(
-    urls.map((url, i) => runLoad({ url, connections: Math.ceil(REPLICATION_CONNECTIONS / urls.length), duration_s: LOAD_SECONDS, requests: lockCycle(token, `r${i}-`) })),
-  );
+  const connections = Math.ceil(REPLICATION_CONNECTIONS / urls.length);
+  if (REPLICATION_WARM_UP_SECONDS > 0) {
+    await Promise.all(urls.map((url, i) => runLoad({ url, connections, duration_s: REPLICATION_WARM_UP_SECONDS, requests: lockCycle(token, `w${i}-`) })));
+  }
+  const results = await Promise.all(urls.map((url, i) => runLoad({ url, connections, duration_s: LOAD_SECONDS, requests: lockCycle(token, `r${i}-`) })));
   const released = results.reduce((sum, r) => sum + (r.status['204'] ?? 0) / r.duration_s, 0);
   return { rate: Math.round(released), note: results.map(statusNote).join(' | ') };
 }
@@ -400,7 +410,7 @@ async function replication(): Promise<BenchRow[]> {
     await cluster.stop();
   }
   return [
-    { area: AREA, scenario: 'replication: lock cycles, one embedded node', value: single.rate, unit: 'cycles/s', note: `${REPLICATION_CONNECTIONS} conn, ${LOAD_SECONDS} s; ${single.note}` },
+    { area: AREA, scenario: 'replication: lock cycles, one embedded node', value: single.rate, unit: 'cycles/s', note: `${REPLICATION_CONNECTIONS} conn, ${LOAD_SECONDS} s after a ${REPLICATION_WARM_UP_SECONDS} s warm-up; ${single.note}` },
     {
       area: AREA,
       scenario: 'replication: lock cycles, 3 nodes, REPLICATION_FACTOR=2',
