@@ -284,7 +284,7 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     onRequest: authenticate,
     schema: {
       tags: ['admin'],
-      summary: 'Lift a ban: the user can log in again (sessions cut off by the ban that have not expired work again).',
+      summary: 'Lift a ban: the user can log in again. Sessions the ban ended stay ended (the user signs in anew); API keys work again.',
       security: bearerSecurity,
       params: IdParams,
       response: { 200: MessageBody, ...adminErrors(404) },
