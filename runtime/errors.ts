@@ -53,6 +53,7 @@ export const errorCodes = {
   // 5xx
   internal_error: { status: 500, description: 'A defect in the service. Never used for bad input.' },
   actor_overloaded: { status: 503, description: "The resource's mailbox is full; retry after the Retry-After header." },
+  server_busy: { status: 503, description: 'The node is at its limit of concurrent password hashing (login, registration); retry after the Retry-After header.' },
   shutting_down: { status: 503, description: 'The node is shutting down; retry on another node or later.' },
   not_leader: { status: 503, description: 'Cluster-internal: the node does not lead the partition; the edge retries at the leader. Reaches a client only through the operator API.' },
   partition_unavailable: { status: 503, description: 'No node could serve the partition in time (failover or handoff in progress, or no in-sync replica alive); retry after Retry-After.' },

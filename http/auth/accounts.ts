@@ -7,7 +7,7 @@ import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organization/act
 import type { Membership } from '../../actors/organization/user-orgs-state.js';
 import { randomId } from '../../runtime/index.js';
 import type { AppServices } from '../services.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from './passwords.js';
 import { formatRefreshToken, hashSecret, newRefreshSecret, parseRefreshToken, type TokenBody } from './tokens.js';
 
 /**
@@ -28,8 +28,6 @@ export interface Registration {
   display_name?: string;
   role?: Role;
 }
-
-let dummyHash: Promise<string> | undefined;
 
 /** How long the password step of a two-factor login stays valid. */
 export const TWO_FACTOR_CHALLENGE_TTL_SECONDS = 300;
@@ -83,7 +81,8 @@ export class Accounts {
   }
 
   /**
-   * Checks the password; the same error, after the same work, for an unknown login and a wrong password.
+   * Checks the password; the same error, after the same work, for an unknown login, an account
+   * without a usable password (SCIM-provisioned) and a wrong password.
    * Throttled per account and per client address (429 `rate_limited`), checked before the KDF runs;
    * a success clears the account's failures.
    */
@@ -91,14 +90,14 @@ export class Accounts {
     const user_id = await this.findUserId(login);
     const subjects = throttleSubjects(user_id ?? `login:${login.trim().toLowerCase()}`, ip_address);
     await this.throttleCheck(subjects);
+    const cost = this.services.config.passwordKdfCostLog2;
     if (!user_id) {
-      dummyHash ??= hashPassword('not-a-real-password', this.services.config.passwordKdfCostLog2);
-      await verifyPassword(password, await dummyHash);
+      await verifyPassword(password, UNUSABLE_PASSWORD_HASH, cost);
       await this.throttleFail(subjects);
       throw new ServiceError('invalid_credentials', 'Invalid login or password.');
     }
     const credentials = await this.services.actors.ask<Credentials>(USER_KIND, user_id, { op: 'credentials' });
-    if (!(await verifyPassword(password, credentials.password_hash))) {
+    if (!(await verifyPassword(password, credentials.password_hash, cost))) {
       await this.throttleFail(subjects);
       throw new ServiceError('invalid_credentials', 'Invalid login or password.');
     }

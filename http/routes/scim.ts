@@ -19,7 +19,7 @@ import {
   type ScimUserPage,
   type ScimUserRecord,
 } from '../../actors/scim/state.js';
-import { hashPassword } from '../auth/passwords.js';
+import { UNUSABLE_PASSWORD_HASH } from '../auth/passwords.js';
 import { newScimToken, parseScimToken } from '../scim/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { nestingExceeds, JSON_DEPTH_MAX } from '../plugins/json-body.js';
@@ -605,7 +605,7 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       ...userRoute,
       schema: {
         tags: ['scim'],
-        summary: 'Provision a user: a platform account (random unusable password) that joins the organization as a member.',
+        summary: 'Provision a user: a platform account (no usable password) that joins the organization as a member.',
         security: bearerSecurity,
         body: ScimUserBody,
         response: { 201: ScimUserSchema, ...scimErrorResponses(400, 401, 409, 413, 415, 429, 503) },
@@ -629,8 +629,8 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
           username: platformUsername(attributes.userName),
           display_name: platformDisplayName(attributes),
           role: 'user',
-          // Nobody knows this password: the user signs in through SSO or a password reset.
-          password_hash: await hashPassword(randomBytes(32).toString('base64url'), config.passwordKdfCostLog2),
+          // No password matches it (no KDF run here): the user signs in through SSO or a password reset.
+          password_hash: UNUSABLE_PASSWORD_HASH,
         };
         if (emailOwner !== user_id) {
           // A resumed create whose platform user already exists skips the claim.

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomId } from '../../runtime/index.js';
 import { ORGANIZATION_KIND } from '../../actors/organization/actor.js';
+import { USER_KIND } from '../../actors/account/actor.js';
+import { UNUSABLE_PASSWORD_HASH } from '../../http/auth/passwords.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 
 /**
@@ -186,9 +188,16 @@ describe('SCIM Users', () => {
     expect(platform).toMatchObject({ display_name: body.displayName, banned: false, role: 'user' });
     const member = await t.node.services.actors.ask<{ role: string }>(ORGANIZATION_KIND, orgA, { op: 'get_member', user_id: platform.id });
     expect(member.role).toBe('member');
-    // The IdP's password is not used: the account has an unusable random password.
-    const login = await t.request('POST', '/api/v1/auth/login', { body: { login: body.userName, password: body.password } });
-    expect(login.status).toBe(401);
+    // The IdP's password is not used: the account has no usable password (a marker, no KDF run at
+    // provisioning), and a login against it is the same 401 as for an unknown login.
+    const credentials = await t.node.services.actors.ask<{ password_hash: string }>(USER_KIND, platform.id, { op: 'credentials' });
+    expect(credentials.password_hash).toBe(UNUSABLE_PASSWORD_HASH);
+    for (const password of [body.password, UNUSABLE_PASSWORD_HASH]) {
+      const login = await t.request('POST', '/api/v1/auth/login', { body: { login: body.userName, password } });
+      expect(login.status).toBe(401);
+      const unknown = await t.request('POST', '/api/v1/auth/login', { body: { login: `nobody-${randomId()}@acme.example`, password } });
+      expect(login.body).toEqual(unknown.body);
+    }
 
     const got = await scim('GET', `/Users/${created.body.id}`, tokenA);
     expect(got.status).toBe(200);
