@@ -2,11 +2,17 @@ import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type Tur
 
 /**
  * Login throttling (issue 4 security): one actor per counted subject, kind
- * `login-throttle`, key `acct:<user id or normalised login>` or `ip:<address>`.
- * A fixed window opens at the first failure; once `limit` failures are counted
- * in it, `check` refuses (429 rate_limited, Retry-After = rest of the window).
- * The edge checks before the password KDF runs, records failures after it,
- * and resets the account subject on a successful login.
+ * `login-throttle`, key `acct:<user id or normalised login>`, `2fa:<user id>`
+ * or `ip:<address>`. A fixed window opens at the first counted
+ * attempt; once `limit` attempts are counted in it, `attempt` refuses (429
+ * rate_limited, Retry-After = rest of the window).
+ *
+ * `attempt` is atomic: it counts the attempt before the edge runs the slow
+ * check (the password KDF, a code), so a burst of simultaneous guesses cannot
+ * all pass a check that has not yet seen the others' failures. A failed
+ * attempt simply stays counted. An attempt that turned out not to be a guess
+ * (right password, refused elsewhere, the check could not run) is handed back
+ * with `release`; a correct password or code clears its subject with `reset`.
  */
 export const LOGIN_THROTTLE_KIND = 'login-throttle';
 export const THROTTLE_WINDOW_MS = 15 * 60_000;
@@ -21,13 +27,21 @@ export const TWO_FACTOR_FAILURES_MAX = 10;
 
 export interface ThrottleState {
   window_start_ms: number | null;
+  /** Attempts counted in the window: failures, plus attempts still in flight. */
   failures: number;
 }
 
 export type ThrottleMessage =
-  | { op: 'check'; limit: number }
-  | { op: 'fail'; limit: number }
+  | { op: 'attempt'; limit: number }
+  /** Hands back one attempt counted in the window that started at window_start_ms (a later window is left alone). */
+  | { op: 'release'; window_start_ms: number }
   | { op: 'reset' };
+
+/** The reply to `attempt`: which window counted it (for `release`), and the count with it. */
+export interface ThrottleAttempt {
+  window_start_ms: number;
+  failures: number;
+}
 
 export function initialThrottleState(): ThrottleState {
   return { window_start_ms: null, failures: 0 };
@@ -38,26 +52,25 @@ function live(state: ThrottleState, now: number): ThrottleState {
   return state;
 }
 
-function refuseIfBlocked(state: ThrottleState, limit: number, now: number): void {
-  if (state.window_start_ms !== null && state.failures >= limit) {
-    const retry = Math.max(1, Math.ceil((state.window_start_ms + THROTTLE_WINDOW_MS - now) / 1000));
-    throw new ServiceError('rate_limited', 'Too many failed sign-in attempts; try again later.', { retryAfterSeconds: retry });
-  }
-}
-
 export function stepThrottle(state: ThrottleState, message: ThrottleMessage | AlarmMessage, context: TurnContext): TurnResult<ThrottleState, unknown> {
   const now = context.now;
   switch (message.op) {
-    case 'check': {
-      refuseIfBlocked(live(state, now), message.limit, now);
-      return { state, reply: null };
-    }
-    case 'fail': {
+    case 'attempt': {
       const current = live(state, now);
+      if (current.window_start_ms !== null && current.failures >= message.limit) {
+        const retry = Math.max(1, Math.ceil((current.window_start_ms + THROTTLE_WINDOW_MS - now) / 1000));
+        throw new ServiceError('rate_limited', 'Too many attempts; try again later.', { retryAfterSeconds: retry });
+      }
       const window_start_ms = current.window_start_ms ?? now;
       const next: ThrottleState = { window_start_ms, failures: current.failures + 1 };
       const alarms = current.window_start_ms === null ? [{ name: 'window', due_ms: window_start_ms + THROTTLE_WINDOW_MS }] : [];
-      return { state: next, reply: { failures: next.failures, blocked: next.failures >= message.limit }, alarms };
+      const reply: ThrottleAttempt = { window_start_ms, failures: next.failures };
+      return { state: next, reply, alarms };
+    }
+    case 'release': {
+      const current = live(state, now);
+      if (current.window_start_ms !== message.window_start_ms || current.failures === 0) return { state, reply: null };
+      return { state: { ...current, failures: current.failures - 1 }, reply: null };
     }
     case 'reset':
       if (state.window_start_ms === null) return { state, reply: null };

@@ -1,7 +1,13 @@
 import { ServiceError } from '../../runtime/index.js';
 import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
 import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
-import { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, TWO_FACTOR_FAILURES_MAX } from '../../actors/login-throttle/state.js';
+import {
+  ACCOUNT_FAILURES_MAX,
+  ADDRESS_FAILURES_MAX,
+  LOGIN_THROTTLE_KIND,
+  TWO_FACTOR_FAILURES_MAX,
+  type ThrottleAttempt,
+} from '../../actors/login-throttle/state.js';
 import type { Credentials, NewUser, PublicUser, Role } from '../../actors/account/user-state.js';
 import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organization/actor.js';
 import type { Membership } from '../../actors/organization/user-orgs-state.js';
@@ -47,6 +53,17 @@ interface ThrottleSubject {
   limit: number;
 }
 
+/** An attempt counted on one subject (see actors/login-throttle/state.ts). */
+interface Reservation {
+  subject: ThrottleSubject;
+  window_start_ms: number;
+}
+
+/** A failure the node caused (busy, unavailable partition, defect) rather than the caller's input. */
+function isServerFailure(error: unknown): boolean {
+  return !(error instanceof ServiceError) || error.statusCode >= 500;
+}
+
 /** The account subject (password or second-step counter) first, then the address (when known). */
 function throttleSubjects(account: string, ip_address: string | undefined, step: 'password' | 'two_factor' = 'password'): ThrottleSubject[] {
   const subjects: ThrottleSubject[] = [
@@ -83,28 +100,40 @@ export class Accounts {
   /**
    * Checks the password; the same error, after the same work, for an unknown login, an account
    * without a usable password (SCIM-provisioned) and a wrong password.
-   * Throttled per account and per client address (429 `rate_limited`), checked before the KDF runs;
-   * a success clears the account's failures.
+   * Throttled per account and per client address (429 `rate_limited`): the attempt is counted on
+   * both before the KDF runs, so concurrent guesses cannot pass together; a wrong password stays
+   * counted, a right one clears the account's count and hands the address's attempt back.
    */
   async verifyLogin(login: string, password: string, ip_address?: string): Promise<Credentials> {
     const user_id = await this.findUserId(login);
-    const subjects = throttleSubjects(user_id ?? `login:${login.trim().toLowerCase()}`, ip_address);
-    await this.throttleCheck(subjects);
+    const reserved = await this.throttleAttempt(throttleSubjects(user_id ?? `login:${login.trim().toLowerCase()}`, ip_address));
+    let credentials: Credentials | null;
+    try {
+      credentials = await this.checkPassword(user_id, password);
+    } catch (error) {
+      // The password was not checked (a busy node, an unavailable partition): not a guess.
+      await this.throttleRelease(reserved);
+      throw error;
+    }
+    if (!credentials) throw new ServiceError('invalid_credentials', 'Invalid login or password.');
+    if (credentials.banned) {
+      await this.throttleRelease(reserved);
+      throw new ServiceError('forbidden', 'This account is banned.');
+    }
+    await this.throttleSucceeded(reserved);
+    await this.checkSsoPolicy(credentials.user_id);
+    return credentials;
+  }
+
+  /** The user's credentials if the password is theirs, else null: after one KDF run either way. */
+  private async checkPassword(user_id: string | null, password: string): Promise<Credentials | null> {
     const cost = this.services.config.passwordKdfCostLog2;
     if (!user_id) {
       await verifyPassword(password, UNUSABLE_PASSWORD_HASH, cost);
-      await this.throttleFail(subjects);
-      throw new ServiceError('invalid_credentials', 'Invalid login or password.');
+      return null;
     }
     const credentials = await this.services.actors.ask<Credentials>(USER_KIND, user_id, { op: 'credentials' });
-    if (!(await verifyPassword(password, credentials.password_hash, cost))) {
-      await this.throttleFail(subjects);
-      throw new ServiceError('invalid_credentials', 'Invalid login or password.');
-    }
-    if (credentials.banned) throw new ServiceError('forbidden', 'This account is banned.');
-    await this.throttleReset(subjects);
-    await this.checkSsoPolicy(user_id);
-    return credentials;
+    return (await verifyPassword(password, credentials.password_hash, cost)) ? credentials : null;
   }
 
   /**
@@ -125,17 +154,48 @@ export class Accounts {
     }
   }
 
-  private async throttleCheck(subjects: ThrottleSubject[]): Promise<void> {
-    await Promise.all(subjects.map((s) => this.services.actors.ask(LOGIN_THROTTLE_KIND, s.key, { op: 'check', limit: s.limit })));
+  /**
+   * Counts one attempt on every subject, atomically per subject (429 `rate_limited` at a limit).
+   * All or none: when one subject refuses, the attempts counted on the others are handed back.
+   */
+  private async throttleAttempt(subjects: ThrottleSubject[]): Promise<Reservation[]> {
+    const { actors } = this.services;
+    const results = await Promise.allSettled(subjects.map((s) => actors.ask<ThrottleAttempt>(LOGIN_THROTTLE_KIND, s.key, { op: 'attempt', limit: s.limit })));
+    const reserved: Reservation[] = [];
+    const refusals: unknown[] = [];
+    results.forEach((result, i) => {
+      if (result.status === 'fulfilled') reserved.push({ subject: subjects[i], window_start_ms: result.value.window_start_ms });
+      else refusals.push(result.reason);
+    });
+    if (refusals.length === 0) return reserved;
+    await this.throttleRelease(reserved);
+    // A node failure outranks a refusal; of several refusals, the longest wait is the true one.
+    throw (
+      refusals.find(isServerFailure) ??
+      refusals.reduce((a, b) => (((b as ServiceError).retryAfterSeconds ?? 0) > ((a as ServiceError).retryAfterSeconds ?? 0) ? b : a))
+    );
   }
 
-  private async throttleFail(subjects: ThrottleSubject[]): Promise<void> {
-    await Promise.all(subjects.map((s) => this.services.actors.ask(LOGIN_THROTTLE_KIND, s.key, { op: 'fail', limit: s.limit })));
+  /**
+   * Hands counted attempts back: the check they reserved did not happen, or was no guess.
+   * Best effort: if a throttle actor cannot be reached the attempt stays counted (the safe side),
+   * and the request answers with its own outcome.
+   */
+  private async throttleRelease(reserved: Reservation[]): Promise<void> {
+    const { actors } = this.services;
+    await Promise.all(
+      reserved.map((r) => actors.ask(LOGIN_THROTTLE_KIND, r.subject.key, { op: 'release', window_start_ms: r.window_start_ms }).catch(() => undefined)),
+    );
   }
 
-  /** Only the account's count is cleared: an address that guesses across accounts stays counted. */
-  private async throttleReset(subjects: ThrottleSubject[]): Promise<void> {
-    await this.services.actors.ask(LOGIN_THROTTLE_KIND, subjects[0].key, { op: 'reset' });
+  /**
+   * A correct password or code: its own count (the first subject, account or second step) is
+   * cleared; the address only gets this attempt back, so an address that guesses across
+   * accounts stays counted.
+   */
+  private async throttleSucceeded(reserved: Reservation[]): Promise<void> {
+    const [own, ...others] = reserved;
+    await Promise.all([this.services.actors.ask(LOGIN_THROTTLE_KIND, own.subject.key, { op: 'reset' }), this.throttleRelease(others)]);
   }
 
   async openSession(user_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
@@ -156,27 +216,33 @@ export class Accounts {
     return this.services.tokens.signTwoFactorChallenge(user_id, randomId('chl_'), TWO_FACTOR_CHALLENGE_TTL_SECONDS);
   }
 
-  /** Second login step: the challenge token and a TOTP or backup code open a session. */
+  /**
+   * Second login step: the challenge token and a TOTP or backup code open a session.
+   * Throttled like the password step (second-step count and address).
+   */
   async completeTwoFactorLogin(two_factor_token: string, code: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
     const { actors, tokens, config } = this.services;
     const challenge = await tokens.verifyTwoFactorChallenge(two_factor_token);
-    const subjects = throttleSubjects(challenge.user_id, client.ip_address, 'two_factor');
-    await this.throttleCheck(subjects);
+    const reserved = await this.throttleAttempt(throttleSubjects(challenge.user_id, client.ip_address, 'two_factor'));
     const refresh = newRefreshSecret();
-    const outcome = await actors.ask<{ ok: boolean; session_id?: string; user?: PublicUser }>(USER_KIND, challenge.user_id, {
-      op: '2fa-login',
-      challenge_id: challenge.challenge_id,
-      presented: presentedCode(code),
-      refresh_hash: refresh.hash,
-      ttl_seconds: config.refreshTokenTtlSeconds,
-      ip_address: client.ip_address,
-      user_agent: client.user_agent,
-    });
-    if (!outcome.ok) {
-      await this.throttleFail(subjects);
-      throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
+    let outcome: { ok: boolean; session_id?: string; user?: PublicUser };
+    try {
+      outcome = await actors.ask<{ ok: boolean; session_id?: string; user?: PublicUser }>(USER_KIND, challenge.user_id, {
+        op: '2fa-login',
+        challenge_id: challenge.challenge_id,
+        presented: presentedCode(code),
+        refresh_hash: refresh.hash,
+        ttl_seconds: config.refreshTokenTtlSeconds,
+        ip_address: client.ip_address,
+        user_agent: client.user_agent,
+      });
+    } catch (error) {
+      // No code was judged (a busy node, an unavailable partition): not a guess.
+      await this.throttleRelease(reserved);
+      throw error;
     }
-    await this.throttleReset(subjects);
+    if (!outcome.ok) throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
+    await this.throttleSucceeded(reserved);
     return this.tokenBody(challenge.user_id, outcome.session_id!, refresh.secret, outcome.user!);
   }
 

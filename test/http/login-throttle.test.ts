@@ -90,6 +90,56 @@ describe('per address', () => {
   });
 });
 
+/** Counts the statuses of a set of responses: { 401: n, 429: m, ... }. */
+function statuses(responses: TestResponse[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const res of responses) counts[res.status] = (counts[res.status] ?? 0) + 1;
+  return counts;
+}
+
+describe('concurrent bursts', () => {
+  it('30 simultaneous wrong passwords for one account: at most 5 are checked (401), the rest 429; 5 in all', async () => {
+    const user = await t.newUser('thrburst');
+    const burst = await Promise.all(Array.from({ length: 30 }, () => login(user.username, 'wrong password')));
+    const counts = statuses(burst);
+    expect(Object.keys(counts).sort(), JSON.stringify(counts)).toEqual(Object.keys(counts).filter((s) => s === '401' || s === '429').sort());
+    expect(counts[401]).toBeGreaterThanOrEqual(1);
+    expect(counts[401]).toBeLessThanOrEqual(5);
+    expect(counts[401] + counts[429]).toBe(30);
+    for (const res of burst.filter((r) => r.status === 429)) expectLimited(res);
+    // Whatever the burst left of the budget, the account takes exactly 5 wrong passwords in the window.
+    let checked = counts[401];
+    for (let res = await login(user.email, 'wrong password'); res.status === 401; res = await login(user.email, 'wrong password')) checked++;
+    expect(checked).toBe(5);
+    expectLimited(await login(user.username, user.password));
+  });
+
+  it('30 simultaneous wrong logins from one address across accounts: at most 20 are checked, 20 in all', async () => {
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => login(`burst-ghost-${i}`, 'x')));
+    const counts = statuses(burst);
+    expect(counts[401]).toBeGreaterThanOrEqual(1);
+    expect(counts[401]).toBeLessThanOrEqual(20);
+    expect(counts[401] + counts[429]).toBe(30);
+    let checked = counts[401];
+    for (let i = 0; ; i++) {
+      const res = await login(`burst-later-${i}`, 'x');
+      if (res.status !== 401) {
+        expectLimited(res);
+        break;
+      }
+      checked++;
+    }
+    expect(checked).toBe(20);
+  });
+
+  it('a right password hands the address its attempt back: successes do not use up the address budget', async () => {
+    const user = await t.newUser('throk');
+    for (let i = 0; i < 25; i++) expect((await login(user.username, user.password)).status).toBe(200);
+    for (let i = 0; i < 20; i++) expect((await login(`ghost-after-ok-${i}`, 'x')).status).toBe(401);
+    expectLimited(await login(user.username, user.password));
+  });
+});
+
 describe('restart', () => {
   it('the lock survives a restart and ends with its window', async () => {
     const user = await t.newUser('thrrs');

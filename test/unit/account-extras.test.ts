@@ -27,27 +27,60 @@ const T0 = Date.UTC(2026, 0, 1);
 describe('login throttle', () => {
   const run = (state: ThrottleState, message: ThrottleMessage, now: number) => stepThrottle(state, message, fixedContext(now, 'login-throttle', 'acct:x'));
   const limit = ACCOUNT_FAILURES_MAX;
+  const attempts = (count: number, now = T0) => {
+    let state = initialThrottleState();
+    for (let i = 0; i < count; i++) state = run(state, { op: 'attempt', limit }, now).state;
+    return state;
+  };
 
-  it('refuses after `limit` failures until the window ends, with Retry-After', () => {
+  it('counts each attempt up front and refuses the one past `limit` until the window ends, with Retry-After', () => {
     let state = initialThrottleState();
     for (let i = 0; i < limit; i++) {
-      expect(codeOf(() => run(state, { op: 'check', limit }, T0 + i))).toBeUndefined();
-      state = run(state, { op: 'fail', limit }, T0 + i).state;
+      const counted = run(state, { op: 'attempt', limit }, T0 + i);
+      expect(counted.reply).toEqual({ window_start_ms: T0, failures: i + 1 });
+      state = counted.state;
     }
     try {
-      run(state, { op: 'check', limit }, T0 + 60_000);
+      run(state, { op: 'attempt', limit }, T0 + 60_000);
       expect.unreachable();
     } catch (error) {
       expect((error as ServiceError).code).toBe('rate_limited');
       expect((error as ServiceError).retryAfterSeconds).toBe((THROTTLE_WINDOW_MS - 60_000) / 1000);
     }
-    expect(codeOf(() => run(state, { op: 'check', limit }, T0 + THROTTLE_WINDOW_MS))).toBeUndefined();
+    // A new window counts from one again.
+    expect(run(state, { op: 'attempt', limit }, T0 + THROTTLE_WINDOW_MS).reply).toEqual({ window_start_ms: T0 + THROTTLE_WINDOW_MS, failures: 1 });
   });
 
-  it('sets the window alarm on the first failure only; the alarm clears the state; reset clears it too', () => {
-    const first = run(initialThrottleState(), { op: 'fail', limit }, T0);
+  it('a burst of attempts with nothing released in between gets exactly `limit` through', () => {
+    // The runtime runs an actor's messages one turn at a time: this is what concurrent requests see.
+    let state = initialThrottleState();
+    let passed = 0;
+    for (let i = 0; i < 30; i++) {
+      if (codeOf(() => (state = run(state, { op: 'attempt', limit }, T0).state)) === undefined) passed++;
+    }
+    expect(passed).toBe(limit);
+    expect(state.failures).toBe(limit);
+  });
+
+  it('release hands one attempt of the same window back, and leaves a later window alone', () => {
+    const full = attempts(limit);
+    expect(codeOf(() => run(full, { op: 'attempt', limit }, T0 + 1))).toBe('rate_limited');
+    const released = run(full, { op: 'release', window_start_ms: T0 }, T0 + 1).state;
+    expect(released).toEqual({ window_start_ms: T0, failures: limit - 1 });
+    expect(codeOf(() => run(released, { op: 'attempt', limit }, T0 + 2))).toBeUndefined();
+    // An attempt counted in an earlier window does not lower the current one.
+    const later = run(full, { op: 'attempt', limit }, T0 + THROTTLE_WINDOW_MS).state;
+    expect(run(later, { op: 'release', window_start_ms: T0 }, T0 + THROTTLE_WINDOW_MS + 1).state).toEqual(later);
+    // Never below zero.
+    const releaseLater = (state: ThrottleState) => run(state, { op: 'release', window_start_ms: T0 + THROTTLE_WINDOW_MS }, T0 + THROTTLE_WINDOW_MS + 1).state;
+    expect(releaseLater(later).failures).toBe(0);
+    expect(releaseLater(releaseLater(later)).failures).toBe(0);
+  });
+
+  it('sets the window alarm on the first attempt only; the alarm clears the state; reset clears it too', () => {
+    const first = run(initialThrottleState(), { op: 'attempt', limit }, T0);
     expect(first.alarms).toEqual([{ name: 'window', due_ms: T0 + THROTTLE_WINDOW_MS }]);
-    const second = run(first.state, { op: 'fail', limit }, T0 + 1);
+    const second = run(first.state, { op: 'attempt', limit }, T0 + 1);
     expect(second.alarms).toEqual([]);
     expect(stepThrottle(second.state, { op: '$alarm', name: 'window', due_ms: T0 + THROTTLE_WINDOW_MS }, fixedContext(T0 + THROTTLE_WINDOW_MS)).state).toEqual(initialThrottleState());
     const reset = run(second.state, { op: 'reset' }, T0 + 2);
@@ -55,10 +88,8 @@ describe('login throttle', () => {
     expect(reset.alarms).toEqual([{ name: 'window', due_ms: null }]);
   });
 
-  it('a failure after the window starts a new one', () => {
-    let state = initialThrottleState();
-    for (let i = 0; i < limit; i++) state = run(state, { op: 'fail', limit }, T0).state;
-    const next = run(state, { op: 'fail', limit }, T0 + THROTTLE_WINDOW_MS);
+  it('an attempt after the window starts a new one', () => {
+    const next = run(attempts(limit), { op: 'attempt', limit }, T0 + THROTTLE_WINDOW_MS);
     expect(next.state).toEqual({ window_start_ms: T0 + THROTTLE_WINDOW_MS, failures: 1 });
     expect(next.alarms).toHaveLength(1);
   });
@@ -141,4 +172,5 @@ describe('user: e-mail verification and impersonation', () => {
     const registered = send(withTwoFactor, { op: 'impersonate-2fa', admin_id: 'a', challenge_id: 'chl_1', ttl_seconds: 300 }, T0);
     expect(registered.state.impersonation_challenges).toEqual([['chl_1', 'a', T0 + 300_000]]);
   });
+
 });
