@@ -198,6 +198,25 @@ export class Accounts {
     await Promise.all([this.services.actors.ask(LOGIN_THROTTLE_KIND, own.subject.key, { op: 'reset' }), this.throttleRelease(others)]);
   }
 
+  /**
+   * A two-factor code checked outside login (`check`: 2FA disable, backup code regeneration),
+   * under the same per-user second-step throttle as /auth/2fa/verify (and the address's count):
+   * counted before the check, a wrong code (400 `invalid_two_factor_code`) stays counted, a
+   * right one clears the second-step count; any other outcome hands the attempt back.
+   */
+  async throttledCodeCheck<T>(user_id: string, ip_address: string, check: () => Promise<T>): Promise<T> {
+    const reserved = await this.throttleAttempt(throttleSubjects(user_id, ip_address, 'two_factor'));
+    let result: T;
+    try {
+      result = await check();
+    } catch (error) {
+      if (!(error instanceof ServiceError && error.code === 'invalid_two_factor_code')) await this.throttleRelease(reserved);
+      throw error;
+    }
+    await this.throttleSucceeded(reserved);
+    return result;
+  }
+
   async openSession(user_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
     const { actors, config } = this.services;
     const refresh = newRefreshSecret();

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { USER_KIND } from '../../actors/account/actor.js';
 import { base32Encode, otpauthUri } from '../../actors/account/totp.js';
 import type { PublicUser } from '../../actors/account/user-state.js';
-import { normalizeBackupCode, presentedCode } from '../auth/accounts.js';
+import { Accounts, normalizeBackupCode, presentedCode } from '../auth/accounts.js';
 import { hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
@@ -42,6 +42,7 @@ function newBackupCodes(): { codes: string[]; hashes: string[] } {
 export function twoFactorRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const ask = <T>(user_id: string, message: unknown) => services.actors.ask<T>(USER_KIND, user_id, message);
+  const accounts = new Accounts(services);
 
   app.post('/api/v1/auth/2fa/totp/setup', {
     onRequest: authenticate,
@@ -90,14 +91,14 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     onRequest: authenticate,
     schema: {
       tags: ['auth'],
-      summary: 'Turn two-factor off. Needs a current TOTP code or a backup code.',
+      summary: 'Turn two-factor off. Needs a current TOTP code or a backup code. Wrong codes count towards the second-step throttle (429).',
       security: bearerSecurity,
       body: CodeBody,
-      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 409) },
+      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 409, 429) },
     },
   }, async (request) => {
-    refuseImpersonation(request);
-    await ask(requirePrincipal(request).user_id, { op: '2fa-disable', presented: presentedCode(request.body.code) });
+    const user_id = refuseImpersonation(request).user_id;
+    await accounts.throttledCodeCheck(user_id, request.ip, () => ask(user_id, { op: '2fa-disable', presented: presentedCode(request.body.code) }));
     return { message: 'Two-factor authentication disabled.' };
   });
 
@@ -105,15 +106,18 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     onRequest: authenticate,
     schema: {
       tags: ['auth'],
-      summary: 'Replace every backup code. Needs a current TOTP code.',
+      summary: 'Replace every backup code. Needs a current TOTP code. Wrong codes count towards the second-step throttle (429).',
       security: bearerSecurity,
       body: CodeBody,
-      response: { 200: Type.Object({ backup_codes: Type.Array(Type.String()) }), ...errorResponses(...bearerErrors, 409) },
+      response: { 200: Type.Object({ backup_codes: Type.Array(Type.String()) }), ...errorResponses(...bearerErrors, 409, 429) },
     },
   }, async (request) => {
     refuseImpersonation(request);
     const backup = newBackupCodes();
-    await ask(requirePrincipal(request).user_id, { op: '2fa-regenerate', presented: presentedCode(request.body.code), backup_hashes: backup.hashes });
+    const user_id = requirePrincipal(request).user_id;
+    await accounts.throttledCodeCheck(user_id, request.ip, () =>
+      ask(user_id, { op: '2fa-regenerate', presented: presentedCode(request.body.code), backup_hashes: backup.hashes }),
+    );
     return { backup_codes: backup.codes };
   });
 }

@@ -140,6 +140,60 @@ describe('concurrent bursts', () => {
   });
 });
 
+describe('two-factor disable and backup regeneration', () => {
+  async function enabledUser() {
+    const user = await t.newUser('thr2fd');
+    const setup = await t.request('POST', '/api/v1/auth/2fa/totp/setup', { token: user.token });
+    const code = () => totp(base32Decode(setup.body.secret)!, clock().now());
+    expect((await t.request('POST', '/api/v1/auth/2fa/totp/verify-setup', { token: user.token, body: { code: code() } })).status).toBe(200);
+    clock().advance(60_000);
+    const wrong = () => (code() === '000000' ? '111111' : '000000');
+    return { ...user, code, wrong };
+  }
+  const disable = (token: string, code: string) => t.request('POST', '/api/v1/auth/2fa/totp/disable', { token, body: { code } });
+  const regenerate = (token: string, code: string) => t.request('POST', '/api/v1/auth/2fa/backup/regenerate', { token, body: { code } });
+
+  it('share the second-step count: 10 wrong codes, then 429 even for the right code, until the window ends', async () => {
+    const user = await enabledUser();
+    for (let i = 0; i < 5; i++) expect((await disable(user.token, user.wrong())).status).toBe(400);
+    for (let i = 0; i < 5; i++) expect((await regenerate(user.token, user.wrong())).status).toBe(400);
+    expectLimited(await disable(user.token, user.code()));
+    expectLimited(await regenerate(user.token, user.code()));
+    // The login's second step is the same count.
+    const step = await login(user.username, user.password);
+    expectLimited(await t.request('POST', '/api/v1/auth/2fa/verify', { body: { two_factor_token: step.body.two_factor_token, code: user.code() } }));
+    clock().advance(15 * 60_000);
+    // The access token expired with the window: a fresh one from the refresh token.
+    const refreshed = await t.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: user.refresh_token } });
+    expect(refreshed.status, refreshed.text).toBe(200);
+    expect((await regenerate(refreshed.body.access_token, user.code())).status).toBe(200);
+  });
+
+  it('30 simultaneous wrong codes: at most 10 are judged (400), the rest 429; 10 in all', async () => {
+    const user = await enabledUser();
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? disable : regenerate)(user.token, user.wrong())));
+    const counts = statuses(burst);
+    expect(counts[400]).toBeGreaterThanOrEqual(1);
+    expect(counts[400]).toBeLessThanOrEqual(10);
+    expect(counts[400] + counts[429]).toBe(30);
+    let judged = counts[400];
+    for (let res = await disable(user.token, user.wrong()); res.status === 400; res = await disable(user.token, user.wrong())) judged++;
+    expect(judged).toBe(10);
+    expect((await t.request('GET', '/api/v1/auth/2fa/status', { token: user.token })).body.enabled).toBe(true);
+  });
+
+  it('a right code clears the count; a refusal that judged no code (409) is not counted', async () => {
+    const user = await enabledUser();
+    for (let i = 0; i < 9; i++) expect((await regenerate(user.token, user.wrong())).status).toBe(400);
+    expect((await regenerate(user.token, user.code())).status).toBe(200);
+    clock().advance(30_000);
+    for (let i = 0; i < 9; i++) expect((await disable(user.token, user.wrong())).status).toBe(400);
+    expect((await disable(user.token, user.code())).status).toBe(200);
+    // Not enabled any more: 409, and these do not count.
+    for (let i = 0; i < 12; i++) expect((await disable(user.token, user.wrong())).status).toBe(409);
+  });
+});
+
 describe('restart', () => {
   it('the lock survives a restart and ends with its window', async () => {
     const user = await t.newUser('thrrs');
