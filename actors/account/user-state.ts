@@ -82,6 +82,11 @@ export const IMPERSONATION_SESSION_TTL_MS = 3600_000;
 /** Impersonation challenges kept per user (older ones are forgotten). */
 const IMPERSONATION_CHALLENGES_KEPT = 10;
 
+/** 403 `sso_required`: password login is gated by an organization's SSO policy (docs/api/organizations.md). */
+export function ssoRequiredError(organization_name: string | null): ServiceError {
+  return new ServiceError('sso_required', `The organization "${organization_name}" requires single sign-on: sign in through its identity provider.`);
+}
+
 export interface BanRecord {
   reason: string;
   banned_at_ms: number;
@@ -147,7 +152,13 @@ export type UserMessage =
   | { op: '2fa-status' }
   | { op: '2fa-disable'; presented: PresentedCode }
   | { op: '2fa-regenerate'; presented: PresentedCode; backup_hashes: string[] }
-  | ({ op: '2fa-login'; challenge_id: string; presented: PresentedCode } & SessionRequest)
+  | ({
+      op: '2fa-login';
+      challenge_id: string;
+      presented: PresentedCode;
+      /** The organization enforcing SSO on the user now (the edge asks before this turn); absent or null: none. */
+      sso_required_by?: { name: string | null } | null;
+    } & SessionRequest)
   | { op: 'admin-detail' }
   | { op: 'admin-patch'; patch: AdminPatch }
   | { op: 'ban'; reason: string; banned_by: string }
@@ -375,13 +386,16 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       if (user.banned || !two_factor.enabled || failures < 0 || failures >= CHALLENGE_FAILURES_MAX) {
         return { state, reply: { ok: false } };
       }
+      // A challenge opened by an admin impersonation opens an impersonation session.
+      const impersonation = (state.impersonation_challenges ?? []).find(([id, , expires]) => id === message.challenge_id && expires > now);
+      // SSO enforcement switched on after the password step still applies; impersonation is not gated
+      // (docs/api/organizations.md). Refused before the code is judged: nothing is used up.
+      if (message.sso_required_by && !impersonation) throw ssoRequiredError(message.sso_required_by.name);
       const verdict = verifyCode(two_factor, message.presented, now, true);
       if (!verdict.ok) {
         return { state: { ...state, two_factor: recordChallenge(two_factor, message.challenge_id, failures + 1) }, reply: { ok: false } };
       }
       const verified = { ...state, two_factor: recordChallenge(verdict.state, message.challenge_id, -1) };
-      // A challenge opened by an admin impersonation opens an impersonation session.
-      const impersonation = (state.impersonation_challenges ?? []).find(([id, , expires]) => id === message.challenge_id && expires > now);
       if (impersonation) {
         verified.impersonation_challenges = (state.impersonation_challenges ?? []).filter(([id]) => id !== message.challenge_id);
       }

@@ -8,7 +8,7 @@ import {
   TWO_FACTOR_FAILURES_MAX,
   type ThrottleAttempt,
 } from '../../actors/login-throttle/state.js';
-import type { Credentials, NewUser, PublicUser, Role } from '../../actors/account/user-state.js';
+import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/account/user-state.js';
 import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organization/actor.js';
 import type { Membership } from '../../actors/organization/user-orgs-state.js';
 import { randomId } from '../../runtime/index.js';
@@ -143,15 +143,18 @@ export class Accounts {
    * nothing to someone without it; existing sessions and refresh keep working.
    */
   async checkSsoPolicy(user_id: string): Promise<void> {
+    const enforcing = await this.ssoEnforcedBy(user_id);
+    if (enforcing !== null) throw ssoRequiredError(enforcing.name);
+  }
+
+  /** The first organization of the user that enforces SSO on them (not exempt), or null. */
+  private async ssoEnforcedBy(user_id: string): Promise<{ name: string | null } | null> {
     const { actors } = this.services;
     const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' });
     const policies = await Promise.all(
       memberships.map((m) => actors.ask<{ name: string | null; enforced: boolean }>(ORGANIZATION_KIND, m.org_id, { op: 'sso_policy', user_id })),
     );
-    const enforcing = policies.find((p) => p.enforced);
-    if (enforcing) {
-      throw new ServiceError('sso_required', `The organization "${enforcing.name}" requires single sign-on: sign in through its identity provider.`);
-    }
+    return policies.find((p) => p.enforced) ?? null;
   }
 
   /**
@@ -237,7 +240,9 @@ export class Accounts {
 
   /**
    * Second login step: the challenge token and a TOTP or backup code open a session.
-   * Throttled like the password step (second-step count and address).
+   * Throttled like the password step (second-step count and address). The SSO policy is
+   * checked again here, since it may have been switched on after the password step; the
+   * user actor applies it (403 `sso_required`) to every challenge but an admin impersonation's.
    */
   async completeTwoFactorLogin(two_factor_token: string, code: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
     const { actors, tokens, config } = this.services;
@@ -246,17 +251,19 @@ export class Accounts {
     const refresh = newRefreshSecret();
     let outcome: { ok: boolean; session_id?: string; user?: PublicUser };
     try {
+      const enforcing = await this.ssoEnforcedBy(challenge.user_id);
       outcome = await actors.ask<{ ok: boolean; session_id?: string; user?: PublicUser }>(USER_KIND, challenge.user_id, {
         op: '2fa-login',
         challenge_id: challenge.challenge_id,
         presented: presentedCode(code),
+        sso_required_by: enforcing === null ? null : { name: enforcing.name },
         refresh_hash: refresh.hash,
         ttl_seconds: config.refreshTokenTtlSeconds,
         ip_address: client.ip_address,
         user_agent: client.user_agent,
       });
     } catch (error) {
-      // No code was judged (a busy node, an unavailable partition): not a guess.
+      // No code was judged (SSO required, a busy node): not a guess.
       await this.throttleRelease(reserved);
       throw error;
     }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
+import { base32Decode, totp } from '../../actors/account/totp.js';
 import { CapturingMailTransport } from '../../http/auth/mail.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';
@@ -375,6 +376,39 @@ describe('SSO enforcement', () => {
     await admin('PUT', `/admin/auth/org/${org.org_id}/sso`, { sso_enforced: true });
     expect((await as(member.token)('POST', `/api/v1/orgs/${org.org_id}/leave`)).status).toBe(200);
     expect((await login(member)).status).toBe(200);
+  });
+
+  it('is checked again at the two-factor step: enforcement switched on after the password step refuses the code (impersonation is not gated)', async () => {
+    const owner = await t.newUser('sso');
+    const member = await t.newUser('ss2');
+    const org = await newOrg(owner.token, 'Late SSO');
+    await join(owner.token, org.org_id, member);
+    const setup = await as(member.token)('POST', '/api/v1/auth/2fa/totp/setup');
+    const code = () => totp(base32Decode(setup.body.secret)!, t.clock.now());
+    expect((await as(member.token)('POST', '/api/v1/auth/2fa/totp/verify-setup', { code: code() })).status).toBe(200);
+    const nextStep = () => (t.clock as ManualClock).advance(30_000);
+    const verify = (two_factor_token: string) => t.request('POST', '/api/v1/auth/2fa/verify', { body: { two_factor_token, code: code() } });
+
+    const step = await t.request('POST', '/api/v1/auth/login', { body: { login: member.email, password: member.password } });
+    expect(step.body.requires_2fa, step.text).toBe(true);
+    expect((await admin('PUT', `/admin/auth/org/${org.org_id}/sso`, { sso_enforced: true })).status).toBe(200);
+    nextStep();
+    const refused = await verify(step.body.two_factor_token);
+    expectError(refused, 403, 'sso_required');
+    expect(refused.body.message).toContain('Late SSO');
+
+    // An admin's impersonation challenge is not gated by the policy.
+    const impersonation = await admin('POST', `/admin/auth/users/${member.user_id}/impersonate`);
+    expect(impersonation.body.requires_2fa, impersonation.text).toBe(true);
+    const impersonated = await verify(impersonation.body.two_factor_token);
+    expect(impersonated.status, impersonated.text).toBe(200);
+
+    // Nothing was used up by the refusal: with enforcement off again, the same challenge works.
+    await admin('PUT', `/admin/auth/org/${org.org_id}/sso`, { sso_enforced: false });
+    nextStep();
+    const done = await verify(step.body.two_factor_token);
+    expect(done.status, done.text).toBe(200);
+    expect(done.body.access_token).toBeTypeOf('string');
   });
 });
 

@@ -19,6 +19,7 @@ import {
   type ThrottleMessage,
   type ThrottleState,
 } from '../../actors/login-throttle/state.js';
+import { base32Decode, totp } from '../../actors/account/totp.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests: login throttle, CLI login session, e-mail verification and impersonation on the user. */
@@ -173,4 +174,39 @@ describe('user: e-mail verification and impersonation', () => {
     expect(registered.state.impersonation_challenges).toEqual([['chl_1', 'a', T0 + 300_000]]);
   });
 
+  it('2fa-login: SSO enforced since the password step refuses a login challenge before judging the code; an impersonation challenge is not gated', () => {
+    const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
+    const code = (at: number) => totp(base32Decode(SECRET)!, at);
+    const setup = send(fresh(), { op: '2fa-setup', secret_b32: SECRET, backup_hashes: [] }, T0).state;
+    const enabled = send(setup, { op: '2fa-verify-setup', code: code(T0) }, T0).state;
+    const at = T0 + 60_000;
+    const login = (state: UserState, challenge_id: string, sso_required_by: { name: string | null } | null) =>
+      send(state, {
+        op: '2fa-login',
+        challenge_id,
+        presented: { code: code(at), code_hash: 'none' },
+        sso_required_by,
+        refresh_hash: 'r',
+        ttl_seconds: 3600,
+        ip_address: '',
+        user_agent: '',
+      }, at);
+
+    try {
+      login(enabled, 'chl_login', { name: 'Strict Org' });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as ServiceError).code).toBe('sso_required');
+      expect((error as ServiceError).message).toContain('Strict Org');
+    }
+    // Nothing was used up: without enforcement the same challenge and code open a session.
+    const opened = login(enabled, 'chl_login', null);
+    expect(opened.reply).toMatchObject({ ok: true, session_id: expect.any(String) });
+
+    const impersonation = send(enabled, { op: 'impersonate-2fa', admin_id: 'usr_admin', challenge_id: 'chl_imp', ttl_seconds: 300 }, T0).state;
+    const impersonated = login(impersonation, 'chl_imp', { name: 'Strict Org' });
+    expect(impersonated.reply).toMatchObject({ ok: true });
+    const session = impersonated.state.sessions[(impersonated.reply as { session_id: string }).session_id];
+    expect(session.impersonated_by).toBe('usr_admin');
+  });
 });
