@@ -2,8 +2,8 @@ import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type Tur
 
 /**
  * Login throttling (issue 4 security): one actor per counted subject, kind
- * `login-throttle`, key `acct:<user id or normalised login>`, `2fa:<user id>`
- * or `ip:<address>`. A fixed window opens at the first counted
+ * `login-throttle`, key `acct:<user id or normalised login>`, `2fa:<user id>`,
+ * `ip:<address>` or `reg:<address>`. A fixed window opens at the first counted
  * attempt; once `limit` attempts are counted in it, `attempt` refuses (429
  * rate_limited, Retry-After = rest of the window).
  *
@@ -24,6 +24,8 @@ export const ADDRESS_FAILURES_MAX = 20;
  * someone holding the password could guess codes without end.
  */
 export const TWO_FACTOR_FAILURES_MAX = 10;
+/** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
+export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
 
 export interface ThrottleState {
   window_start_ms: number | null;

@@ -76,7 +76,24 @@ function throttleSubjects(account: string, ip_address: string | undefined, step:
 export class Accounts {
   constructor(private readonly services: AppServices) {}
 
-  async register(input: Registration): Promise<PublicUser> {
+  /**
+   * With a client address (POST /auth/register), throttled per address: every
+   * registration counts, also one refused as a duplicate (it cost a KDF run),
+   * except one the node failed to process (5xx); at the limit 429 `rate_limited`
+   * before any hashing.
+   */
+  async register(input: Registration, ip_address?: string): Promise<PublicUser> {
+    const { config } = this.services;
+    const reserved = ip_address ? await this.throttleAttempt([{ key: `reg:${ip_address}`, limit: config.registrationsPerAddressMax }]) : [];
+    try {
+      return await this.createUser(input);
+    } catch (error) {
+      if (isServerFailure(error)) await this.throttleRelease(reserved);
+      throw error;
+    }
+  }
+
+  private async createUser(input: Registration): Promise<PublicUser> {
     const { actors, config } = this.services;
     const user: NewUser = {
       id: randomId('usr_'),

@@ -74,14 +74,14 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
   app.post<{ Body: Static<typeof RegisterBody> }>('/api/v1/auth/register', {
     schema: {
       tags: ['auth'],
-      summary: 'Create an account and sign in. Duplicate e-mail or username: 409.',
+      summary: 'Create an account and sign in. Duplicate e-mail or username: 409. Throttled per client address: 429.',
       body: RegisterBody,
-      response: { 201: TokenBodySchema, ...errorResponses(400, 409, 413, 415, 503) },
+      response: { 201: TokenBodySchema, ...errorResponses(400, 409, 413, 415, 429, 503) },
     },
   }, async (request, reply) => {
     // Only the documented fields: unknown ones (a `role`, say) are ignored, never used.
     const { email, username, password, display_name } = request.body;
-    const user = await accounts.register({ email, username, password, display_name });
+    const user = await accounts.register({ email, username, password, display_name }, request.ip);
     const tokens = await accounts.openSession(user.id, clientInfo(request));
     return reply.code(201).send(tokenResponse(tokens));
   });

@@ -194,6 +194,36 @@ describe('two-factor disable and backup regeneration', () => {
   });
 });
 
+describe('registration', () => {
+  it('is throttled per address: every attempt counts (a duplicate too), 429 past the limit until the window ends', async () => {
+    const r = await startTestNode({ clock: 'manual', config: { registrationsPerAddressMax: 3 } });
+    try {
+      const register = (name: string) =>
+        r.request('POST', '/api/v1/auth/register', { body: { email: `${name}@example.com`, username: name, password: 'correct horse battery' } });
+      expect((await register('reg_one')).status).toBe(201);
+      expect((await register('reg_one')).status).toBe(409);
+      // Invalid input never reaches the throttle (nor the KDF).
+      expect((await r.request('POST', '/api/v1/auth/register', { body: { email: 'x@example.com', username: 'reg_x', password: 'short' } })).status).toBe(400);
+      expect((await register('reg_two')).status).toBe(201);
+      const limited = await register('reg_three');
+      expect(limited.status, limited.text).toBe(429);
+      expect(limited.body.code).toBe('rate_limited');
+      const retry = Number(limited.headers.get('retry-after'));
+      expect(retry).toBeGreaterThan(0);
+      expect(retry).toBeLessThanOrEqual(15 * 60);
+      // Login is not registration: its own counts.
+      expect((await r.request('POST', '/api/v1/auth/login', { body: { login: 'reg_one', password: 'correct horse battery' } })).status).toBe(200);
+
+      (r.clock as ManualClock).advance(retry * 1000);
+      // A burst in a fresh window: exactly the limit get through.
+      const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => register(`reg_burst_${i}`)));
+      expect(statuses(burst)).toEqual({ 201: 3, 429: 7 });
+    } finally {
+      await r.destroy();
+    }
+  });
+});
+
 describe('restart', () => {
   it('the lock survives a restart and ends with its window', async () => {
     const user = await t.newUser('thrrs');
