@@ -3,16 +3,22 @@ import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type Tur
 /**
  * Login throttling (issue 4 security): one actor per counted subject, kind
  * `login-throttle`, key `acct:<user id or normalised login>`, `2fa:<user id>`,
- * `ip:<address>` or `reg:<address>`. A fixed window opens at the first counted
+ * `ip:<address>` or `reg:<address>`. A fixed window opens at the first
  * attempt; once `limit` attempts are counted in it, `attempt` refuses (429
  * rate_limited, Retry-After = rest of the window).
  *
- * `attempt` is atomic: it counts the attempt before the edge runs the slow
+ * `attempt` is atomic and reserves a place before the edge runs the slow
  * check (the password KDF, a code), so a burst of simultaneous guesses cannot
- * all pass a check that has not yet seen the others' failures. A failed
- * attempt simply stays counted. An attempt that turned out not to be a guess
- * (right password, refused elsewhere, the check could not run) is handed back
- * with `release`; a correct password or code clears its subject with `reset`.
+ * all pass a check that has not yet seen the others' outcomes: counted
+ * attempts plus reservations never exceed the limit. While they would, the
+ * attempt is not admitted (`admitted: false`, nothing changes) and the edge
+ * asks again shortly: the reservations in flight end within a KDF run, and
+ * legitimate simultaneous sign-ins from one address get through. Each
+ * reservation ends with `count` (a wrong password or code, or a registration:
+ * it counts), `release` (it does not: no check ran, or it was not a guess) or
+ * `reset` (a correct password or code: the count is cleared). A reservation
+ * whose end never arrives (a crash, an unreachable actor) lapses after
+ * RESERVATION_TTL_MS.
  */
 export const LOGIN_THROTTLE_KIND = 'login-throttle';
 export const THROTTLE_WINDOW_MS = 15 * 60_000;
@@ -26,32 +32,55 @@ export const ADDRESS_FAILURES_MAX = 20;
 export const TWO_FACTOR_FAILURES_MAX = 10;
 /** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
 export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
+/** A reservation lapses after this long (far longer than a queued KDF run takes). */
+export const RESERVATION_TTL_MS = 60_000;
 
 export interface ThrottleState {
   window_start_ms: number | null;
-  /** Attempts counted in the window: failures, plus attempts still in flight. */
+  /** Attempts counted in the window: failures (or registrations). */
   failures: number;
+  /** When each reservation still in flight was made (absent on state stored before reservations). At most `limit`. */
+  in_flight_ms?: number[];
 }
 
 export type ThrottleMessage =
   | { op: 'attempt'; limit: number }
-  /** Hands back one attempt counted in the window that started at window_start_ms (a later window is left alone). */
-  | { op: 'release'; window_start_ms: number }
-  | { op: 'reset' };
+  | { op: 'count'; reserved_at_ms: number }
+  | { op: 'release'; reserved_at_ms: number }
+  | { op: 'reset'; reserved_at_ms: number };
 
-/** The reply to `attempt`: which window counted it (for `release`), and the count with it. */
-export interface ThrottleAttempt {
-  window_start_ms: number;
-  failures: number;
-}
+/** The reply to `attempt`: a reservation (named by its time, for count/release/reset), or wait and ask again. */
+export type ThrottleAttempt = { admitted: true; reserved_at_ms: number } | { admitted: false };
 
 export function initialThrottleState(): ThrottleState {
   return { window_start_ms: null, failures: 0 };
 }
 
+const WINDOW_ALARM = 'window';
+
+/** The state as of `now`: an ended window is gone, and so are lapsed reservations. */
 function live(state: ThrottleState, now: number): ThrottleState {
   if (state.window_start_ms === null || now >= state.window_start_ms + THROTTLE_WINDOW_MS) return initialThrottleState();
-  return state;
+  const in_flight_ms = state.in_flight_ms ?? [];
+  const kept = in_flight_ms.filter((at) => now < at + RESERVATION_TTL_MS);
+  return kept.length === in_flight_ms.length ? state : { ...state, in_flight_ms: kept };
+}
+
+/** Without one reservation made at `reserved_at_ms` (none if it lapsed or its window ended). */
+function withoutReservation(state: ThrottleState, reserved_at_ms: number): number[] {
+  const in_flight_ms = [...(state.in_flight_ms ?? [])];
+  const index = in_flight_ms.indexOf(reserved_at_ms);
+  if (index >= 0) in_flight_ms.splice(index, 1);
+  return in_flight_ms;
+}
+
+/** Nothing counted and nothing in flight: the window closes (and its alarm goes), so the next attempt opens a new one. */
+function settled(previous: ThrottleState, next: ThrottleState): TurnResult<ThrottleState, unknown> {
+  if (next.failures === 0 && (next.in_flight_ms ?? []).length === 0) {
+    if (previous.window_start_ms === null) return { state: previous, reply: null };
+    return { state: initialThrottleState(), reply: null, alarms: [{ name: WINDOW_ALARM, due_ms: null }] };
+  }
+  return { state: next, reply: null };
 }
 
 export function stepThrottle(state: ThrottleState, message: ThrottleMessage | AlarmMessage, context: TurnContext): TurnResult<ThrottleState, unknown> {
@@ -63,20 +92,33 @@ export function stepThrottle(state: ThrottleState, message: ThrottleMessage | Al
         const retry = Math.max(1, Math.ceil((current.window_start_ms + THROTTLE_WINDOW_MS - now) / 1000));
         throw new ServiceError('rate_limited', 'Too many attempts; try again later.', { retryAfterSeconds: retry });
       }
+      const in_flight_ms = current.in_flight_ms ?? [];
+      if (current.failures + in_flight_ms.length >= message.limit) {
+        const reply: ThrottleAttempt = { admitted: false };
+        return { state, reply };
+      }
       const window_start_ms = current.window_start_ms ?? now;
-      const next: ThrottleState = { window_start_ms, failures: current.failures + 1 };
-      const alarms = current.window_start_ms === null ? [{ name: 'window', due_ms: window_start_ms + THROTTLE_WINDOW_MS }] : [];
-      const reply: ThrottleAttempt = { window_start_ms, failures: next.failures };
+      const next: ThrottleState = { window_start_ms, failures: current.failures, in_flight_ms: [...in_flight_ms, now] };
+      const alarms = current.window_start_ms === null ? [{ name: WINDOW_ALARM, due_ms: window_start_ms + THROTTLE_WINDOW_MS }] : [];
+      const reply: ThrottleAttempt = { admitted: true, reserved_at_ms: now };
       return { state: next, reply, alarms };
+    }
+    case 'count': {
+      // Counted even if the reservation lapsed or its window ended: the check did run.
+      const current = live(state, now);
+      const window_start_ms = current.window_start_ms ?? now;
+      const next: ThrottleState = { window_start_ms, failures: current.failures + 1, in_flight_ms: withoutReservation(current, message.reserved_at_ms) };
+      const alarms = current.window_start_ms === null ? [{ name: WINDOW_ALARM, due_ms: window_start_ms + THROTTLE_WINDOW_MS }] : [];
+      return { state: next, reply: null, alarms };
     }
     case 'release': {
       const current = live(state, now);
-      if (current.window_start_ms !== message.window_start_ms || current.failures === 0) return { state, reply: null };
-      return { state: { ...current, failures: current.failures - 1 }, reply: null };
+      return settled(state, { ...current, in_flight_ms: withoutReservation(current, message.reserved_at_ms) });
     }
-    case 'reset':
-      if (state.window_start_ms === null) return { state, reply: null };
-      return { state: initialThrottleState(), reply: null, alarms: [{ name: 'window', due_ms: null }] };
+    case 'reset': {
+      const current = live(state, now);
+      return settled(state, { ...current, failures: 0, in_flight_ms: withoutReservation(current, message.reserved_at_ms) });
+    }
     case '$alarm': {
       const current = live(state, now);
       if (current === state) return { state };

@@ -53,11 +53,18 @@ interface ThrottleSubject {
   limit: number;
 }
 
-/** An attempt counted on one subject (see actors/login-throttle/state.ts). */
+/** A place reserved on one subject for an attempt in flight (see actors/login-throttle/state.ts). */
 interface Reservation {
   subject: ThrottleSubject;
-  window_start_ms: number;
+  reserved_at_ms: number;
 }
+
+/**
+ * While a subject's reservations fill its limit, an attempt waits for one to end (a KDF run) and
+ * asks again, every THROTTLE_POLL_MS, at most THROTTLE_POLLS_MAX times; then 429 with Retry-After 1.
+ */
+const THROTTLE_POLL_MS = 25;
+const THROTTLE_POLLS_MAX = 200;
 
 /** A failure the node caused (busy, unavailable partition, defect) rather than the caller's input. */
 function isServerFailure(error: unknown): boolean {
@@ -83,14 +90,18 @@ export class Accounts {
    * before any hashing.
    */
   async register(input: Registration, ip_address?: string): Promise<PublicUser> {
-    const { config } = this.services;
-    const reserved = ip_address ? await this.throttleAttempt([{ key: `reg:${ip_address}`, limit: config.registrationsPerAddressMax }]) : [];
+    const limit = this.services.config.registrationsPerAddressMax;
+    const reserved = ip_address ? await this.throttleAttempt([{ key: `reg:${ip_address}`, limit }]) : [];
+    let user: PublicUser;
     try {
-      return await this.createUser(input);
+      user = await this.createUser(input);
     } catch (error) {
-      if (isServerFailure(error)) await this.throttleRelease(reserved);
+      // The request's own error is the answer, whatever happens to the throttle call.
+      await (isServerFailure(error) ? this.throttleRelease(reserved) : this.throttleCount(reserved)).catch(() => undefined);
       throw error;
     }
+    await this.throttleCount(reserved);
+    return user;
   }
 
   private async createUser(input: Registration): Promise<PublicUser> {
@@ -117,9 +128,10 @@ export class Accounts {
   /**
    * Checks the password; the same error, after the same work, for an unknown login, an account
    * without a usable password (SCIM-provisioned) and a wrong password.
-   * Throttled per account and per client address (429 `rate_limited`): the attempt is counted on
-   * both before the KDF runs, so concurrent guesses cannot pass together; a wrong password stays
-   * counted, a right one clears the account's count and hands the address's attempt back.
+   * Throttled per account and per client address (429 `rate_limited`): the attempt reserves a
+   * place on both before the KDF runs, so concurrent guesses cannot pass together; a wrong
+   * password is counted on both, a right one clears the account's count and hands the address's
+   * place back.
    */
   async verifyLogin(login: string, password: string, ip_address?: string): Promise<Credentials> {
     const user_id = await this.findUserId(login);
@@ -132,7 +144,10 @@ export class Accounts {
       await this.throttleRelease(reserved);
       throw error;
     }
-    if (!credentials) throw new ServiceError('invalid_credentials', 'Invalid login or password.');
+    if (!credentials) {
+      await this.throttleCount(reserved);
+      throw new ServiceError('invalid_credentials', 'Invalid login or password.');
+    }
     if (credentials.banned) {
       await this.throttleRelease(reserved);
       throw new ServiceError('forbidden', 'This account is banned.');
@@ -175,54 +190,73 @@ export class Accounts {
   }
 
   /**
-   * Counts one attempt on every subject, atomically per subject (429 `rate_limited` at a limit).
-   * All or none: when one subject refuses, the attempts counted on the others are handed back.
+   * Reserves a place on every subject for one attempt, atomically per subject (429 `rate_limited`
+   * once a subject's count reached its limit). All or none: when one subject refuses or is full
+   * of reservations in flight, the places taken on the others are handed back; a full subject
+   * is asked again shortly (bounded), since reservations end within a KDF run.
    */
   private async throttleAttempt(subjects: ThrottleSubject[]): Promise<Reservation[]> {
     const { actors } = this.services;
-    const results = await Promise.allSettled(subjects.map((s) => actors.ask<ThrottleAttempt>(LOGIN_THROTTLE_KIND, s.key, { op: 'attempt', limit: s.limit })));
-    const reserved: Reservation[] = [];
-    const refusals: unknown[] = [];
-    results.forEach((result, i) => {
-      if (result.status === 'fulfilled') reserved.push({ subject: subjects[i], window_start_ms: result.value.window_start_ms });
-      else refusals.push(result.reason);
-    });
-    if (refusals.length === 0) return reserved;
-    await this.throttleRelease(reserved);
-    // A node failure outranks a refusal; of several refusals, the longest wait is the true one.
-    throw (
-      refusals.find(isServerFailure) ??
-      refusals.reduce((a, b) => (((b as ServiceError).retryAfterSeconds ?? 0) > ((a as ServiceError).retryAfterSeconds ?? 0) ? b : a))
-    );
+    for (let poll = 0; ; poll++) {
+      const results = await Promise.allSettled(subjects.map((s) => actors.ask<ThrottleAttempt>(LOGIN_THROTTLE_KIND, s.key, { op: 'attempt', limit: s.limit })));
+      const reserved: Reservation[] = [];
+      const refusals: unknown[] = [];
+      let full = false;
+      results.forEach((result, i) => {
+        if (result.status === 'rejected') refusals.push(result.reason);
+        else if (result.value.admitted) reserved.push({ subject: subjects[i], reserved_at_ms: result.value.reserved_at_ms });
+        else full = true;
+      });
+      if (refusals.length === 0 && !full) return reserved;
+      await this.throttleRelease(reserved);
+      if (refusals.length > 0) {
+        // A node failure outranks a refusal; of several refusals, the longest wait is the true one.
+        throw (
+          refusals.find(isServerFailure) ??
+          refusals.reduce((a, b) => (((b as ServiceError).retryAfterSeconds ?? 0) > ((a as ServiceError).retryAfterSeconds ?? 0) ? b : a))
+        );
+      }
+      if (poll >= THROTTLE_POLLS_MAX) throw new ServiceError('rate_limited', 'Too many attempts in progress; try again shortly.', { retryAfterSeconds: 1 });
+      await new Promise((resolve) => setTimeout(resolve, THROTTLE_POLL_MS));
+    }
+  }
+
+  /** The attempts count: a wrong password or code, or a registration. */
+  private async throttleCount(reserved: Reservation[]): Promise<void> {
+    const { actors } = this.services;
+    await Promise.all(reserved.map((r) => actors.ask(LOGIN_THROTTLE_KIND, r.subject.key, { op: 'count', reserved_at_ms: r.reserved_at_ms })));
   }
 
   /**
-   * Hands counted attempts back: the check they reserved did not happen, or was no guess.
-   * Best effort: if a throttle actor cannot be reached the attempt stays counted (the safe side),
-   * and the request answers with its own outcome.
+   * Hands reserved places back: the check did not happen, or was no guess. Best effort: if a
+   * throttle actor cannot be reached, the reservation lapses by itself (RESERVATION_TTL_MS) and
+   * the request answers with its own outcome.
    */
   private async throttleRelease(reserved: Reservation[]): Promise<void> {
     const { actors } = this.services;
     await Promise.all(
-      reserved.map((r) => actors.ask(LOGIN_THROTTLE_KIND, r.subject.key, { op: 'release', window_start_ms: r.window_start_ms }).catch(() => undefined)),
+      reserved.map((r) => actors.ask(LOGIN_THROTTLE_KIND, r.subject.key, { op: 'release', reserved_at_ms: r.reserved_at_ms }).catch(() => undefined)),
     );
   }
 
   /**
    * A correct password or code: its own count (the first subject, account or second step) is
-   * cleared; the address only gets this attempt back, so an address that guesses across
+   * cleared; the address only gets this place back, so an address that guesses across
    * accounts stays counted.
    */
   private async throttleSucceeded(reserved: Reservation[]): Promise<void> {
     const [own, ...others] = reserved;
-    await Promise.all([this.services.actors.ask(LOGIN_THROTTLE_KIND, own.subject.key, { op: 'reset' }), this.throttleRelease(others)]);
+    await Promise.all([
+      this.services.actors.ask(LOGIN_THROTTLE_KIND, own.subject.key, { op: 'reset', reserved_at_ms: own.reserved_at_ms }),
+      this.throttleRelease(others),
+    ]);
   }
 
   /**
    * A two-factor code checked outside login (`check`: 2FA disable, backup code regeneration),
    * under the same per-user second-step throttle as /auth/2fa/verify (and the address's count):
-   * counted before the check, a wrong code (400 `invalid_two_factor_code`) stays counted, a
-   * right one clears the second-step count; any other outcome hands the attempt back.
+   * reserved before the check, a wrong code (400 `invalid_two_factor_code`) is counted, a
+   * right one clears the second-step count; any other outcome hands the place back.
    */
   async throttledCodeCheck<T>(user_id: string, ip_address: string, check: () => Promise<T>): Promise<T> {
     const reserved = await this.throttleAttempt(throttleSubjects(user_id, ip_address, 'two_factor'));
@@ -230,7 +264,8 @@ export class Accounts {
     try {
       result = await check();
     } catch (error) {
-      if (!(error instanceof ServiceError && error.code === 'invalid_two_factor_code')) await this.throttleRelease(reserved);
+      const wrongCode = error instanceof ServiceError && error.code === 'invalid_two_factor_code';
+      await (wrongCode ? this.throttleCount(reserved) : this.throttleRelease(reserved));
       throw error;
     }
     await this.throttleSucceeded(reserved);
@@ -284,7 +319,10 @@ export class Accounts {
       await this.throttleRelease(reserved);
       throw error;
     }
-    if (!outcome.ok) throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
+    if (!outcome.ok) {
+      await this.throttleCount(reserved);
+      throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
+    }
     await this.throttleSucceeded(reserved);
     return this.tokenBody(challenge.user_id, outcome.session_id!, refresh.secret, outcome.user!);
   }

@@ -132,6 +132,15 @@ describe('concurrent bursts', () => {
     expect(checked).toBe(20);
   });
 
+  it('30 simultaneous right passwords from one address (30 accounts) all get in: attempts wait for places, they are not refused', async () => {
+    const users = await Promise.all(Array.from({ length: 30 }, () => t.newUser('thrmany')));
+    const burst = await Promise.all(users.map((user) => login(user.username, user.password)));
+    expect(statuses(burst)).toEqual({ 200: 30 });
+    // Nothing was counted against the address: 20 wrong logins still get their 401.
+    for (let i = 0; i < 20; i++) expect((await login(`ghost-after-many-${i}`, 'x')).status).toBe(401);
+    expectLimited(await login(users[0].username, users[0].password));
+  });
+
   it('a right password hands the address its attempt back: successes do not use up the address budget', async () => {
     const user = await t.newUser('throk');
     for (let i = 0; i < 25; i++) expect((await login(user.username, user.password)).status).toBe(200);

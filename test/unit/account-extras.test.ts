@@ -15,7 +15,9 @@ import {
   ACCOUNT_FAILURES_MAX,
   initialThrottleState,
   stepThrottle,
+  RESERVATION_TTL_MS,
   THROTTLE_WINDOW_MS,
+  type ThrottleAttempt,
   type ThrottleMessage,
   type ThrottleState,
 } from '../../actors/login-throttle/state.js';
@@ -28,19 +30,24 @@ const T0 = Date.UTC(2026, 0, 1);
 describe('login throttle', () => {
   const run = (state: ThrottleState, message: ThrottleMessage, now: number) => stepThrottle(state, message, fixedContext(now, 'login-throttle', 'acct:x'));
   const limit = ACCOUNT_FAILURES_MAX;
-  const attempts = (count: number, now = T0) => {
+  /** One attempt: its reservation time, or undefined if not admitted (a refusal throws). */
+  const attempt = (state: ThrottleState, now: number) => {
+    const result = run(state, { op: 'attempt', limit }, now);
+    const reply = result.reply as ThrottleAttempt;
+    return { state: result.state, reserved_at_ms: reply.admitted ? reply.reserved_at_ms : undefined, alarms: result.alarms };
+  };
+  /** `count` attempts that each ended as failures. */
+  const failures = (count: number, now = T0) => {
     let state = initialThrottleState();
-    for (let i = 0; i < count; i++) state = run(state, { op: 'attempt', limit }, now).state;
+    for (let i = 0; i < count; i++) {
+      const a = attempt(state, now);
+      state = run(a.state, { op: 'count', reserved_at_ms: a.reserved_at_ms! }, now).state;
+    }
     return state;
   };
 
-  it('counts each attempt up front and refuses the one past `limit` until the window ends, with Retry-After', () => {
-    let state = initialThrottleState();
-    for (let i = 0; i < limit; i++) {
-      const counted = run(state, { op: 'attempt', limit }, T0 + i);
-      expect(counted.reply).toEqual({ window_start_ms: T0, failures: i + 1 });
-      state = counted.state;
-    }
+  it('refuses once `limit` failures are counted, until the window ends, with Retry-After', () => {
+    const state = failures(limit);
     try {
       run(state, { op: 'attempt', limit }, T0 + 60_000);
       expect.unreachable();
@@ -48,51 +55,84 @@ describe('login throttle', () => {
       expect((error as ServiceError).code).toBe('rate_limited');
       expect((error as ServiceError).retryAfterSeconds).toBe((THROTTLE_WINDOW_MS - 60_000) / 1000);
     }
-    // A new window counts from one again.
-    expect(run(state, { op: 'attempt', limit }, T0 + THROTTLE_WINDOW_MS).reply).toEqual({ window_start_ms: T0 + THROTTLE_WINDOW_MS, failures: 1 });
+    expect(attempt(state, T0 + THROTTLE_WINDOW_MS).reserved_at_ms).toBe(T0 + THROTTLE_WINDOW_MS);
   });
 
-  it('a burst of attempts with nothing released in between gets exactly `limit` through', () => {
+  it('reservations in flight fill the limit: a burst gets exactly `limit` places, the rest wait (not admitted, nothing changes)', () => {
     // The runtime runs an actor's messages one turn at a time: this is what concurrent requests see.
     let state = initialThrottleState();
-    let passed = 0;
+    const reserved: number[] = [];
     for (let i = 0; i < 30; i++) {
-      if (codeOf(() => (state = run(state, { op: 'attempt', limit }, T0).state)) === undefined) passed++;
+      const a = attempt(state, T0 + i);
+      if (a.reserved_at_ms === undefined) expect(a.state).toBe(state);
+      else reserved.push(a.reserved_at_ms);
+      state = a.state;
     }
-    expect(passed).toBe(limit);
-    expect(state.failures).toBe(limit);
+    expect(reserved).toHaveLength(limit);
+    expect(state).toEqual({ window_start_ms: T0, failures: 0, in_flight_ms: reserved });
+    // As each ends as a failure, the waiting attempts are finally refused, never admitted.
+    for (const at of reserved) {
+      expect(attempt(state, T0 + 100).reserved_at_ms).toBeUndefined();
+      state = run(state, { op: 'count', reserved_at_ms: at }, T0 + 100).state;
+    }
+    expect(state).toEqual({ window_start_ms: T0, failures: limit, in_flight_ms: [] });
+    expect(codeOf(() => run(state, { op: 'attempt', limit }, T0 + 101))).toBe('rate_limited');
   });
 
-  it('release hands one attempt of the same window back, and leaves a later window alone', () => {
-    const full = attempts(limit);
-    expect(codeOf(() => run(full, { op: 'attempt', limit }, T0 + 1))).toBe('rate_limited');
-    const released = run(full, { op: 'release', window_start_ms: T0 }, T0 + 1).state;
-    expect(released).toEqual({ window_start_ms: T0, failures: limit - 1 });
-    expect(codeOf(() => run(released, { op: 'attempt', limit }, T0 + 2))).toBeUndefined();
-    // An attempt counted in an earlier window does not lower the current one.
-    const later = run(full, { op: 'attempt', limit }, T0 + THROTTLE_WINDOW_MS).state;
-    expect(run(later, { op: 'release', window_start_ms: T0 }, T0 + THROTTLE_WINDOW_MS + 1).state).toEqual(later);
-    // Never below zero.
-    const releaseLater = (state: ThrottleState) => run(state, { op: 'release', window_start_ms: T0 + THROTTLE_WINDOW_MS }, T0 + THROTTLE_WINDOW_MS + 1).state;
-    expect(releaseLater(later).failures).toBe(0);
-    expect(releaseLater(releaseLater(later)).failures).toBe(0);
-  });
-
-  it('sets the window alarm on the first attempt only; the alarm clears the state; reset clears it too', () => {
-    const first = run(initialThrottleState(), { op: 'attempt', limit }, T0);
+  it('release hands a place back; with nothing counted or in flight the window closes and its alarm goes', () => {
+    const first = attempt(initialThrottleState(), T0);
     expect(first.alarms).toEqual([{ name: 'window', due_ms: T0 + THROTTLE_WINDOW_MS }]);
-    const second = run(first.state, { op: 'attempt', limit }, T0 + 1);
+    const second = attempt(first.state, T0 + 1);
     expect(second.alarms).toEqual([]);
-    expect(stepThrottle(second.state, { op: '$alarm', name: 'window', due_ms: T0 + THROTTLE_WINDOW_MS }, fixedContext(T0 + THROTTLE_WINDOW_MS)).state).toEqual(initialThrottleState());
-    const reset = run(second.state, { op: 'reset' }, T0 + 2);
-    expect(reset.state).toEqual(initialThrottleState());
-    expect(reset.alarms).toEqual([{ name: 'window', due_ms: null }]);
+    const one = run(second.state, { op: 'release', reserved_at_ms: first.reserved_at_ms! }, T0 + 2);
+    expect(one.state).toEqual({ window_start_ms: T0, failures: 0, in_flight_ms: [T0 + 1] });
+    const none = run(one.state, { op: 'release', reserved_at_ms: second.reserved_at_ms! }, T0 + 3);
+    expect(none.state).toEqual(initialThrottleState());
+    expect(none.alarms).toEqual([{ name: 'window', due_ms: null }]);
+    // Releasing again changes nothing.
+    expect(run(none.state, { op: 'release', reserved_at_ms: second.reserved_at_ms! }, T0 + 4).state).toEqual(initialThrottleState());
   });
 
-  it('an attempt after the window starts a new one', () => {
-    const next = run(attempts(limit), { op: 'attempt', limit }, T0 + THROTTLE_WINDOW_MS);
-    expect(next.state).toEqual({ window_start_ms: T0 + THROTTLE_WINDOW_MS, failures: 1 });
+  it('reset clears the count but keeps the other reservations in flight', () => {
+    const counted = failures(3);
+    const mine = attempt(counted, T0 + 1);
+    const other = attempt(mine.state, T0 + 2);
+    const reset = run(other.state, { op: 'reset', reserved_at_ms: mine.reserved_at_ms! }, T0 + 3);
+    expect(reset.state).toEqual({ window_start_ms: T0, failures: 0, in_flight_ms: [T0 + 2] });
+    const last = run(reset.state, { op: 'reset', reserved_at_ms: other.reserved_at_ms! }, T0 + 4);
+    expect(last.state).toEqual(initialThrottleState());
+    expect(last.alarms).toEqual([{ name: 'window', due_ms: null }]);
+  });
+
+  it('a reservation whose end never comes lapses after RESERVATION_TTL_MS; a late count still counts', () => {
+    let state = initialThrottleState();
+    const stuck: number[] = [];
+    for (let i = 0; i < limit; i++) {
+      const a = attempt(state, T0);
+      stuck.push(a.reserved_at_ms!);
+      state = a.state;
+    }
+    expect(attempt(state, T0 + RESERVATION_TTL_MS - 1).reserved_at_ms).toBeUndefined();
+    const later = attempt(state, T0 + RESERVATION_TTL_MS);
+    expect(later.reserved_at_ms).toBe(T0 + RESERVATION_TTL_MS);
+    expect(later.state.in_flight_ms).toEqual([T0 + RESERVATION_TTL_MS]);
+    const counted = run(later.state, { op: 'count', reserved_at_ms: stuck[0] }, T0 + RESERVATION_TTL_MS + 1).state;
+    expect(counted).toEqual({ window_start_ms: T0, failures: 1, in_flight_ms: [T0 + RESERVATION_TTL_MS] });
+  });
+
+  it('the window alarm clears the state; a count after the window starts a new one', () => {
+    const state = failures(limit);
+    expect(stepThrottle(state, { op: '$alarm', name: 'window', due_ms: T0 + THROTTLE_WINDOW_MS }, fixedContext(T0 + THROTTLE_WINDOW_MS)).state).toEqual(initialThrottleState());
+    const next = run(state, { op: 'count', reserved_at_ms: T0 }, T0 + THROTTLE_WINDOW_MS);
+    expect(next.state).toEqual({ window_start_ms: T0 + THROTTLE_WINDOW_MS, failures: 1, in_flight_ms: [] });
     expect(next.alarms).toHaveLength(1);
+  });
+
+  it('reads state stored before reservations existed (no in_flight_ms)', () => {
+    const old: ThrottleState = { window_start_ms: T0, failures: limit - 1 };
+    const a = attempt(old, T0 + 1);
+    expect(a.state).toEqual({ window_start_ms: T0, failures: limit - 1, in_flight_ms: [T0 + 1] });
+    expect(attempt(a.state, T0 + 2).reserved_at_ms).toBeUndefined();
   });
 });
 
