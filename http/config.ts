@@ -15,7 +15,7 @@ export interface NodeConfig {
   adminPassword?: string;
   /** log2 of the scrypt cost parameter N for password hashing. */
   passwordKdfCostLog2: number;
-  /** Registrations one client address may attempt per 15-minute window (docs/api/auth.md, Throttling). */
+  /** Registrations one client address may attempt per 15-minute window; 0 turns the throttle off (docs/api/auth.md, Login throttling). */
   registrationsPerAddressMax: number;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
@@ -108,7 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     adminEmail: env.ADMIN_EMAIL || undefined,
     adminPassword: env.ADMIN_PASSWORD || undefined,
     passwordKdfCostLog2: intFrom(env, 'PASSWORD_KDF_COST', 15, 10, 20),
-    registrationsPerAddressMax: intFrom(env, 'REGISTRATIONS_PER_ADDRESS_MAX', REGISTRATIONS_PER_ADDRESS_MAX, 1, 1_000_000),
+    registrationsPerAddressMax: intFrom(env, 'REGISTRATIONS_PER_ADDRESS_MAX', REGISTRATIONS_PER_ADDRESS_MAX, 0, 1_000_000),
     accessTokenTtlSeconds: intFrom(env, 'ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
     refreshTokenTtlSeconds: intFrom(env, 'REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 60, 365 * 86_400),
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),

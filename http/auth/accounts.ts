@@ -84,14 +84,14 @@ export class Accounts {
   constructor(private readonly services: AppServices) {}
 
   /**
-   * With a client address (POST /auth/register), throttled per address: every
-   * registration counts, also one refused as a duplicate (it cost a KDF run),
-   * except one the node failed to process (5xx); at the limit 429 `rate_limited`
-   * before any hashing.
+   * With a client address (POST /auth/register) and REGISTRATIONS_PER_ADDRESS_MAX
+   * above 0, throttled per address: every registration counts, also one refused
+   * as a duplicate (it cost a KDF run), except one the node failed to process
+   * (5xx); at the limit 429 `rate_limited` before any hashing.
    */
   async register(input: Registration, ip_address?: string): Promise<PublicUser> {
     const limit = this.services.config.registrationsPerAddressMax;
-    const reserved = ip_address ? await this.throttleAttempt([{ key: `reg:${ip_address}`, limit }]) : [];
+    const reserved = ip_address && limit > 0 ? await this.throttleAttempt([{ key: `reg:${ip_address}`, limit }]) : [];
     let user: PublicUser;
     try {
       user = await this.createUser(input);
