@@ -100,7 +100,9 @@ export class Accounts {
       await (isServerFailure(error) ? this.throttleRelease(reserved) : this.throttleCount(reserved)).catch(() => undefined);
       throw error;
     }
-    await this.throttleCount(reserved);
+    // The account exists: a throttle actor that cannot be reached must not turn that into an error
+    // (the reservation then lapses uncounted).
+    await this.throttleCount(reserved).catch(() => undefined);
     return user;
   }
 
