@@ -50,7 +50,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       tags: ['auth'],
       summary: 'Start TOTP set-up: a new secret, its QR code URI and backup codes. Already enabled: 409.',
       security: bearerSecurity,
-      response: { 200: TwoFactorSetup, ...errorResponses(...bearerErrors, 409) },
+      response: { 200: TwoFactorSetup, ...errorResponses(...bearerErrors, 403, 409) },
     },
   }, async (request) => {
     refuseImpersonation(request);
@@ -69,7 +69,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       summary: 'Turn two-factor on with a current code for the secret from setup.',
       security: bearerSecurity,
       body: CodeBody,
-      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 409) },
+      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 409) },
     },
   }, async (request) => {
     refuseImpersonation(request);
@@ -94,7 +94,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       summary: 'Turn two-factor off. Needs a current TOTP code or a backup code. Wrong codes count towards the second-step throttle (429).',
       security: bearerSecurity,
       body: CodeBody,
-      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 409, 429) },
+      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403, 409, 429) },
     },
   }, async (request) => {
     const user_id = refuseImpersonation(request).user_id;
@@ -109,7 +109,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
       summary: 'Replace every backup code. Needs a current TOTP code. Wrong codes count towards the second-step throttle (429).',
       security: bearerSecurity,
       body: CodeBody,
-      response: { 200: Type.Object({ backup_codes: Type.Array(Type.String()) }), ...errorResponses(...bearerErrors, 409, 429) },
+      response: { 200: Type.Object({ backup_codes: Type.Array(Type.String()) }), ...errorResponses(...bearerErrors, 403, 409, 429) },
     },
   }, async (request) => {
     refuseImpersonation(request);
