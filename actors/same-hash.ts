@@ -1,9 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 
 /**
- * Constant-time equality of two stored hashes (hex or base64url strings), the
- * same comparison as the private `sameHash` of the api-key, oauth-client and
- * scim actors, for actors that compare a presented secret's hash.
+ * Constant-time equality of two stored hashes (hex or base64url strings), for
+ * every actor that compares a presented secret's hash with the one it keeps.
  */
 export function sameHash(a: string, b: string): boolean {
   const left = Buffer.from(a);

@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { sameHash } from '../same-hash.js';
 
 /**
  * One API key (spec doc 1 §2 ApiKey, §4.2). The actor key is the key id (the
@@ -75,12 +75,6 @@ export function apiKeyView(record: ApiKeyRecord): ApiKeyView {
 }
 
 const UNAUTHORIZED_MESSAGE = 'The API key is invalid, revoked or expired.';
-
-function sameHash(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
-}
 
 function owned(state: ApiKeyState, user_id: string): ApiKeyRecord {
   if (!state || state.user_id !== user_id) throw new ServiceError('not_found', 'No such API key.');

@@ -1,6 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
 import { ServiceError, type AlarmChange, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { verifyPkce, type PkceMethod } from './pkce.js';
+import { sameHash } from '../same-hash.js';
 
 /**
  * One OAuth 2.0 client (spec doc 1 §2 OAuthClient, §4.3; RFC 6749, 7591, 7636).
@@ -156,12 +156,6 @@ export function clientView(client: ClientRecord): ClientView {
 /** The client, unless it was never registered or was deleted. */
 function liveClient(state: OAuthClientState): ClientRecord | null {
   return state.client && !state.client.deleted_at_ms ? state.client : null;
-}
-
-function sameHash(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
 }
 
 function registered(state: OAuthClientState): ClientRecord {

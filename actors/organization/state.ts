@@ -1,4 +1,5 @@
 import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { sameHash } from '../same-hash.js';
 
 /**
  * One organization (kind `organization`, key = org_id; organizations are
@@ -224,14 +225,6 @@ function actingRole(state: OrganizationState, by: Actor | undefined): OrgRole {
 
 function requireManager(role: OrgRole): void {
   if (role === 'member') throw new ServiceError('forbidden', 'Only an owner or admin of the organization can do this.');
-}
-
-/** Constant-time equality of two hashes (same-length strings). */
-function sameHash(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
 }
 
 interface Effects {

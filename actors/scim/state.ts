@@ -1,6 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { matchesFilter, type FilterNode, type FilterSubject } from './filter.js';
+import { sameHash } from '../same-hash.js';
 
 /**
  * The SCIM directory of one organization (kind `scim-directory`, key = org_id;
@@ -127,12 +127,6 @@ export function loadScimDirectory(_key: string, records: Iterable<[string, unkno
 export function tokenView(token: ScimTokenRecord): ScimTokenView {
   const { secret_hash: _hash, ...view } = token;
   return view;
-}
-
-function sameHash(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
 }
 
 function scimError(code: 'BAD_REQUEST' | 'conflict' | 'not_found', scimType: string | null, message: string): ServiceError {
