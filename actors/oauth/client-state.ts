@@ -1,5 +1,6 @@
 import { ServiceError, type AlarmChange, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { verifyPkce, type PkceMethod } from './pkce.js';
+import { scopeSubset } from './scope.js';
 import { sameHash } from '../same-hash.js';
 
 /**
@@ -314,7 +315,7 @@ export function stepOAuthClient(
       if (binding.refresh_hash !== null && sameHash(binding.refresh_hash, message.presented_hash)) {
         // Checked before anything changes: a refused scope leaves the presented
         // token current, so the client can retry without looking like a thief.
-        if (message.scope !== undefined && !message.scope.every((item) => binding.scope.includes(item))) {
+        if (message.scope !== undefined && !scopeSubset(message.scope, binding.scope)) {
           return { state, reply: { ok: false, reused: false, invalid_scope: true } satisfies RotateReply };
         }
         const next: SessionBinding = {

@@ -60,10 +60,6 @@ export function parseScope(scope: string | undefined): string[] {
   return [...new Set(scope.split(' ').filter((item) => item !== ''))];
 }
 
-export function scopeSubset(requested: readonly string[], allowed: readonly string[]): boolean {
-  return requested.every((scope) => allowed.includes(scope));
-}
-
 /** `Authorization: Basic` credentials (RFC 6749 §2.3.1: both parts form-urlencoded), or null when absent or malformed. */
 export function parseBasicAuth(header: string | undefined): { client_id: string; client_secret: string } | null | 'malformed' {
   if (header === undefined) return null;

@@ -5,6 +5,7 @@ import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
 import type { AuthMethod, ClientView, DeleteReply, GrantType, RedeemReply, RotateReply } from '../../actors/oauth/client-state.js';
 import { USER_KIND } from '../../actors/account/actor.js';
 import { isValidChallenge, type PkceMethod } from '../../actors/oauth/pkce.js';
+import { scopeSubset } from '../../actors/oauth/scope.js';
 import { Accounts } from '../auth/accounts.js';
 import {
   CLIENT_ID_PATTERN,
@@ -19,7 +20,6 @@ import {
   parseScope,
   REDIRECT_URIS_MAX,
   redirectUriProblem,
-  scopeSubset,
   USER_ONLY_SCOPES,
 } from '../auth/oauth.js';
 import { hashSecret, oauthTokens, parseRefreshToken, type OAuthLoginState } from '../auth/tokens.js';
