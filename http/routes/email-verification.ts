@@ -6,7 +6,7 @@ import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
 import type { SummarySync } from '../../actors/account/user-state.js';
 import { ServiceError } from '../../runtime/index.js';
 import { hashSecret } from '../auth/tokens.js';
-import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
