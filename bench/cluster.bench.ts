@@ -6,7 +6,7 @@ import pino from 'pino';
 import { spawnEtcd, type EtcdProcess } from '../cluster/etcd-process.js';
 import { loadConfig } from '../http/config.js';
 import { startNode, type RunningNode } from '../http/node.js';
-import { LOCK_KIND, lockActorKey } from '../actors/lock/actor.js';
+import { LOCK_KIND, lockActorKey } from '../actors/locks/messages.js';
 import { partitionOf } from '../runtime/index.js';
 import { runLoad, statusNote, type LoadRequest } from './support/load.js';
 import { progress, runScenarios } from './support/scenarios.js';

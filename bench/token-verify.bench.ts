@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { userActor, USER_KIND } from '../actors/account/actor.js';
-import type { NewUser } from '../actors/account/user-state.js';
-import { API_KEY_KIND, apiKeyActor } from '../actors/api-key/actor.js';
+import { userActor, USER_KIND } from '../actors/accounts/actor.js';
+import type { NewUser } from '../actors/accounts/user-state.js';
+import { API_KEY_KIND, apiKeyActor } from '../actors/api-keys/actor.js';
 import { signingKeyActor } from '../actors/system/signing-key.js';
 import { newApiKey } from '../http/auth/api-keys.js';
 import { SessionCache } from '../http/auth/session-cache.js';

@@ -1,5 +1,5 @@
-import { WAITING_ROOM_KIND, waitingRoomActor, waitingRoomDirectoryActor, waitingRoomKey } from '../actors/waiting-room/actor.js';
-import type { AdmitView, PositionView, RoomMessage } from '../actors/waiting-room/state.js';
+import { WAITING_ROOM_KIND, waitingRoomActor, waitingRoomDirectoryActor, waitingRoomKey } from '../actors/waiting-rooms/actor.js';
+import type { AdmitView, PositionView, RoomMessage } from '../actors/waiting-rooms/state.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -6,7 +6,9 @@ import { registerGracefulClose } from './plugins/graceful-close.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerJsonBody } from './plugins/json-body.js';
 import { registerValidation } from './plugins/validation.js';
-import { routeAreas } from './routes/index.js';
+import type { AreaRoutes } from './area-routes.js';
+import { clusterRoutes } from './routes/cluster.js';
+import { healthRoutes } from './routes/health.js';
 import { ErrorBody } from './schemas.js';
 import type { AppServices } from './services.js';
 import './auth/principal.js';
@@ -29,7 +31,7 @@ function loggedUrl(request: FastifyRequest): string {
  * Builds the Fastify edge without listening (tests drive it over a socket
  * through node.ts; only server.ts decides to listen on a configured port).
  */
-export async function buildApp(services: AppServices, logger: FastifyBaseLogger): Promise<FastifyInstance> {
+export async function buildApp(services: AppServices, logger: FastifyBaseLogger, areaRoutes: AreaRoutes[]): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: services.config.bodyLimitBytes,
@@ -80,6 +82,9 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger)
   });
   services.metrics.register(app);
   registerIdempotency(app, services);
-  for (const area of routeAreas) area(app, services);
+  // The node's own routes, then every area's (the list is areas.ts).
+  healthRoutes(app, services);
+  clusterRoutes(app, services);
+  for (const routes of areaRoutes) routes(app, services);
   return app;
 }

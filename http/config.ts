@@ -1,4 +1,4 @@
-import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/login-throttle/state.js';
+import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/login-throttle-state.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
 
 /**
@@ -15,7 +15,7 @@ export interface NodeConfig {
   adminPassword?: string;
   /** log2 of the scrypt cost parameter N for password hashing. */
   passwordKdfCostLog2: number;
-  /** Registrations one client address may attempt per 15-minute window; 0 turns the throttle off (docs/api/auth.md, Login throttling). */
+  /** Registrations one client address may attempt per 15-minute window; 0 turns the throttle off (docs/api/accounts.md, Login throttling). */
   registrationsPerAddressMax: number;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;

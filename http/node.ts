@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { ActorRuntime, LmdbStore, ServiceError, SystemClock, type ActorClient, type Clock } from '../runtime/index.js';
-import { allActors } from '../actors/registry.js';
+import { allActors, areas } from '../areas.js';
 import { buildApp } from './app.js';
 import { Accounts } from './auth/accounts.js';
 import { TokenService } from './auth/tokens.js';
@@ -102,7 +102,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     cluster: clusterNode,
     sessionCache,
   };
-  const app = await buildApp(services, logger);
+  const app = await buildApp(services, logger, areas.map((area) => area.routes));
 
   if (config.adminEmail && config.adminPassword) {
     const outcome = await new Accounts(services).bootstrapAdmin(config.adminEmail, config.adminPassword);

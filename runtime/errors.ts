@@ -18,7 +18,7 @@ export const errorCodes = {
   invalid_refresh_token: { status: 401, description: 'The refresh token is unknown, already rotated, or its session ended.' },
   // 403
   forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
-  insufficient_scope: { status: 403, description: 'The API key or OAuth access token lacks the scope this endpoint needs, or the endpoint does not accept that credential; see docs/api/auth.md and docs/api/oauth.md.' },
+  insufficient_scope: { status: 403, description: 'The API key or OAuth access token lacks the scope this endpoint needs, or the endpoint does not accept that credential; see docs/api/api-keys.md and docs/api/oauth.md.' },
   sso_required: { status: 403, description: "Password login is disabled for this user: an organization they belong to enforces single sign-on (the message names it); sign in through the organization's identity provider." },
   impersonation_forbidden: { status: 403, description: 'An impersonation session cannot create or change credentials (API keys, two-factor, OAuth or CLI approvals, linked accounts, SCIM tokens, ...); the user must do it in their own session. See docs/api/admin.md.' },
   waiting_room_member_banned: { status: 403, description: 'The member is banned from this waiting room (a room ban or a global ban of the tenant).' },

@@ -1,4 +1,5 @@
-import { lockActor, lockActorKey, LOCK_KIND } from '../../actors/lock/actor.js';
+import { lockActor } from '../../actors/locks/actor.js';
+import { lockActorKey, LOCK_KIND } from '../../actors/locks/messages.js';
 import { ADD_ONE, COUNTER_KIND, counterActor } from './counter-actor.js';
 import { startBenchRuntime } from './runtime.js';
 

@@ -1,16 +1,16 @@
 import { ServiceError } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
-import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
+import { DIRECTORY_KEY } from '../../actors/accounts/directory-state.js';
 import {
   ACCOUNT_FAILURES_MAX,
   ADDRESS_FAILURES_MAX,
   LOGIN_THROTTLE_KIND,
   TWO_FACTOR_FAILURES_MAX,
   type ThrottleAttempt,
-} from '../../actors/login-throttle/state.js';
-import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/account/user-state.js';
-import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organization/actor.js';
-import type { Membership } from '../../actors/organization/user-orgs-state.js';
+} from '../../actors/accounts/login-throttle-state.js';
+import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/accounts/user-state.js';
+import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/actor.js';
+import type { Membership } from '../../actors/organizations/user-orgs-state.js';
 import { randomId } from '../../runtime/index.js';
 import type { AppServices } from '../services.js';
 import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from './passwords.js';
@@ -53,7 +53,7 @@ interface ThrottleSubject {
   limit: number;
 }
 
-/** A place reserved on one subject for an attempt in flight (see actors/login-throttle/state.ts). */
+/** A place reserved on one subject for an attempt in flight (see actors/accounts/login-throttle-state.ts). */
 interface Reservation {
   subject: ThrottleSubject;
   reserved_at_ms: number;

@@ -1,4 +1,4 @@
-import type { Role } from '../../actors/account/user-state.js';
+import type { Role } from '../../actors/accounts/user-state.js';
 
 /**
  * Who is calling. `tenant` scopes every stateful resource: the

@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { API_KEY_KIND, USER_API_KEYS_KIND } from '../../actors/api-key/actor.js';
-import type { IndexPage } from '../../actors/api-key/index-state.js';
-import type { ApiKeyView } from '../../actors/api-key/state.js';
-import { ORGANIZATION_KIND } from '../../actors/organization/actor.js';
+import { API_KEY_KIND, USER_API_KEYS_KIND } from '../../actors/api-keys/actor.js';
+import type { IndexPage } from '../../actors/api-keys/index-state.js';
+import type { ApiKeyView } from '../../actors/api-keys/state.js';
+import { ORGANIZATION_KIND } from '../../actors/organizations/actor.js';
 import { isServiceError, ServiceError } from '../../runtime/index.js';
 import { API_KEY_SCOPES, API_KEYS_PER_USER_MAX, newApiKey } from '../auth/api-keys.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
@@ -17,10 +17,10 @@ import type { AppServices } from '../services.js';
  * created with an `org_id` acts for that organization (its tenant), which
  * the user must belong to, now and on every request (plugins/authenticate.ts). These
  * routes refuse API keys themselves (a leaked key must not mint more keys):
- * see the scope rules in http/auth/api-keys.ts and docs/api/auth.md.
+ * see the scope rules in http/auth/api-keys.ts and docs/api/api-keys.md.
  */
 const NULLABLE_TIME = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-const Scope = Type.Union(API_KEY_SCOPES.map((scope) => Type.Literal(scope)), { description: 'A scope of the catalog in docs/api/auth.md.' });
+const Scope = Type.Union(API_KEY_SCOPES.map((scope) => Type.Literal(scope)), { description: 'A scope of the catalog in docs/api/api-keys.md.' });
 const Scopes = Type.Array(Scope, { minItems: 1, maxItems: API_KEY_SCOPES.length * 2 });
 const Name = Type.String({ minLength: 1, maxLength: 100 });
 const KEY_ID = /^[0-9a-f]{32}$/;

@@ -8,7 +8,7 @@ import { hashSecret, newRefreshSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
 import type { AppServices } from '../services.js';
-import { UserSchema, userView } from './auth.js';
+import { UserSchema, userView } from './accounts.js';
 
 /**
  * CLI login (spec doc 1 §4.2 `POST /api/v1/auth/cli/session/{id}/complete`;

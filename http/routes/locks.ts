@@ -1,8 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { LOCK_KIND, lockActorKey } from '../../actors/lock/actor.js';
-import type { LockHolder, LockMessage, LockView } from '../../actors/lock/state.js';
+import { LOCK_KIND, lockActorKey, type LockHolder, type LockMessage, type LockView } from '../../actors/locks/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
 import type { AppServices } from '../services.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
 import type { AuthMethod, ClientView, DeleteReply, GrantType, RedeemReply, RotateReply } from '../../actors/oauth/client-state.js';
-import { USER_KIND } from '../../actors/account/actor.js';
+import { USER_KIND } from '../../actors/accounts/actor.js';
 import { isValidChallenge, type PkceMethod } from '../../actors/oauth/pkce.js';
 import { scopeSubset } from '../../actors/oauth/scope.js';
 import { Accounts } from '../auth/accounts.js';
@@ -26,7 +26,7 @@ import { hashSecret, oauthTokens, parseRefreshToken, type OAuthLoginState } from
 import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
-import { requireAdmin } from './admin-users.js';
+import { requireAdmin } from './admin.js';
 
 /**
  * OAuth 2.0 authorization server (spec doc 1 §4.3; docs/api/oauth.md):

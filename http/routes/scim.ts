@@ -3,10 +3,10 @@ import { isUtf8 } from 'node:buffer';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
-import { DIRECTORY_KEY } from '../../actors/account/directory-state.js';
-import type { NewUser, SummarySync } from '../../actors/account/user-state.js';
-import { ORGANIZATION_KIND } from '../../actors/organization/actor.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
+import { DIRECTORY_KEY } from '../../actors/accounts/directory-state.js';
+import type { NewUser, SummarySync } from '../../actors/accounts/user-state.js';
+import { ORGANIZATION_KIND } from '../../actors/organizations/actor.js';
 import { parseFilter } from '../../actors/scim/filter.js';
 import { parsePatch, scimBadRequest, scimBoolean, scimDisplayName, type ScimChange } from '../../actors/scim/patch.js';
 import {

@@ -1,9 +1,9 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { WAITING_ROOM_DIRECTORY_KIND, WAITING_ROOM_KIND, waitingRoomDirectoryKey, waitingRoomKey } from '../../actors/waiting-room/actor.js';
-import { waitingRoomLimits as limits, type RoomConfig } from '../../actors/waiting-room/config.js';
-import { FILTER_FIELDS, FILTER_OPERATORS, type RoomFilter, type RoomListView } from '../../actors/waiting-room/directory.js';
+import { WAITING_ROOM_DIRECTORY_KIND, WAITING_ROOM_KIND, waitingRoomDirectoryKey, waitingRoomKey } from '../../actors/waiting-rooms/actor.js';
+import { waitingRoomLimits as limits, type RoomConfig } from '../../actors/waiting-rooms/config.js';
+import { FILTER_FIELDS, FILTER_OPERATORS, type RoomFilter, type RoomListView } from '../../actors/waiting-rooms/directory.js';
 import type {
   AdmitView,
   AnalyticsView,
@@ -15,7 +15,7 @@ import type {
   RoomDetailView,
   RoomMessage,
   RoomSummary,
-} from '../../actors/waiting-room/state.js';
+} from '../../actors/waiting-rooms/state.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TurnContext } from '../../runtime/index.js';
-import { listUsers, loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState } from '../../actors/account/directory-state.js';
+import { listUsers, loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState } from '../../actors/accounts/directory-state.js';
 import {
   initialUserState,
   sessionUserId,
@@ -12,8 +12,8 @@ import {
   type SummarySync,
   type UserMessage,
   type UserState,
-} from '../../actors/account/user-state.js';
-import { splitValues } from '../../http/routes/admin-users.js';
+} from '../../actors/accounts/user-state.js';
+import { splitValues } from '../../http/routes/admin.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests of the admin ops of the user and the directory's user summaries. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { base32Decode, base32Encode, hotp, matchTotp, otpauthUri, totp, totpStep } from '../../actors/account/totp.js';
+import { base32Decode, base32Encode, hotp, matchTotp, otpauthUri, totp, totpStep } from '../../actors/accounts/totp.js';
 
 // RFC 6238 Appendix B: seeds are the ASCII strings below, 8 digits, 30 s steps.
 const seeds = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { beginSetup, challengeFailures, completeSetup, emptyTwoFactor, recordChallenge, verifyCode } from '../../actors/account/two-factor.js';
-import { base32Decode, totp } from '../../actors/account/totp.js';
+import { beginSetup, challengeFailures, completeSetup, emptyTwoFactor, recordChallenge, verifyCode } from '../../actors/accounts/two-factor.js';
+import { base32Decode, totp } from '../../actors/accounts/totp.js';
 
 const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
 const now = 1_800_000_000_000;

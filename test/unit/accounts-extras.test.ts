@@ -1,16 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../runtime/index.js';
 import {
-  EMAIL_VERIFICATION_RESEND_MS,
-  EMAIL_VERIFICATION_TTL_MS,
   IMPERSONATION_SESSION_TTL_MS,
   initialUserState,
   stepUser,
   type NewUser,
   type UserMessage,
   type UserState,
-} from '../../actors/account/user-state.js';
-import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, initialCliState, stepCli, type CliMessage, type CliState } from '../../actors/cli-login/state.js';
+} from '../../actors/accounts/user-state.js';
 import {
   ACCOUNT_FAILURES_MAX,
   initialThrottleState,
@@ -20,11 +17,11 @@ import {
   type ThrottleAttempt,
   type ThrottleMessage,
   type ThrottleState,
-} from '../../actors/login-throttle/state.js';
-import { base32Decode, totp } from '../../actors/account/totp.js';
+} from '../../actors/accounts/login-throttle-state.js';
+import { base32Decode, totp } from '../../actors/accounts/totp.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
-/** Pure step tests: login throttle, CLI login session, e-mail verification and impersonation on the user. */
+/** Pure step tests: the login throttle, and impersonation on the user. */
 const T0 = Date.UTC(2026, 0, 1);
 
 describe('login throttle', () => {
@@ -136,64 +133,10 @@ describe('login throttle', () => {
   });
 });
 
-describe('CLI login session', () => {
-  const run = (state: CliState, message: CliMessage, now: number) => stepCli(state, message, fixedContext(now, 'cli-login', 'cli_1'));
-  const created = () => run(initialCliState(), { op: 'create', id: 'cli_1', poll_hash: 'ph', user_code: 'ABCD-EFGH' }, T0);
-
-  it('create sets the expiry alarm; a retried create is a no-op, another hash a conflict', () => {
-    const result = created();
-    expect(result.alarms).toEqual([{ name: 'expire', due_ms: T0 + CLI_SESSION_TTL_MS }]);
-    expect(run(result.state, { op: 'create', id: 'cli_1', poll_hash: 'ph', user_code: 'X' }, T0).state).toBe(result.state);
-    expect(codeOf(() => run(result.state, { op: 'create', id: 'cli_1', poll_hash: 'other', user_code: 'X' }, T0))).toBe('conflict');
-  });
-
-  it('pending, completed, delivered once', () => {
-    let state = created().state;
-    const pending = run(state, { op: 'poll', poll_hash: 'ph' }, T0);
-    expect(pending.reply).toEqual({ status: 'pending' });
-    state = pending.state;
-    expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, T0 + 1000))).toBe('rate_limited');
-    expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'wrong' }, T0 + 1000))).toBe('not_found');
-    state = run(state, { op: 'complete', user_id: 'usr_1' }, T0 + 2000).state;
-    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_2' }, T0 + 2000))).toBe('conflict');
-    const later = T0 + CLI_POLL_INTERVAL_S * 1000;
-    const delivered = run(state, { op: 'poll', poll_hash: 'ph' }, later);
-    expect(delivered.reply).toEqual({ status: 'completed', user_id: 'usr_1' });
-    expect(codeOf(() => run(delivered.state, { op: 'poll', poll_hash: 'ph' }, later + CLI_POLL_INTERVAL_S * 1000))).toBe('conflict');
-  });
-
-  it('expired sessions are unknown before and after the alarm', () => {
-    const state = created().state;
-    const end = T0 + CLI_SESSION_TTL_MS;
-    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_1' }, end))).toBe('not_found');
-    expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, end))).toBe('not_found');
-    expect(run(state, { op: 'info' }, end - 1).reply).toEqual({ id: 'cli_1', user_code: 'ABCD-EFGH', status: 'pending', expires_at_ms: end });
-    expect(codeOf(() => run(state, { op: 'info' }, end))).toBe('not_found');
-    expect(stepCli(state, { op: '$alarm', name: 'expire', due_ms: end }, fixedContext(end)).state).toEqual(initialCliState());
-  });
-});
-
-describe('user: e-mail verification and impersonation', () => {
+describe('user: impersonation', () => {
   const alice: NewUser = { id: 'usr_1', email: 'a@example.com', username: 'alice', display_name: 'A', role: 'user', password_hash: 'x' };
   const send = (state: UserState, message: UserMessage, now: number) => stepUser(state, message, fixedContext(now, 'user', 'usr_1'));
   const fresh = () => send(initialUserState(), { op: 'create', user: alice }, T0).state;
-
-  it('confirm with the sent hash verifies once and sends the summary', () => {
-    const sent = send(fresh(), { op: 'email-verify-send', token_hash: 'h' }, T0);
-    expect(codeOf(() => send(sent.state, { op: 'email-verify-confirm', token_hash: 'other' }, T0))).toBe('invalid_verification_token');
-    const confirmed = send(sent.state, { op: 'email-verify-confirm', token_hash: 'h' }, T0 + 1);
-    expect(confirmed.state.user!.email_verified).toBe(true);
-    expect(confirmed.sends).toEqual([expect.objectContaining({ kind: 'user-directory', message: expect.objectContaining({ user: expect.objectContaining({ email_verified: true }) }) })]);
-    expect(codeOf(() => send(confirmed.state, { op: 'email-verify-confirm', token_hash: 'h' }, T0 + 2))).toBe('invalid_verification_token');
-    expect(codeOf(() => send(confirmed.state, { op: 'email-verify-send', token_hash: 'h2' }, T0 + 2 + EMAIL_VERIFICATION_RESEND_MS))).toBe('conflict');
-  });
-
-  it('resend is limited to one a minute; links expire', () => {
-    const sent = send(fresh(), { op: 'email-verify-send', token_hash: 'h' }, T0);
-    expect(codeOf(() => send(sent.state, { op: 'email-verify-send', token_hash: 'h2' }, T0 + EMAIL_VERIFICATION_RESEND_MS - 1))).toBe('rate_limited');
-    expect(codeOf(() => send(sent.state, { op: 'email-verify-send', token_hash: 'h2' }, T0 + EMAIL_VERIFICATION_RESEND_MS))).toBeUndefined();
-    expect(codeOf(() => send(sent.state, { op: 'email-verify-confirm', token_hash: 'h' }, T0 + EMAIL_VERIFICATION_TTL_MS))).toBe('invalid_verification_token');
-  });
 
   it('impersonate opens a session with impersonated_by and at most an hour', () => {
     const opened = send(fresh(), { op: 'impersonate', admin_id: 'usr_admin', refresh_hash: 'r', ttl_seconds: 30 * 86400, ip_address: '::1', user_agent: '' }, T0);

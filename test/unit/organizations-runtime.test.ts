@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { organizationActors } from '../../actors/organization/actor.js';
-import { INVITATION_INDEX_KIND, INVITATION_RETENTION_MS, ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organization/state.js';
+import { organizationActors } from '../../actors/organizations/actor.js';
+import { INVITATION_INDEX_KIND, INVITATION_RETENTION_MS, ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/state.js';
 import { eventually, settle, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { MembersView, PositionView } from '../../actors/waiting-room/state.js';
-import { createRoom, RoomDriver } from './waiting-room-driver.js';
+import type { MembersView, PositionView } from '../../actors/waiting-rooms/state.js';
+import { createRoom, RoomDriver } from './waiting-rooms-driver.js';
 
 /**
  * Property: whatever sequence of joins, leaves, admissions (all, per group,

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Fenwick } from '../../actors/waiting-room/fenwick.js';
-import { WaitingQueue, type QueueEntry } from '../../actors/waiting-room/queue.js';
-import { matchesRules, validateMatchRules } from '../../actors/waiting-room/rules.js';
+import { Fenwick } from '../../actors/waiting-rooms/fenwick.js';
+import { WaitingQueue, type QueueEntry } from '../../actors/waiting-rooms/queue.js';
+import { matchesRules, validateMatchRules } from '../../actors/waiting-rooms/rules.js';
 
 /** The order-statistic line against a naive model (sort by boost desc, then join order). */
 interface Entry extends QueueEntry {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isServiceError, type ActorSend, type RecordWrite } from '../../runtime/index.js';
-import { loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState, type RoomListQuery } from '../../actors/waiting-room/directory.js';
-import type { RoomSummary } from '../../actors/waiting-room/state.js';
+import { loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState, type RoomListQuery } from '../../actors/waiting-rooms/directory.js';
+import type { RoomSummary } from '../../actors/waiting-rooms/state.js';
 
 /** The tenant directory (room index and global bans): pure step tests. */
 const KEY = JSON.stringify(['tenant-1']);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { AdmitView, PositionView } from '../../actors/waiting-room/state.js';
-import { createRoom, RoomDriver, T0 } from './waiting-room-driver.js';
+import type { AdmitView, PositionView } from '../../actors/waiting-rooms/state.js';
+import { createRoom, RoomDriver, T0 } from './waiting-rooms-driver.js';
 
 /** Pure step tests of one room: a fake clock, no runtime, no disk. */
 const join = (d: RoomDriver, member_id: string, extra: Record<string, unknown> = {}) => d.send<PositionView>({ op: 'join', member_id, ...extra });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadUserApiKeys, stepUserApiKeys, type IndexPage, type UserApiKeysState } from '../../actors/api-key/index-state.js';
+import { loadUserApiKeys, stepUserApiKeys, type IndexPage, type UserApiKeysState } from '../../actors/api-keys/index-state.js';
 import {
   LAST_USED_WRITE_INTERVAL_MS,
   USER_API_KEYS_KIND,
@@ -9,7 +9,7 @@ import {
   type ApiKeyState,
   type ApiKeyView,
   type VerifiedKey,
-} from '../../actors/api-key/state.js';
+} from '../../actors/api-keys/state.js';
 import { parseApiKey, newApiKey, requiredScope, scopeAllows } from '../../http/auth/api-keys.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type TurnContext } from '../../runtime/index.js';
-import { loadDirectory, stepDirectory, type DirectoryState } from '../../actors/account/directory-state.js';
+import { loadDirectory, stepDirectory, type DirectoryState } from '../../actors/accounts/directory-state.js';
 import {
   ENDED_SESSION_RETENTION_MS,
   initialUserState,
@@ -10,7 +10,7 @@ import {
   type NewUser,
   type UserMessage,
   type UserState,
-} from '../../actors/account/user-state.js';
+} from '../../actors/accounts/user-state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests of the user and the user directory. */

@@ -1,4 +1,5 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import type { LockHolder, LockMessage, LockView } from './messages.js';
 
 /**
  * A distributed lock on one (tenant, namespace, key): pure domain logic.
@@ -7,31 +8,9 @@ import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } fr
  * deleted, so fence tokens strictly increase across release, expiry and
  * restart (and, replicated with the record, across failover).
  */
-export interface LockHolder {
-  lock_id: string;
-  owner_id: string;
-  acquired_at_ms: number;
-  expires_at_ms: number;
-  ttl_seconds: number;
-  fence_token: number;
-  metadata: unknown;
-}
-
 export interface LockState {
   holder: LockHolder | null;
   last_fence_token: number;
-}
-
-export type LockMessage =
-  | { op: 'acquire'; owner_id: string; ttl_seconds: number; metadata?: unknown }
-  | { op: 'extend'; lock_id: string; owner_id: string; ttl_seconds?: number }
-  | { op: 'release'; lock_id: string; owner_id: string }
-  | { op: 'status' };
-
-export interface LockView {
-  holder: LockHolder | null;
-  last_fence_token: number;
-  now_ms: number;
 }
 
 export const EXPIRY_ALARM = 'expiry';

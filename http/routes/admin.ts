@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/account/actor.js';
-import { USER_API_KEYS_KIND } from '../../actors/api-key/actor.js';
-import { DIRECTORY_KEY, USER_QUERY_MAX, type UserListQuery } from '../../actors/account/directory-state.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
+import { USER_API_KEYS_KIND } from '../../actors/api-keys/actor.js';
+import { DIRECTORY_KEY, USER_QUERY_MAX, type UserListQuery } from '../../actors/accounts/directory-state.js';
 import {
   sessionUserId,
   type AdminPatch,
@@ -12,13 +12,13 @@ import {
   type Role,
   type SessionView,
   type SummarySync,
-} from '../../actors/account/user-state.js';
+} from '../../actors/accounts/user-state.js';
 import { Accounts, type ClientInfo } from '../auth/accounts.js';
 import type { Principal } from '../auth/principal.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
-import { UserSchema, userView } from './auth.js';
+import { UserSchema, userView } from './accounts.js';
 import { LinkedAccountSchema, linkedAccountsOf, linkedAccountView } from './linked-accounts.js';
 import { orgMembershipsOf } from './organizations.js';
 

@@ -12,10 +12,10 @@ import {
   type OrganizationState,
   type OrgRole,
   type UserOrgSync,
-} from '../../actors/organization/state.js';
-import { loadUserOrgs, stepUserOrgs } from '../../actors/organization/user-orgs-state.js';
-import { loadInvitationIndex, stepInvitationIndex } from '../../actors/organization/invitation-index-state.js';
-import { loadOrgDirectory, stepOrgDirectory } from '../../actors/organization/directory-state.js';
+} from '../../actors/organizations/state.js';
+import { loadUserOrgs, stepUserOrgs } from '../../actors/organizations/user-orgs-state.js';
+import { loadInvitationIndex, stepInvitationIndex } from '../../actors/organizations/invitation-index-state.js';
+import { loadOrgDirectory, stepOrgDirectory } from '../../actors/organizations/directory-state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 const T0 = 1_700_000_000_000;

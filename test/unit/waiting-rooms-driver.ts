@@ -1,5 +1,5 @@
 import { isServiceError, type ActorSend, type RecordWrite, type ServiceError } from '../../runtime/index.js';
-import { loadRoom, stepRoom, waitingRoomKey, type RoomMessage, type RoomState } from '../../actors/waiting-room/state.js';
+import { loadRoom, stepRoom, waitingRoomKey, type RoomMessage, type RoomState } from '../../actors/waiting-rooms/state.js';
 
 /**
  * Drives the pure room step like the runtime does, without one: a fake clock,

@@ -1,16 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ServiceError, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { lockActorKey } from '../../actors/lock/actor.js';
+import { lockActorKey, type LockMessage, type LockView } from '../../actors/locks/messages.js';
 import {
   currentHolder,
   EXPIRY_ALARM,
   initialLockState,
   stepLock,
-  type LockMessage,
   type LockState,
-  type LockView,
-} from '../../actors/lock/state.js';
+} from '../../actors/locks/state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests of the lock: a fixed context, no runtime, no disk, no clock. */

@@ -1,0 +1,35 @@
+/**
+ * The locks area's public surface: the actor kind, how a key is built, the
+ * messages the lock actor takes and the views it answers with. Other layers
+ * (http/, bench/, tests of other areas) import this file only.
+ */
+
+export const LOCK_KIND = 'lock';
+
+/** Actor key of a lock: tenant, namespace and key, unambiguously joined. */
+export function lockActorKey(tenant: string, namespace: string, key: string): string {
+  return JSON.stringify([tenant, namespace, key]);
+}
+
+export interface LockHolder {
+  lock_id: string;
+  owner_id: string;
+  acquired_at_ms: number;
+  expires_at_ms: number;
+  ttl_seconds: number;
+  fence_token: number;
+  metadata: unknown;
+}
+
+export type LockMessage =
+  | { op: 'acquire'; owner_id: string; ttl_seconds: number; metadata?: unknown }
+  | { op: 'extend'; lock_id: string; owner_id: string; ttl_seconds?: number }
+  | { op: 'release'; lock_id: string; owner_id: string }
+  | { op: 'status' };
+
+/** Every reply of the lock actor: the holder (null when free) and the last fence token issued. */
+export interface LockView {
+  holder: LockHolder | null;
+  last_fence_token: number;
+  now_ms: number;
+}

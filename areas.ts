@@ -1,0 +1,72 @@
+import type { ActorDefinition } from './runtime/index.js';
+import type { AreaRoutes } from './http/area-routes.js';
+import { directoryActor, userActor } from './actors/accounts/actor.js';
+import { loginThrottleActor } from './actors/accounts/login-throttle-state.js';
+import { apiKeyActor, userApiKeysActor } from './actors/api-keys/actor.js';
+import { cliLoginActor } from './actors/cli-login/state.js';
+import { idempotencyActor } from './actors/idempotency/state.js';
+import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
+import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
+import { lockActor } from './actors/locks/actor.js';
+import { oauthClientActor } from './actors/oauth/actor.js';
+import { organizationActors } from './actors/organizations/actor.js';
+import { presenceContextActor, presenceSubjectActor } from './actors/presence/actor.js';
+import { scimDirectoryActor } from './actors/scim/actor.js';
+import { signingKeyActor } from './actors/system/signing-key.js';
+import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-rooms/actor.js';
+import { authRoutes } from './http/routes/accounts.js';
+import { adminUserRoutes } from './http/routes/admin.js';
+import { apiKeyRoutes } from './http/routes/api-keys.js';
+import { cliLoginRoutes } from './http/routes/cli-login.js';
+import { emailVerificationRoutes } from './http/routes/email-verification.js';
+import { linkedAccountRoutes } from './http/routes/linked-accounts.js';
+import { livenessRoutes } from './http/routes/liveness.js';
+import { lockRoutes } from './http/routes/locks.js';
+import { oauthRoutes } from './http/routes/oauth.js';
+import { organizationRoutes } from './http/routes/organizations.js';
+import { presenceRoutes } from './http/routes/presence.js';
+import { scimRoutes } from './http/routes/scim.js';
+import { twoFactorRoutes } from './http/routes/two-factor.js';
+import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
+
+/**
+ * Every area of the service, in one list: an area registers its actor kinds
+ * and its routes together, here and nowhere else.
+ *
+ * An area called `name` is the folder `actors/<name>/` (messages.ts, state.ts,
+ * actor.ts, flows.ts), the plugin `http/routes/<name>.ts`, the page
+ * `docs/api/<name>.md`, and tests `test/unit/<name>*.test.ts` and
+ * `test/http/<name>*.test.ts` (docs/architecture.md, "The area shape";
+ * test/unit/area-shape.test.ts keeps it so). An area that only sends messages
+ * to another area's actors (two-factor and the user actor, for instance) has
+ * no folder of its own and owns no kinds.
+ */
+export interface Area {
+  name: string;
+  /** The actor kinds this area owns. */
+  actors: ActorDefinition[];
+  routes: AreaRoutes;
+}
+
+export const areas: Area[] = [
+  { name: 'accounts', actors: [userActor, directoryActor, loginThrottleActor], routes: authRoutes },
+  { name: 'two-factor', actors: [], routes: twoFactorRoutes },
+  { name: 'linked-accounts', actors: [identityLinksActor, identityIndexActor], routes: linkedAccountRoutes },
+  { name: 'scim', actors: [scimDirectoryActor], routes: scimRoutes },
+  { name: 'oauth', actors: [oauthClientActor], routes: oauthRoutes },
+  { name: 'email-verification', actors: [], routes: emailVerificationRoutes },
+  { name: 'cli-login', actors: [cliLoginActor], routes: cliLoginRoutes },
+  { name: 'admin', actors: [], routes: adminUserRoutes },
+  { name: 'organizations', actors: organizationActors, routes: organizationRoutes },
+  { name: 'api-keys', actors: [apiKeyActor, userApiKeysActor], routes: apiKeyRoutes },
+  { name: 'locks', actors: [lockActor], routes: lockRoutes },
+  { name: 'liveness', actors: [livenessActor, livenessIndexActor], routes: livenessRoutes },
+  { name: 'presence', actors: [presenceContextActor, presenceSubjectActor], routes: presenceRoutes },
+  { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },
+];
+
+/** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */
+export const nodeActors: ActorDefinition[] = [signingKeyActor, idempotencyActor];
+
+/** Every actor kind the node runs. */
+export const allActors: ActorDefinition[] = [...nodeActors, ...areas.flatMap((area) => area.actors)];

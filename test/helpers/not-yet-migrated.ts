@@ -1,0 +1,9 @@
+/**
+ * Areas not yet moved to the area shape (docs/architecture.md): their folder
+ * may lack messages.ts, http/ may import their internals, and their handlers
+ * may still chain asks. Only ever shrinks; deleted when empty.
+ */
+export const NOT_YET_MIGRATED = new Set([
+  'accounts', 'two-factor', 'linked-accounts', 'scim', 'oauth', 'email-verification', 'cli-login', 'admin',
+  'organizations', 'api-keys', 'liveness', 'presence', 'waiting-rooms',
+]);
