@@ -1,7 +1,8 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { LIVENESS_KIND, livenessActor, livenessActorKey, livenessIndexActor, livenessIndexKey, LIVENESS_INDEX_KIND } from '../actors/liveness/actor.js';
-import type { IndexListView } from '../actors/liveness/index-state.js';
-import type { LivenessMessage } from '../actors/liveness/state.js';
+import { livenessActor, livenessIndexActor } from '../actors/liveness/actor.js';
+import { LIVENESS_KIND, livenessActorKey, livenessIndexKey, LIVENESS_INDEX_KIND } from '../actors/liveness/messages.js';
+import { type IndexListView } from '../actors/liveness/messages.js';
+import { type LivenessMessage } from '../actors/liveness/messages.js';
 import type { PublishedEvent } from '../runtime/index.js';
 import { othersNote, startCpuMeter } from './support/cpu-meter.js';
 import { startBenchRuntime } from './support/runtime.js';

@@ -1,5 +1,6 @@
-import { PRESENCE_CONTEXT_KIND, presenceContextActor, presenceContextKey, presenceSubjectActor } from '../actors/presence/actor.js';
-import type { HeartbeatReply, NearbyReply, PresenceMessage } from '../actors/presence/state.js';
+import { presenceContextActor, presenceSubjectActor } from '../actors/presence/actor.js';
+import { PRESENCE_CONTEXT_KIND, presenceContextKey } from '../actors/presence/messages.js';
+import { type HeartbeatReply, type NearbyReply, type PresenceMessage } from '../actors/presence/messages.js';
 import type { ActorRuntime } from '../runtime/index.js';
 import { startBenchRuntime } from './support/runtime.js';
 import { runScenarios, type Scenario } from './support/scenarios.js';

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { userActor, USER_KIND } from '../actors/accounts/actor.js';
-import type { NewUser } from '../actors/accounts/user-state.js';
-import { API_KEY_KIND, apiKeyActor } from '../actors/api-keys/actor.js';
+import { userActor } from '../actors/accounts/actor.js';
+import { USER_KIND } from '../actors/accounts/messages.js';
+import { type NewUser } from '../actors/accounts/messages.js';
+import { apiKeyActor } from '../actors/api-keys/actor.js';
+import { API_KEY_KIND } from '../actors/api-keys/messages.js';
 import { signingKeyActor } from '../actors/system/signing-key.js';
 import { newApiKey } from '../http/auth/api-keys.js';
 import { SessionCache } from '../http/auth/session-cache.js';

@@ -1,5 +1,6 @@
-import { WAITING_ROOM_KIND, waitingRoomActor, waitingRoomDirectoryActor, waitingRoomKey } from '../actors/waiting-rooms/actor.js';
-import type { AdmitView, PositionView, RoomMessage } from '../actors/waiting-rooms/state.js';
+import { waitingRoomActor, waitingRoomDirectoryActor } from '../actors/waiting-rooms/actor.js';
+import { WAITING_ROOM_KIND, waitingRoomKey } from '../actors/waiting-rooms/messages.js';
+import { type AdmitView, type PositionView, type RoomMessage } from '../actors/waiting-rooms/messages.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/login-throttle-state.js';
+import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
 
 /**

@@ -1,16 +1,10 @@
 import { ServiceError } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
-import { DIRECTORY_KEY } from '../../actors/accounts/directory-state.js';
-import {
-  ACCOUNT_FAILURES_MAX,
-  ADDRESS_FAILURES_MAX,
-  LOGIN_THROTTLE_KIND,
-  TWO_FACTOR_FAILURES_MAX,
-  type ThrottleAttempt,
-} from '../../actors/accounts/login-throttle-state.js';
-import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/accounts/user-state.js';
-import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/actor.js';
-import type { Membership } from '../../actors/organizations/user-orgs-state.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
+import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
+import { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, TWO_FACTOR_FAILURES_MAX, type ThrottleAttempt } from '../../actors/accounts/messages.js';
+import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/accounts/messages.js';
+import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/messages.js';
+import { type Membership } from '../../actors/organizations/messages.js';
 import { randomId } from '../../runtime/index.js';
 import type { AppServices } from '../services.js';
 import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from './passwords.js';

@@ -1,4 +1,4 @@
-import type { Role } from '../../actors/accounts/user-state.js';
+import { type Role } from '../../actors/accounts/messages.js';
 
 /**
  * Who is calling. `tenant` scopes every stateful resource: the

@@ -1,5 +1,5 @@
 import { isServiceError, type ActorClient, type AskOptions } from '../../runtime/index.js';
-import { USER_KIND } from '../../actors/accounts/actor.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
 
 /**
  * The user actor's operations that can end a session or change what a

@@ -1,4 +1,4 @@
-import type { SessionPrincipal } from '../../actors/accounts/user-state.js';
+import { type SessionPrincipal } from '../../actors/accounts/messages.js';
 
 /**
  * This node's memory of recent positive session checks, so a busy token does

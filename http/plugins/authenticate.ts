@@ -1,14 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { USER_KIND } from '../../actors/accounts/actor.js';
-import type { PublicUser, SessionPrincipal } from '../../actors/accounts/user-state.js';
-import { API_KEY_KIND } from '../../actors/api-keys/actor.js';
-import type { VerifiedKey } from '../../actors/api-keys/state.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
+import { type PublicUser, type SessionPrincipal } from '../../actors/accounts/messages.js';
+import { API_KEY_KIND } from '../../actors/api-keys/messages.js';
+import { type VerifiedKey } from '../../actors/api-keys/messages.js';
 import { looksLikeApiKey, parseApiKey, requiredScope, scopeAllows } from '../auth/api-keys.js';
 import type { Principal } from '../auth/principal.js';
 import { CLIENT_SUBJECT_PREFIX, oauthTokens } from '../auth/tokens.js';
-import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
-import { ORGANIZATION_KIND } from '../../actors/organizations/actor.js';
+import { OAUTH_CLIENT_KIND } from '../../actors/oauth/messages.js';
+import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import type { AppServices } from '../services.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { PublicUser } from '../../actors/accounts/user-state.js';
+import { type PublicUser } from '../../actors/accounts/messages.js';
 import { Accounts, type ClientInfo } from '../auth/accounts.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';

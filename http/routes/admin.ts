@@ -1,18 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
-import { USER_API_KEYS_KIND } from '../../actors/api-keys/actor.js';
-import { DIRECTORY_KEY, USER_QUERY_MAX, type UserListQuery } from '../../actors/accounts/directory-state.js';
-import {
-  sessionUserId,
-  type AdminPatch,
-  type BanRecord,
-  type PublicUser,
-  type Role,
-  type SessionView,
-  type SummarySync,
-} from '../../actors/accounts/user-state.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
+import { USER_API_KEYS_KIND } from '../../actors/api-keys/messages.js';
+import { DIRECTORY_KEY, USER_QUERY_MAX, type UserListQuery } from '../../actors/accounts/messages.js';
+import { sessionUserId, type AdminPatch, type BanRecord, type PublicUser, type Role, type SessionView, type SummarySync } from '../../actors/accounts/messages.js';
 import { Accounts, type ClientInfo } from '../auth/accounts.js';
 import type { Principal } from '../auth/principal.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';

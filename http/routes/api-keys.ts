@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { API_KEY_KIND, USER_API_KEYS_KIND } from '../../actors/api-keys/actor.js';
-import type { IndexPage } from '../../actors/api-keys/index-state.js';
-import type { ApiKeyView } from '../../actors/api-keys/state.js';
-import { ORGANIZATION_KIND } from '../../actors/organizations/actor.js';
+import { API_KEY_KIND, USER_API_KEYS_KIND } from '../../actors/api-keys/messages.js';
+import { type IndexPage } from '../../actors/api-keys/messages.js';
+import { type ApiKeyView } from '../../actors/api-keys/messages.js';
+import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import { isServiceError, ServiceError } from '../../runtime/index.js';
 import { API_KEY_SCOPES, API_KEYS_PER_USER_MAX, newApiKey } from '../auth/api-keys.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { CLI_LOGIN_KIND, CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type PollReply } from '../../actors/cli-login/state.js';
+import { CLI_LOGIN_KIND, CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type PollReply } from '../../actors/cli-login/messages.js';
 import { randomId } from '../../runtime/index.js';
 import { Accounts } from '../auth/accounts.js';
 import { hashSecret, newRefreshSecret } from '../auth/tokens.js';

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
-import { DIRECTORY_KEY } from '../../actors/accounts/directory-state.js';
-import type { SummarySync } from '../../actors/accounts/user-state.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
+import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
+import { type SummarySync } from '../../actors/accounts/messages.js';
 import { ServiceError } from '../../runtime/index.js';
 import { hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';

@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { isServiceError, ServiceError, type ActorClient } from '../../runtime/index.js';
-import { USER_KIND } from '../../actors/accounts/actor.js';
-import { IDENTITY_INDEX_KIND, IDENTITY_LINKS_KIND } from '../../actors/linked-accounts/actor.js';
-import { identityIndexKey, type LinkRecord } from '../../actors/linked-accounts/state.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
+import { IDENTITY_INDEX_KIND, IDENTITY_LINKS_KIND } from '../../actors/linked-accounts/messages.js';
+import { identityIndexKey, type LinkRecord } from '../../actors/linked-accounts/messages.js';
 import { exchangeCodeForIdentity } from '../auth/oauth-providers.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';

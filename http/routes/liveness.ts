@@ -1,21 +1,12 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { LIVENESS_INDEX_KIND, LIVENESS_KIND, livenessActorKey, livenessIndexKey } from '../../actors/liveness/actor.js';
-import type { IndexListView, IndexQuery } from '../../actors/liveness/index-state.js';
-import { livenessPolicy as policy } from '../../actors/liveness/policy.js';
-import { aggregations, seriesNames, type Aggregation, type SeriesName } from '../../actors/liveness/series.js';
-import type {
-  AggregationView,
-  BriefView,
-  HeartbeatAck,
-  HistoryView,
-  LatencyView,
-  LivenessMessage,
-  StatusView,
-  UptimeView,
-} from '../../actors/liveness/state.js';
-import { parseWindow } from '../../actors/liveness/uptime.js';
+import { LIVENESS_INDEX_KIND, LIVENESS_KIND, livenessActorKey, livenessIndexKey } from '../../actors/liveness/messages.js';
+import { type IndexListView, type IndexQuery } from '../../actors/liveness/messages.js';
+import { livenessPolicy as policy } from '../../actors/liveness/messages.js';
+import { aggregations, seriesNames, type Aggregation, type SeriesName } from '../../actors/liveness/messages.js';
+import { type AggregationView, type BriefView, type HeartbeatAck, type HistoryView, type LatencyView, type LivenessMessage, type StatusView, type UptimeView } from '../../actors/liveness/messages.js';
+import { parseWindow } from '../../actors/liveness/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses } from '../schemas.js';
 import type { AppServices } from '../services.js';

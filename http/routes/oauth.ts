@@ -1,11 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { OAUTH_CLIENT_KIND } from '../../actors/oauth/actor.js';
-import type { AuthMethod, ClientView, DeleteReply, GrantType, RedeemReply, RotateReply } from '../../actors/oauth/client-state.js';
-import { USER_KIND } from '../../actors/accounts/actor.js';
-import { isValidChallenge, type PkceMethod } from '../../actors/oauth/pkce.js';
-import { scopeSubset } from '../../actors/oauth/scope.js';
+import { OAUTH_CLIENT_KIND } from '../../actors/oauth/messages.js';
+import { type AuthMethod, type ClientView, type DeleteReply, type GrantType, type RedeemReply, type RotateReply } from '../../actors/oauth/messages.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
+import { isValidChallenge, type PkceMethod } from '../../actors/oauth/messages.js';
+import { scopeSubset } from '../../actors/oauth/messages.js';
 import { Accounts } from '../auth/accounts.js';
 import {
   CLIENT_ID_PATTERN,

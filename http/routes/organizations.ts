@@ -2,26 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isServiceError, randomId, ServiceError, type ActorClient } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
-import { DIRECTORY_KEY } from '../../actors/accounts/directory-state.js';
-import type { PublicUser } from '../../actors/accounts/user-state.js';
-import { INVITATION_INDEX_KIND, ORG_DIRECTORY_KEY, ORG_DIRECTORY_KIND, ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/actor.js';
-import { normalizeSlug, ORG_QUERY_MAX } from '../../actors/organizations/directory-state.js';
-import { INVITATIONS_PER_EMAIL_MAX } from '../../actors/organizations/invitation-index-state.js';
-import {
-  INVITATION_TTL_MS_DEFAULT,
-  normalizeEmail,
-  SSO_EXEMPT_USERS_MAX,
-  type Actor,
-  type IndexEntry,
-  type InvitationView,
-  type Member,
-  type OrgDirectorySync,
-  type OrgRole,
-  type OrgView,
-  type UserOrgSync,
-} from '../../actors/organizations/state.js';
-import type { Membership } from '../../actors/organizations/user-orgs-state.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
+import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
+import { type PublicUser } from '../../actors/accounts/messages.js';
+import { INVITATION_INDEX_KIND, ORG_DIRECTORY_KEY, ORG_DIRECTORY_KIND, ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/messages.js';
+import { normalizeSlug, ORG_QUERY_MAX } from '../../actors/organizations/messages.js';
+import { INVITATIONS_PER_EMAIL_MAX } from '../../actors/organizations/messages.js';
+import { INVITATION_TTL_MS_DEFAULT, normalizeEmail, SSO_EXEMPT_USERS_MAX, type Actor, type IndexEntry, type InvitationView, type Member, type OrgDirectorySync, type OrgRole, type OrgView, type UserOrgSync } from '../../actors/organizations/messages.js';
+import { type Membership } from '../../actors/organizations/messages.js';
 import type { Principal } from '../auth/principal.js';
 import { CLIENT_SUBJECT_PREFIX, hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';

@@ -2,30 +2,10 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import type { FastifyInstance } from 'fastify';
 import { isServiceError, ServiceError } from '../../runtime/index.js';
-import { PRESENCE_CONTEXT_KIND, PRESENCE_SUBJECT_KIND, presenceContextKey, presenceSubjectKey } from '../../actors/presence/actor.js';
-import { RADIUS_METERS_MAX } from '../../actors/presence/geo.js';
-import {
-  activities,
-  cognitiveStates,
-  geoPrecisions,
-  overflowPolicies,
-  presenceLimits,
-  subjectKinds,
-  type ContextView,
-  type CountReply,
-  type HeartbeatInput,
-  type HeartbeatReply,
-  type LeaveReply,
-  type ListReply,
-  type NearbyReply,
-  type PresenceContextConfig,
-  type PresenceMessage,
-  type SessionView,
-  type StateReply,
-  type SubjectPresenceReply,
-  type SweepReply,
-} from '../../actors/presence/state.js';
-import type { SubjectIndexState } from '../../actors/presence/subject-state.js';
+import { PRESENCE_CONTEXT_KIND, PRESENCE_SUBJECT_KIND, presenceContextKey, presenceSubjectKey } from '../../actors/presence/messages.js';
+import { RADIUS_METERS_MAX } from '../../actors/presence/messages.js';
+import { activities, cognitiveStates, geoPrecisions, overflowPolicies, presenceLimits, subjectKinds, type ContextView, type CountReply, type HeartbeatInput, type HeartbeatReply, type LeaveReply, type ListReply, type NearbyReply, type PresenceContextConfig, type PresenceMessage, type SessionView, type StateReply, type SubjectPresenceReply, type SweepReply } from '../../actors/presence/messages.js';
+import { type SubjectIndexState } from '../../actors/presence/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
 import type { AppServices } from '../services.js';

@@ -3,22 +3,13 @@ import { isUtf8 } from 'node:buffer';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/actor.js';
-import { DIRECTORY_KEY } from '../../actors/accounts/directory-state.js';
-import type { NewUser, SummarySync } from '../../actors/accounts/user-state.js';
-import { ORGANIZATION_KIND } from '../../actors/organizations/actor.js';
-import { parseFilter } from '../../actors/scim/filter.js';
-import { parsePatch, scimBadRequest, scimBoolean, scimDisplayName, type ScimChange } from '../../actors/scim/patch.js';
-import {
-  SCIM_DIRECTORY_KIND,
-  type ScimAttributes,
-  type ScimEmail,
-  type ScimName,
-  type ScimTokenView,
-  type ScimUpdateReply,
-  type ScimUserPage,
-  type ScimUserRecord,
-} from '../../actors/scim/state.js';
+import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
+import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
+import { type NewUser, type SummarySync } from '../../actors/accounts/messages.js';
+import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
+import { parseFilter } from '../../actors/scim/messages.js';
+import { parsePatch, scimBadRequest, scimBoolean, scimDisplayName, type ScimChange } from '../../actors/scim/messages.js';
+import { SCIM_DIRECTORY_KIND, type ScimAttributes, type ScimEmail, type ScimName, type ScimTokenView, type ScimUpdateReply, type ScimUserPage, type ScimUserRecord } from '../../actors/scim/messages.js';
 import { UNUSABLE_PASSWORD_HASH } from '../auth/passwords.js';
 import { newScimToken, parseScimToken } from '../scim/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';

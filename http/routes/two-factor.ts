@@ -1,9 +1,9 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { USER_KIND } from '../../actors/accounts/actor.js';
-import { base32Encode, otpauthUri } from '../../actors/accounts/totp.js';
-import type { PublicUser } from '../../actors/accounts/user-state.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
+import { base32Encode, otpauthUri } from '../../actors/accounts/messages.js';
+import { type PublicUser } from '../../actors/accounts/messages.js';
 import { Accounts, normalizeBackupCode, presentedCode } from '../auth/accounts.js';
 import { hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionOf } from '../../runtime/index.js';
 import { LOCK_KIND, lockActorKey } from '../../actors/locks/messages.js';
-import { WAITING_ROOM_KIND, waitingRoomKey } from '../../actors/waiting-rooms/actor.js';
+import { WAITING_ROOM_KIND, waitingRoomKey } from '../../actors/waiting-rooms/messages.js';
 import { startCluster, waitClusterSettled, waitReady, type ClusterHandle } from '../helpers/cluster.js';
 import { call, clusterStatus, lockPath, registerUser, sleep } from './support/client.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { USER_KIND } from '../../actors/accounts/actor.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
 import type { ManualClock } from '../../runtime/index.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';

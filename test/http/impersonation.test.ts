@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { base32Decode, totp } from '../../actors/accounts/totp.js';
-import { s256Challenge } from '../../actors/oauth/pkce.js';
+import { base32Decode, totp } from '../../actors/accounts/messages.js';
+import { s256Challenge } from '../../actors/oauth/messages.js';
 import type { ManualClock } from '../../runtime/index.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 

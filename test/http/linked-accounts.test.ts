@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { s256Challenge } from '../../actors/oauth/pkce.js';
+import { s256Challenge } from '../../actors/oauth/messages.js';
 import { parseOAuthProviders } from '../../http/auth/oauth-providers.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 import { freePort } from '../../cluster/free-port.js';

@@ -1,7 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { s256Challenge } from '../../actors/oauth/pkce.js';
+import { s256Challenge } from '../../actors/oauth/messages.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 
 let t: TestNode;

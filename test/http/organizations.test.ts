@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { base32Decode, totp } from '../../actors/accounts/totp.js';
+import { base32Decode, totp } from '../../actors/accounts/messages.js';
 import { CapturingMailTransport } from '../../http/auth/mail.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';

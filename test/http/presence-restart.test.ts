@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/index.js';
-import { PRESENCE_CONTEXT_KIND, presenceContextKey } from '../../actors/presence/actor.js';
+import { PRESENCE_CONTEXT_KIND, presenceContextKey } from '../../actors/presence/messages.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';
 

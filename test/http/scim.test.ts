@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomId } from '../../runtime/index.js';
-import { ORGANIZATION_KIND } from '../../actors/organizations/actor.js';
-import { USER_KIND } from '../../actors/accounts/actor.js';
+import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
 import { UNUSABLE_PASSWORD_HASH } from '../../http/auth/passwords.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 

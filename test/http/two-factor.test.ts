@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { base32Decode, totp } from '../../actors/accounts/totp.js';
+import { base32Decode, totp } from '../../actors/accounts/messages.js';
 import type { ManualClock } from '../../runtime/index.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 

@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NOT_YET_MIGRATED } from '../helpers/not-yet-migrated.js';
 
 /**
  * The layering rules of the architecture, checked on the source text:
@@ -68,7 +67,7 @@ describe('layering', () => {
         const area = /\/actors\/([^/]+)\/([^/]+)$/.exec(target);
         if (!area) continue;
         // Kinds of the node itself (signing key, idempotency records) are the edge's own machinery.
-        if (area[1] === 'system' || area[1] === 'idempotency' || NOT_YET_MIGRATED.has(area[1])) continue;
+        if (area[1] === 'system' || area[1] === 'idempotency') continue;
         expect(`${area[1]}/${area[2]}`, `${name} imports ${target}`).toMatch(/^[^/]+\/messages\.js$/);
       }
     }
