@@ -5,11 +5,13 @@ import ts from 'typescript';
  * source with the TypeScript parser (for test/unit/area-shape.test.ts).
  *
  * A handler is the last argument of `app.get/post/put/patch/delete(...)`. Its
- * weight counts the `.ask(`/`.tell(` calls it makes, including through the
- * file's own helper functions it calls; a function passed to `.map(`, or a
- * call inside a loop, counts as many (2), since it sends once per element.
- * A handler of weight 2 or more is an ask chain: the work belongs in an actor
- * or a flow.
+ * weight counts the `.ask(`/`.tell(` calls it makes that may change state,
+ * including through the file's own helper functions it calls; a function
+ * passed to `.map(`, or a call inside a loop, counts as many (2), since it
+ * sends once per element. An ask marked `{ readOnly: true }` (a read the
+ * cluster may safely repeat, as in a scatter-gather of a list's parts)
+ * weighs nothing. A handler of weight 2 or more is an ask chain: the work
+ * belongs in an actor or a flow.
  */
 export interface HandlerWeight {
   method: string;
@@ -19,6 +21,15 @@ export interface HandlerWeight {
 }
 
 const ROUTE_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
+
+/** An ask whose options argument is an object literal with `readOnly: true`. */
+function isReadOnly(call: ts.CallExpression): boolean {
+  const options = call.arguments[3];
+  if (!options || !ts.isObjectLiteralExpression(options)) return false;
+  return options.properties.some(
+    (property) => ts.isPropertyAssignment(property) && property.name.getText() === 'readOnly' && property.initializer.kind === ts.SyntaxKind.TrueKeyword,
+  );
+}
 
 export function handlerWeights(fileName: string, text: string): HandlerWeight[] {
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
@@ -42,7 +53,7 @@ export function handlerWeights(fileName: string, text: string): HandlerWeight[] 
       if (ts.isCallExpression(node)) {
         const callee = node.expression;
         let own = 0;
-        if (ts.isPropertyAccessExpression(callee) && (callee.name.text === 'ask' || callee.name.text === 'tell')) own = 1;
+        if (ts.isPropertyAccessExpression(callee) && (callee.name.text === 'ask' || callee.name.text === 'tell')) own = isReadOnly(node) ? 0 : 1;
         else if (ts.isIdentifier(callee) && named.has(callee.text)) own = weightOf(named.get(callee.text)!, visiting);
         weight += many ? own * 2 : own;
         const mapping = ts.isPropertyAccessExpression(callee) && ['map', 'flatMap', 'forEach', 'filter'].includes(callee.name.text);

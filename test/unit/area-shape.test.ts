@@ -83,7 +83,8 @@ describe('area shape', () => {
       const get = (id) => actors.ask('k', id, {});
       app.post('/one', {}, async () => actors.ask('k', 'a', {}));
       app.post('/two', {}, async () => { await actors.ask('k', 'a', {}); return get('b'); });
-      app.get('/many', {}, async () => Promise.all(ids.map((id) => get(id))));`;
-    expect(handlerWeights('x.ts', text).map((h) => [h.path, h.weight])).toEqual([['/one', 1], ['/two', 2], ['/many', 2]]);
+      app.get('/many', {}, async () => Promise.all(ids.map((id) => get(id))));
+      app.get('/gather', {}, async () => Promise.all(ids.map((id) => actors.ask('k', id, {}, { readOnly: true }))));`;
+    expect(handlerWeights('x.ts', text).map((h) => [h.path, h.weight])).toEqual([['/one', 1], ['/two', 2], ['/many', 2], ['/gather', 0]]);
   });
 });
