@@ -1,6 +1,7 @@
 import type { ActorDefinition } from './actor.js';
 import { assert } from './assert.js';
 import type { Clock } from './clock.js';
+import type { DeferredAsks } from './deferred-replies.js';
 import { Mailbox } from './mailbox.js';
 import type { RuntimeObserver } from './observer.js';
 import { partitionOf } from './partitioning.js';
@@ -21,6 +22,8 @@ export interface Envelope {
   reject?: (error: unknown) => void;
   /** Set on outbox deliveries: the receiver de-duplicates on it. */
   messageId?: string;
+  /** Set on asks: the turn sees it as context.request_id and may defer its answer. */
+  requestId?: string;
 }
 
 export interface Activation {
@@ -35,11 +38,18 @@ export interface Activation {
   /** A batch is queued to run. */
   scheduled: boolean;
   lastActiveMs: number;
+  /** Asks this actor deferred and has not answered yet (created on the first). */
+  deferred: DeferredAsks | undefined;
 }
 
 /** Nothing runs, nothing waits to run: the activation may leave memory. */
 export function isQuiet(activation: Activation): boolean {
   return !activation.running && !activation.scheduled && activation.mailbox.length === 0;
+}
+
+/** Asks wait on this activation for a deferred reply. */
+export function holdsDeferredAsks(activation: Activation): boolean {
+  return activation.deferred !== undefined && activation.deferred.size > 0;
 }
 
 export class ActivationTable {
@@ -84,6 +94,7 @@ export class ActivationTable {
       running: false,
       scheduled: false,
       lastActiveMs: this.clock.now(),
+      deferred: undefined,
     };
     byKey.set(key, activation);
     this.observer?.activated(kind);
@@ -114,6 +125,11 @@ export class ActivationTable {
     for (const byKey of this.byKind.values()) yield* byKey.values();
   }
 
+  /** Rejects every deferred ask still waiting (the runtime stops). */
+  interruptDeferredAsks(): void {
+    for (const activation of this.all()) activation.deferred?.interruptAll();
+  }
+
   hasQueuedMessages(): boolean {
     for (const byKey of this.byKind.values()) {
       for (const activation of byKey.values()) if (activation.mailbox.length > 0) return true;
@@ -121,13 +137,18 @@ export class ActivationTable {
     return false;
   }
 
-  /** Drops from memory every activation `shouldDrop` selects; returns how many. */
+  /**
+   * Drops from memory every activation `shouldDrop` selects; returns how
+   * many. Asks a dropped activation deferred can no longer be answered: they
+   * are rejected with flow_interrupted.
+   */
   dropWhere(shouldDrop: (activation: Activation) => boolean): number {
     let count = 0;
     for (const byKey of this.byKind.values()) {
       for (const [key, activation] of byKey) {
         if (!shouldDrop(activation)) continue;
         byKey.delete(key);
+        activation.deferred?.interruptAll();
         this.observer?.passivated(activation.kind);
         count++;
       }

@@ -6,6 +6,7 @@ import { AlarmWindow } from './alarm-window.js';
 import { assert } from './assert.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { expiredDedupRecords } from './dedup-sweep.js';
+import { nextRequestId } from './deferred-replies.js';
 import { ServiceError } from './errors.js';
 import { HousekeepingCommits } from './housekeeping.js';
 import { limits as defaultLimits, type Limits } from './limits.js';
@@ -22,8 +23,9 @@ import { TurnLoop } from './turn-loop.js';
  * lifecycle (start, partition open/close, stop). Each concern lives in its
  * own file: the actors in memory (activation.ts), the partitions served
  * (partition-table.ts), running and committing turns (turn-loop.ts,
- * batch.ts), durable alarms (alarm-window.ts), outbox delivery (outbox.ts),
- * passivation (passivation.ts), the dedup sweep (dedup-sweep.ts).
+ * batch.ts), deferred replies (deferred-replies.ts), durable alarms
+ * (alarm-window.ts), outbox delivery (outbox.ts), passivation
+ * (passivation.ts), the dedup sweep (dedup-sweep.ts).
  */
 
 export type { PublishedEvent } from './turn-loop.js';
@@ -183,7 +185,7 @@ export class ActorRuntime implements ActorClient {
   /** Sends a message and waits for the reply, released after its turn committed. */
   ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
-      this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject });
+      this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject, requestId: nextRequestId() });
     });
   }
 
@@ -230,6 +232,8 @@ export class ActorRuntime implements ActorClient {
     this.sweepTimer?.cancel();
     this.outbox.stop();
     await this.turns.whenIdle();
+    // No turn runs any more, so no deferred ask can be answered.
+    this.activations.interruptDeferredAsks();
     await this.housekeeping.settled();
     this.state = 'stopped';
     await this.store.close();

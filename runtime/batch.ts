@@ -1,4 +1,4 @@
-import { isAlarm, type ActorEvent, type ActorSend, type TurnContext, type TurnResult } from './actor.js';
+import { isAlarm, type ActorEvent, type ActorSend, type DeferredReply, type TurnContext, type TurnResult } from './actor.js';
 import type { Activation, Envelope } from './activation.js';
 import type { AlarmWindow, AppliedAlarmChange } from './alarm-window.js';
 import { isServiceError, ServiceError } from './errors.js';
@@ -10,11 +10,11 @@ import type { Store, WriteOp } from './store.js';
 /**
  * One batch of turns of one actor, up to its commit: runs the turns one after
  * another and gathers, in order, the writes they make (one LMDB commit for
- * them all: group commit) and the outputs they produce (replies, alarm
- * changes, outbox sends, events), which the turn loop releases only after that
- * commit (the output gate). Does no I/O but reads; owns the per-turn rules:
- * de-duplication of outbox deliveries, stale alarm wake-ups, rejection versus
- * defect.
+ * them all: group commit) and the outputs they produce (replies, deferred
+ * replies, alarm changes, outbox sends, events), which the turn loop releases
+ * only after that commit (the output gate). Does no I/O but reads; owns the
+ * per-turn rules: de-duplication of outbox deliveries, stale alarm wake-ups,
+ * rejection versus defect, which asks are deferred.
  */
 
 /** How one message ended: resolved with `value`, or rejected with it. */
@@ -22,6 +22,8 @@ export interface Outcome {
   envelope: Envelope;
   ok: boolean;
   value: unknown;
+  /** The turn deferred its answer: after the commit the asker waits for a deferred reply. */
+  deferred?: boolean;
 }
 
 /** What a batch releases after its commit. */
@@ -30,6 +32,7 @@ export interface BatchOutput {
   readonly alarmChanges: readonly AppliedAlarmChange[];
   readonly sends: readonly { id: string; send: ActorSend }[];
   readonly events: readonly ActorEvent[];
+  readonly replies: readonly DeferredReply[];
 }
 
 export class Batch implements BatchOutput {
@@ -38,6 +41,7 @@ export class Batch implements BatchOutput {
   readonly alarmChanges: AppliedAlarmChange[] = [];
   readonly sends: { id: string; send: ActorSend }[] = [];
   readonly events: ActorEvent[] = [];
+  readonly replies: DeferredReply[] = [];
   /** A turn threw a defect: the actor is reloaded from storage after the commit. */
   poisoned = false;
   /** Alarm changes staged by earlier turns of this batch (name -> due_ms), ahead of the store. */
@@ -47,7 +51,8 @@ export class Batch implements BatchOutput {
   private snapshotChanged = false;
   /** What the snapshot record becomes: null deletes it. */
   private snapshotValue: unknown = null;
-  private readonly context: TurnContext;
+  /** One context for the batch; request_id changes per turn. */
+  private readonly context: { -readonly [K in keyof TurnContext]: TurnContext[K] };
 
   constructor(
     private readonly activation: Activation,
@@ -60,7 +65,7 @@ export class Batch implements BatchOutput {
      */
     now_ms: number,
   ) {
-    this.context = { now: now_ms, kind: activation.kind, key: activation.key, newId: randomId };
+    this.context = { now: now_ms, kind: activation.kind, key: activation.key, request_id: null, newId: randomId };
   }
 
   /** Runs the envelopes in order. A defect stops the batch there and puts the rest back in the mailbox. */
@@ -93,6 +98,7 @@ export class Batch implements BatchOutput {
     }
 
     let result: TurnResult<unknown, unknown>;
+    this.context.request_id = envelope.requestId ?? null;
     try {
       result = this.activation.definition.step(this.activation.state, message, this.context);
     } catch (error) {
@@ -114,7 +120,10 @@ export class Batch implements BatchOutput {
     this.stageEffects(result);
     if (envelope.messageId !== undefined) this.recordReceived(envelope.messageId);
     // A successful tell has nobody to answer: no outcome to carry.
-    if (envelope.resolve) this.outcomes.push({ envelope, ok: true, value: result.reply });
+    if (envelope.resolve) {
+      const deferred = result.defer === true && envelope.requestId !== undefined;
+      this.outcomes.push({ envelope, ok: true, value: result.reply, deferred });
+    }
     return true;
   }
 
@@ -167,6 +176,7 @@ export class Batch implements BatchOutput {
       }
     }
     if (result.events) for (const event of result.events) this.events.push(event);
+    if (result.replies) for (const reply of result.replies) this.replies.push(reply);
   }
 
   /** The receiver stores an outbox message's id in the commit of its turn, by actor and by time (for the sweep). */

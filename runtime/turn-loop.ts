@@ -4,6 +4,7 @@ import type { Activation, ActivationTable, Envelope } from './activation.js';
 import type { AlarmWindow } from './alarm-window.js';
 import { Batch, type BatchOutput, type Outcome } from './batch.js';
 import type { Clock } from './clock.js';
+import { DeferredAsks } from './deferred-replies.js';
 import { isServiceError, ServiceError } from './errors.js';
 import type { Limits } from './limits.js';
 import type { RuntimeLogger, RuntimeObserver } from './observer.js';
@@ -13,7 +14,8 @@ import type { Store } from './store.js';
 /**
  * The turn loop: schedules an actor when its mailbox gets work, runs a batch
  * of its turns (batch.ts), commits the batch, and only after the commit
- * releases what the batch produced: replies, alarm changes, outbox
+ * releases what the batch produced: replies (or, for a deferring turn, the
+ * wait for a deferred reply), deferred replies, alarm changes, outbox
  * deliveries, events (the output gate). A failed commit fails the whole batch
  * and reloads the actor from storage. Also counts running batches, so that
  * stop() and partition handoff can wait for quiet.
@@ -40,7 +42,7 @@ export interface TurnLoopOptions {
   partitionGate?: (p: number) => boolean;
 }
 
-const noOutputs = { alarmChanges: [], sends: [], events: [] } as const;
+const noOutputs = { alarmChanges: [], sends: [], events: [], replies: [] } as const;
 
 export class TurnLoop {
   private runningBatches = 0;
@@ -136,6 +138,9 @@ export class TurnLoop {
     this.runningBatches--;
 
     this.answer(activation, output.outcomes);
+    if (output.replies.length > 0) for (const reply of output.replies) activation.deferred?.answer(reply);
+    // Reloaded from storage: what the asks waited on is gone from memory.
+    if (reload) activation.deferred?.interruptAll();
     for (const { id, send } of output.sends) outbox.deliver(partition, id, send);
     this.publish(activation, output.events);
     this.continueOrSignalIdle(activation);
@@ -143,12 +148,24 @@ export class TurnLoop {
 
   private answer(activation: Activation, outcomes: readonly Outcome[]): void {
     for (const outcome of outcomes) {
-      if (outcome.ok) outcome.envelope.resolve?.(outcome.value);
+      if (outcome.ok && outcome.deferred) this.holdDeferred(activation, outcome.envelope);
+      else if (outcome.ok) outcome.envelope.resolve?.(outcome.value);
       else if (outcome.envelope.reject) outcome.envelope.reject(outcome.value);
       else if (!isServiceError(outcome.value) || outcome.value.code === 'internal_error') {
         this.options.logger.warn({ err: outcome.value, kind: activation.kind, key: activation.key }, 'told message failed');
       }
     }
+  }
+
+  /** The turn deferred its answer: the asker waits on the activation, within its bounds. */
+  private holdDeferred(activation: Activation, envelope: Envelope): void {
+    const { clock, limits } = this.options;
+    const deferred = (activation.deferred ??= new DeferredAsks());
+    if (deferred.size >= limits.deferred_replies_per_actor_max) {
+      envelope.reject!(new ServiceError('actor_overloaded', `Too many pending requests for this ${activation.kind}.`, { retryAfterSeconds: 1 }));
+      return;
+    }
+    deferred.hold(envelope.requestId!, envelope.resolve!, envelope.reject!, clock, limits.deferred_reply_ms_max);
   }
 
   private publish(activation: Activation, events: readonly ActorEvent[]): void {
