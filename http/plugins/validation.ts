@@ -10,7 +10,38 @@ import type { FastifyInstance } from 'fastify';
  */
 const shared: Options = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false };
 
+/**
+ * Query strings are text: ajv's coercion turns `Infinity`, `-Infinity` and
+ * `1e999` into a number that passes `type: integer` (Infinity % 1 is NaN) and
+ * then breaks the response serialiser with a 500. So every numeric query or
+ * path parameter is bounded once, here, as routes are added: a parameter
+ * without its own `maximum`/`minimum` gets the safe-integer range
+ * (|n| <= 2^53 - 1), which no non-finite value passes (docs/api/common.md).
+ */
+export function boundNumbers(schema: unknown): void {
+  if (typeof schema !== 'object' || schema === null) return;
+  const node = schema as Record<string, unknown>;
+  if (node.type === 'integer' || node.type === 'number') {
+    node.maximum ??= Number.MAX_SAFE_INTEGER;
+    node.minimum ??= -Number.MAX_SAFE_INTEGER;
+  }
+  for (const key of ['properties', 'patternProperties']) {
+    const children = node[key];
+    if (children && typeof children === 'object') for (const child of Object.values(children)) boundNumbers(child);
+  }
+  for (const key of ['anyOf', 'oneOf', 'allOf']) {
+    const members = node[key];
+    if (Array.isArray(members)) for (const member of members) boundNumbers(member);
+  }
+  if (node.items) boundNumbers(node.items);
+}
+
 export function registerValidation(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { querystring?: unknown; params?: unknown } | undefined;
+    boundNumbers(schema?.querystring);
+    boundNumbers(schema?.params);
+  });
   const coercing = new Ajv({ ...shared, coerceTypes: 'array' });
   const strictTypes = new Ajv({ ...shared, coerceTypes: false });
   // ajv-formats is CommonJS; under NodeNext its default import is the module object.
