@@ -39,15 +39,16 @@ export const FILTER_DEPTH_MAX = 32;
 
 const CORE_USER_URN = 'urn:ietf:params:scim:schemas:core:2.0:user:';
 
-const ATTRIBUTES: Record<string, FilterAttribute> = {
-  id: 'id',
-  username: 'userName',
-  externalid: 'externalId',
-  displayname: 'displayName',
-  emails: 'emails.value',
-  'emails.value': 'emails.value',
-  active: 'active',
-};
+/** A Map, not an object literal: `__proto__` or `constructor` must not find Object.prototype's members. */
+const ATTRIBUTES = new Map<string, FilterAttribute>([
+  ['id', 'id'],
+  ['username', 'userName'],
+  ['externalid', 'externalId'],
+  ['displayname', 'displayName'],
+  ['emails', 'emails.value'],
+  ['emails.value', 'emails.value'],
+  ['active', 'active'],
+]);
 
 const CASE_EXACT: Record<FilterAttribute, boolean> = {
   id: true,
@@ -194,7 +195,7 @@ function describe(token: Token): string {
 function attributeOf(name: string): FilterAttribute {
   let lower = name.toLowerCase();
   if (lower.startsWith(CORE_USER_URN)) lower = lower.slice(CORE_USER_URN.length);
-  const attr = ATTRIBUTES[lower];
+  const attr = ATTRIBUTES.get(lower);
   if (!attr) throw invalidFilter(`Filtering on ${name} is not supported (supported: userName, externalId, emails.value, active, id, displayName).`);
   return attr;
 }

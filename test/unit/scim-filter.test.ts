@@ -84,6 +84,12 @@ describe('SCIM filter parsing', () => {
       'userName foo "x"',
       'userName gt "x"',
       'nickName eq "x"',
+      // Names Object.prototype has: never an attribute (they used to reach a 500).
+      '__proto__ eq "x"',
+      'constructor pr',
+      'toString eq "x"',
+      'hasOwnProperty pr',
+      'urn:ietf:params:scim:schemas:core:2.0:User:__proto__ pr',
       'emails[type eq "work"]',
       'emails[type eq "work"].value eq "x"',
       '(userName eq "x"',
