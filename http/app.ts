@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { randomId } from '../runtime/index.js';
+import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
 import { registerGracefulClose } from './plugins/graceful-close.js';
 import { registerIdempotency } from './plugins/idempotency.js';
@@ -35,6 +36,12 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: services.config.bodyLimitBytes,
+    // Slow or idle clients cannot hold sockets for ever (docs/api/common.md, Connections).
+    requestTimeout: services.config.httpRequestTimeoutMs,
+    keepAliveTimeout: services.config.httpKeepAliveTimeoutMs,
+    clientErrorHandler,
+    // Node checks those deadlines on this period (default 30 s, far longer than the deadlines themselves).
+    http: { connectionsCheckingInterval: Math.min(1000, Math.ceil(services.config.httpHeadersTimeoutMs / 2)) },
     genReqId: () => randomId('req_'),
     requestIdHeader: 'x-request-id',
     // One log line per request at debug level (below); the default two lines
@@ -51,6 +58,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
       sendError(reply, error.code === 'FST_ERR_ASYNC_CONSTRAINT' ? 'internal_error' : 'BAD_REQUEST', error.message);
     },
   });
+  app.server.headersTimeout = services.config.httpHeadersTimeoutMs;
+  app.server.maxConnections = services.config.httpConnectionsMax;
   app.decorateRequest('principal', null);
   registerValidation(app);
   // JSON only: any other body type is a 415, not a string handed to a route.

@@ -29,6 +29,14 @@ export interface NodeConfig {
   publicBaseUrl: string;
   /** External OAuth providers for linked accounts (OAUTH_PROVIDERS, JSON; see docs/api/linked-accounts.md). */
   oauthProviders: OAuthProviders;
+  /** A request's headers and body must arrive within this (HTTP_REQUEST_TIMEOUT_MS; docs/api/common.md, Connections). */
+  httpRequestTimeoutMs: number;
+  /** A request's headers must arrive within this, also on an idle new connection (HTTP_HEADERS_TIMEOUT_MS). */
+  httpHeadersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this (HTTP_KEEP_ALIVE_TIMEOUT_MS). */
+  httpKeepAliveTimeoutMs: number;
+  /** Open connections past this are closed at once (HTTP_CONNECTIONS_MAX). */
+  httpConnectionsMax: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -94,6 +102,18 @@ function publicBaseUrlFrom(raw: string | undefined): string {
   return raw.replace(/\/+$/, '');
 }
 
+function httpLimitsFrom(env: NodeJS.ProcessEnv) {
+  const httpRequestTimeoutMs = intFrom(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000);
+  // Node requires the headers' deadline to be within the request's.
+  const httpHeadersTimeoutMs = Math.min(intFrom(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 500, 600_000), httpRequestTimeoutMs);
+  return {
+    httpRequestTimeoutMs,
+    httpHeadersTimeoutMs,
+    httpKeepAliveTimeoutMs: intFrom(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1_000, 3_600_000),
+    httpConnectionsMax: intFrom(env, 'HTTP_CONNECTIONS_MAX', 16_384, 16, 1_000_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
   const durability = env.DURABILITY ?? 'sync';
   if (durability !== 'sync' && durability !== 'commit') throw new Error('DURABILITY must be sync or commit');
@@ -117,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     livenessGraceSeconds: intFrom(env, 'LIVENESS_GRACE_SECONDS', 30, 1, 86_400),
     publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),
     oauthProviders: parseOAuthProviders(env.OAUTH_PROVIDERS),
+    ...httpLimitsFrom(env),
     cluster: clusterFrom(env, port),
   };
 }

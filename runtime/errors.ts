@@ -44,8 +44,11 @@ export const errorCodes = {
   account_already_linked: { status: 409, description: 'The external account is linked to another user, or this user already has an account of that provider linked.' },
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
-  // 413, 415
+  // 408
+  request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
+  // 413, 415, 431
   payload_too_large: { status: 413, description: 'The request body is larger than the limit.' },
+  headers_too_large: { status: 431, description: "The request's header block is larger than Node's limit (16 KiB), for example an oversized Authorization header; the connection is closed." },
   unsupported_media_type: { status: 415, description: 'The request body has a content type the endpoint does not accept.' },
   // 429
   rate_limited: { status: 429, description: 'Too many requests; retry after the Retry-After header.' },
