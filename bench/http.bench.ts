@@ -17,6 +17,11 @@ import type { BenchRow } from './types.js';
  * machine's load hits both alike; each row says how much CPU other
  * processes took meanwhile.
  * Target (issue 2): lock req/s >= 70% of the bare echo route's req/s.
+ *
+ * BENCH_BASELINE_DIST=<another build's dist/> adds a before/after row: that
+ * build's server runs beside this one, and three paired rounds of the
+ * distinct-keys load alternate between the two (medians compared), so a
+ * refactor is judged in one run on one machine state.
  */
 const AREA = 'locks (HTTP)';
 const BARE_AREA = 'bare Fastify';
@@ -40,12 +45,15 @@ interface LockServer {
   dataDir: string;
 }
 
-async function startLockServer(): Promise<LockServer> {
+const baselineDist = process.env.BENCH_BASELINE_DIST;
+const PAIRED_ROUNDS = 3;
+
+async function startLockServer(script = serverScript): Promise<LockServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-http-'));
   let server: ServerProcess | undefined;
   try {
     server = await startServerProcess(
-      serverScript,
+      script,
       { DATA_DIR: dataDir, LOG_LEVEL: 'warn', PASSWORD_KDF_COST: '10' },
       { readyPath: '/health/ready' },
     );
@@ -150,6 +158,7 @@ function bareRow(scenario: string, measured: Measured): BenchRow {
 
 export async function run(): Promise<BenchRow[]> {
   let lockServer: Promise<LockServer> | undefined;
+  let baselineServer: Promise<LockServer> | undefined;
   let bareServer: Promise<ServerProcess> | undefined;
   const getLockServer = () => (lockServer ??= startLockServer());
   const getBareServer = () => (bareServer ??= startServerProcess(bareScript, {}, { readyPath: '/' }));
@@ -237,6 +246,34 @@ export async function run(): Promise<BenchRow[]> {
           return rows;
         },
       },
+      ...(baselineDist
+        ? [
+            {
+              name: `before/after: ${PAIRED_ROUNDS} paired rounds against ${baselineDist}`,
+              async run() {
+                const current = await getLockServer();
+                const baseline = await (baselineServer ??= startLockServer(join(baselineDist, 'http', 'server.js')));
+                await runLoad({ url: baseline.server.url, connections: CONNECTIONS, duration_s: WARM_UP_SECONDS, requests: lockCycle(baseline.token, distinctKey) });
+                const rates = { current: [] as number[], baseline: [] as number[] };
+                for (let round = 0; round < PAIRED_ROUNDS; round++) {
+                  for (const [name, lock] of [['current', current], ['baseline', baseline]] as const) {
+                    const measured = await measure(lock.server, { url: lock.server.url, connections: CONNECTIONS, duration_s: SECONDS, requests: lockCycle(lock.token, distinctKey) });
+                    rates[name].push(measured.result.requests_per_s);
+                    progress(`round ${round + 1}: ${name} ${measured.result.requests_per_s} req/s`);
+                  }
+                }
+                const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+                const now = median(rates.current);
+                const before = median(rates.baseline);
+                return [
+                  { area: AREA, scenario: `before/after: baseline build, ${keysLabel}`, value: before, unit: 'req/s', note: `median of ${rates.baseline.join(', ')}` },
+                  { area: AREA, scenario: `before/after: this build, ${keysLabel}`, value: now, unit: 'req/s', note: `median of ${rates.current.join(', ')}` },
+                  { area: AREA, scenario: 'before/after: this build / baseline', value: Math.round((now / before) * 1000) / 1000, unit: 'ratio', note: 'paired rounds, alternating, same run' },
+                ];
+              },
+            },
+          ]
+        : []),
       {
         name: 'ratio to echo',
         async run() {
@@ -264,8 +301,8 @@ export async function run(): Promise<BenchRow[]> {
       },
     ]);
   } finally {
-    const [lock, bare] = await Promise.all([lockServer?.catch(() => undefined), bareServer?.catch(() => undefined)]);
-    await Promise.all([lock?.server.stop(), bare?.stop()]);
-    if (lock) rmSync(lock.dataDir, { recursive: true, force: true });
+    const [lock, baseline, bare] = await Promise.all([lockServer?.catch(() => undefined), baselineServer?.catch(() => undefined), bareServer?.catch(() => undefined)]);
+    await Promise.all([lock?.server.stop(), baseline?.server.stop(), bare?.stop()]);
+    for (const started of [lock, baseline]) if (started) rmSync(started.dataDir, { recursive: true, force: true });
   }
 }
