@@ -28,6 +28,12 @@ function loggedUrl(request: FastifyRequest): string {
   return query < 0 ? request.url : `${request.url.slice(0, query)}?[redacted]`;
 }
 
+/** A hop count becomes proxy-addr's trust function: the nearest `hops` senders are proxies. */
+function trustProxyOption(setting: false | number | string[]): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof setting === 'number') return (_address, hop) => hop < setting;
+  return setting;
+}
+
 /**
  * Builds the Fastify edge without listening (tests drive it over a socket
  * through node.ts; only server.ts decides to listen on a configured port).
@@ -40,6 +46,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
     requestTimeout: services.config.httpRequestTimeoutMs,
     keepAliveTimeout: services.config.httpKeepAliveTimeoutMs,
     clientErrorHandler,
+    // The client address (request.ip) behind a TLS proxy or load balancer: only the named proxies are believed.
+    trustProxy: trustProxyOption(services.config.trustProxy),
     // Node checks those deadlines on this period (default 30 s, far longer than the deadlines themselves).
     http: { connectionsCheckingInterval: Math.min(1000, Math.ceil(services.config.httpHeadersTimeoutMs / 2)) },
     genReqId: () => randomId('req_'),

@@ -37,6 +37,11 @@ export interface NodeConfig {
   httpKeepAliveTimeoutMs: number;
   /** Open connections past this are closed at once (HTTP_CONNECTIONS_MAX). */
   httpConnectionsMax: number;
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client address (TRUST_PROXY):
+   * false (default: the socket's peer is the client), a hop count, or addresses/CIDRs.
+   */
+  trustProxy: false | number | string[];
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -102,6 +107,28 @@ function publicBaseUrlFrom(raw: string | undefined): string {
   return raw.replace(/\/+$/, '');
 }
 
+/**
+ * TRUST_PROXY: unset, empty or 0 trusts no proxy; a number n trusts the
+ * last n hops of X-Forwarded-For; otherwise a comma-separated list of proxy
+ * addresses or CIDR ranges (e.g. `127.0.0.1,10.0.0.0/8`). `true` (trust any
+ * sender) is refused: any client could then choose its own address.
+ */
+export function trustProxyFrom(raw: string | undefined): false | number | string[] {
+  const value = (raw ?? '').trim();
+  if (value === '' || value === '0' || value.toLowerCase() === 'false') return false;
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > 16) throw new Error('TRUST_PROXY as a hop count must be 1 to 16');
+    return hops;
+  }
+  if (value.toLowerCase() === 'true') throw new Error('TRUST_PROXY=true would let any client choose its address; name the proxies (addresses or CIDRs) or a hop count');
+  const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    if (!/^[0-9A-Fa-f:.]+(\/\d{1,3})?$/.test(entry)) throw new Error(`TRUST_PROXY entry ${entry} is not an IP address or CIDR range`);
+  }
+  return entries;
+}
+
 function httpLimitsFrom(env: NodeJS.ProcessEnv) {
   const httpRequestTimeoutMs = intFrom(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000);
   // Node requires the headers' deadline to be within the request's.
@@ -138,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),
     oauthProviders: parseOAuthProviders(env.OAUTH_PROVIDERS),
     ...httpLimitsFrom(env),
+    trustProxy: trustProxyFrom(env.TRUST_PROXY),
     cluster: clusterFrom(env, port),
   };
 }

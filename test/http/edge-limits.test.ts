@@ -114,3 +114,38 @@ describe('connection cap', () => {
     }
   });
 });
+
+describe('TRUST_PROXY', () => {
+  const registerAndReadAddress = async (node: TestNode, adminToken: string, forwardedFor: string) => {
+    const n = Math.floor(Math.random() * 1e9);
+    const registered = await node.request('POST', '/api/v1/auth/register', {
+      body: { email: `proxy${n}@example.com`, username: `proxy${n}`, password: 'correct horse battery' },
+      headers: { 'x-forwarded-for': forwardedFor },
+    });
+    expect(registered.status).toBe(201);
+    const sessions = await node.request('GET', `/admin/auth/sessions?user_id=${registered.body.user.id}`, { token: adminToken });
+    expect(sessions.status).toBe(200);
+    return sessions.body.sessions[0].ip_address as string;
+  };
+  const admin = { adminEmail: 'root@example.com', adminPassword: 'root-password-1' };
+  const adminLogin = async (node: TestNode) =>
+    (await node.request('POST', '/api/v1/auth/login', { body: { login: admin.adminEmail, password: admin.adminPassword } })).body.access_token as string;
+
+  it('unset: X-Forwarded-For is ignored, the socket peer is the client', async () => {
+    const node = await startTestNode({ config: admin });
+    try {
+      expect(await registerAndReadAddress(node, await adminLogin(node), '203.0.113.7')).toBe('127.0.0.1');
+    } finally {
+      await node.destroy();
+    }
+  });
+
+  it('naming the proxy: the forwarded client address is used', async () => {
+    const node = await startTestNode({ config: { ...admin, trustProxy: ['127.0.0.1'] } });
+    try {
+      expect(await registerAndReadAddress(node, await adminLogin(node), '198.51.100.4, 203.0.113.7')).toBe('203.0.113.7');
+    } finally {
+      await node.destroy();
+    }
+  });
+});
