@@ -1,9 +1,7 @@
 import type { RecordsActorDefinition } from '../../runtime/index.js';
-import { loadIndex, stepIndex, type IndexListView, type IndexQuery, type IndexState } from './index-state.js';
-import { LIVENESS_INDEX_KIND, LIVENESS_KIND } from './keys.js';
-import { loadEntity, stepLiveness, type EntityState, type IndexMessage, type LivenessMessage, type LivenessReply } from './state.js';
-
-export { LIVENESS_INDEX_KIND, LIVENESS_KIND, livenessActorKey, livenessIndexKey } from './keys.js';
+import { LIVENESS_INDEX_KIND, LIVENESS_KIND, type IndexListView, type IndexMessage, type IndexQuery, type LivenessMessage, type LivenessReply } from './messages.js';
+import { loadIndex, stepIndex, type IndexState } from './index-state.js';
+import { loadEntity, stepLiveness, type EntityState } from './state.js';
 
 /** One actor per (tenant, entity): heartbeats, series, status, outages. */
 export const livenessActor: RecordsActorDefinition<EntityState, LivenessMessage, LivenessReply> = {

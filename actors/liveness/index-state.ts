@@ -1,6 +1,5 @@
 import { ServiceError, type AlarmChange, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { livenessPolicy as policy } from './policy.js';
-import type { IndexMessage } from './state.js';
+import { livenessPolicy as policy, type EntityBrief, type IndexListView, type IndexMessage, type IndexQuery } from './messages.js';
 import { emptyOutageLog, pruneOutages, upsertOutage, uptimeOver, type OutageLog } from './uptime.js';
 
 /**
@@ -51,26 +50,6 @@ export interface IndexState {
   entries: Map<string, IndexEntry>;
   tombstones: Map<string, Tombstone>;
   prune_alarm_ms: number | null;
-}
-
-export type IndexQuery = {
-  op: 'list';
-  range_ms: number;
-  alive?: boolean;
-  uptime_below?: number;
-  limit: number;
-};
-
-export interface EntityBrief {
-  entity_id: string;
-  alive: boolean;
-  last_seen_ms: number;
-  uptime: number;
-}
-
-export interface IndexListView {
-  entities: EntityBrief[];
-  total_matched: number;
 }
 
 export const TOMBSTONE_ALARM = 'tombstones';

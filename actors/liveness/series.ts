@@ -1,5 +1,5 @@
 import type { RecordWrite } from '../../runtime/index.js';
-import { livenessPolicy as policy } from './policy.js';
+import { livenessPolicy as policy, type Aggregation, type HistorySlice, type SeriesName } from './messages.js';
 import { Rows } from './rows.js';
 
 /**
@@ -20,11 +20,6 @@ import { Rows } from './rows.js';
  * one put (its raw sample) and one delete (the evicted sample), and a rollup
  * record is written about once per cell.
  */
-
-export const aggregations = ['avg', 'sum', 'min', 'max', 'count', 'first', 'last', 'range', 'std.p'] as const;
-export type Aggregation = (typeof aggregations)[number];
-export const seriesNames = ['latency', 'heartbeat'] as const;
-export type SeriesName = (typeof seriesNames)[number];
 
 /** Mergeable summary of samples (variance by Chan et al.'s parallel formula). */
 export interface Summary {
@@ -300,12 +295,6 @@ export interface SeriesRecords {
   raw: [seq: number, value: [number, number | null]][];
   minutes: [start: number, value: CellRecord][];
   hours: [start: number, value: CellRecord][];
-}
-
-export interface HistorySlice {
-  samples: { timestamp_ms: number; latency_ms: number | null }[];
-  total_in_range: number;
-  has_more: boolean;
 }
 
 export interface BucketPoint {

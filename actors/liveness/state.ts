@@ -8,8 +8,22 @@ import {
   type TurnContext,
   type TurnResult,
 } from '../../runtime/index.js';
-import { LIVENESS_INDEX_KIND, livenessIndexKey } from './keys.js';
-import { livenessPolicy as policy } from './policy.js';
+import {
+  ANOMALY_EVENT,
+  LIVENESS_INDEX_KIND,
+  livenessIndexKey,
+  livenessPolicy as policy,
+  STATUS_CHANGED_EVENT,
+  type BriefView,
+  type HeartbeatAck,
+  type IndexMessage,
+  type LatencyWindow,
+  type LivenessMessage,
+  type LivenessReply,
+  type StatusName,
+  type StatusView,
+  type UptimeFigures,
+} from './messages.js';
 import {
   addValue,
   aggregate,
@@ -20,10 +34,7 @@ import {
   MINUTE_PREFIX,
   RAW_PREFIX,
   sortableNumber,
-  type Aggregation,
   type CellRecord,
-  type HistorySlice,
-  type SeriesName,
   type SeriesRecords,
 } from './series.js';
 import {
@@ -34,7 +45,6 @@ import {
   uptimeOver,
   upsertOutage,
   type OutageLog,
-  type UptimeFigures,
 } from './uptime.js';
 
 /**
@@ -59,11 +69,6 @@ export const INFO_SUBKEY = 'info';
 export const OUTAGE_PREFIX = 'o:';
 /** History's default window (spec: from one hour ago). */
 const HISTORY_WINDOW_MS = 3600_000;
-
-export const STATUS_CHANGED_EVENT = 'entity.status_changed';
-export const ANOMALY_EVENT = 'entity.liveness_anomaly';
-
-export type StatusName = 'alive' | 'dead';
 
 export interface EntityMeta {
   /** Distinguishes an entity from an earlier one of the same id that was deleted. */
@@ -106,115 +111,6 @@ export interface EntityState {
   retention_alarm_ms: number | null;
   info_json: { metadata: string; labels: string };
 }
-
-export type LivenessMessage =
-  | {
-      op: 'heartbeat';
-      client_timestamp_ms?: number;
-      metadata?: Record<string, unknown>;
-      labels?: Record<string, string>;
-      grace_ms: number;
-    }
-  | { op: 'status' }
-  /** What the list needs of an entity: exact last_seen_ms and alive. */
-  | { op: 'brief' }
-  /** from_ms defaults to to_ms - 1 hour, to_ms to now. */
-  | { op: 'history'; from_ms: number | null; to_ms: number | null; limit: number }
-  | { op: 'aggregate'; range_ms: number; bucket_ms: number; aggregation: Aggregation; series: SeriesName }
-  | { op: 'latency'; range_ms: number; bucket_ms: number }
-  | { op: 'uptime'; windows: { name: string; ms: number }[] }
-  | { op: 'delete' };
-
-export interface HeartbeatAck {
-  alive: boolean;
-  entity_id: string;
-  client_timestamp_ms: number | null;
-  network_delay_ms: number | null;
-  server_timestamp_ms: number;
-}
-
-export interface LatencyWindow {
-  samples: number;
-  avg_ms: number | null;
-  min_ms: number | null;
-  max_ms: number | null;
-  std_dev_ms: number | null;
-}
-
-export interface StatusSummary {
-  status: StatusName;
-  status_since_ms: number;
-  first_seen_ms: number;
-  grace_ms: number;
-  /** When the entity turns dead if no heartbeat comes (last_seen + grace). */
-  dead_after_ms: number;
-  heartbeat_count: number;
-  /** Mean gap between the recent heartbeats (null with fewer than two). */
-  interval_avg_ms: number | null;
-  uptime_24h: UptimeFigures;
-  latency_recent: LatencyWindow;
-}
-
-export interface StatusView {
-  alive: boolean;
-  entity_id: string;
-  labels: Record<string, string>;
-  metadata: Record<string, unknown>;
-  last_seen_server_ms: number;
-  last_seen_client_ms: number | null;
-  latency_ms: number | null;
-  network_delay_ms: number | null;
-  summary: StatusSummary;
-}
-
-export interface HistoryView extends HistorySlice {
-  entity_id: string;
-}
-
-export interface AggregationView {
-  entity_id: string;
-  aggregation: Aggregation;
-  series: SeriesName;
-  bucket_ms: number;
-  data: { timestamp_ms: number; value: number }[];
-}
-
-export interface LatencyView {
-  entity_id: string;
-  current_ms: number | null;
-  bucket_ms: number;
-  stats: { avg: number | null; max: number | null; min: number | null; std_dev: number | null };
-  trend: { timestamp_ms: number; avg: number }[];
-}
-
-export interface UptimeView {
-  entity_id: string;
-  uptime: Record<string, UptimeFigures>;
-}
-
-export interface BriefView {
-  entity_id: string;
-  alive: boolean;
-  last_seen_ms: number;
-}
-
-export type LivenessReply = HeartbeatAck | StatusView | BriefView | HistoryView | AggregationView | LatencyView | UptimeView | { deleted: true } | undefined;
-
-/** Messages from an entity to its tenant's index (see index-state.ts). */
-export type IndexMessage =
-  | {
-      op: 'upsert';
-      entity_id: string;
-      incarnation: string;
-      seq: number;
-      first_seen_ms: number;
-      last_seen_ms: number;
-      alive: boolean;
-      history_start_ms: number | null;
-      /** [start, end] of an outage that began or ended (end -1: ongoing). */
-      outage?: [number, number];
-    }
-  | { op: 'remove'; entity_id: string; incarnation: string };
 
 // ---- activation ----
 

@@ -1,4 +1,4 @@
-import { livenessPolicy as policy } from './policy.js';
+import { livenessPolicy as policy, type UptimeFigures } from './messages.js';
 
 /**
  * Uptime from heartbeat gaps. An entity is up from each heartbeat until that
@@ -20,12 +20,6 @@ export interface OutageLog {
 }
 
 export const ONGOING = -1;
-
-export interface UptimeFigures {
-  percentage: number;
-  outages: number;
-  downtime_seconds: number;
-}
 
 export function emptyOutageLog(): OutageLog {
   return { pairs: [], history_start_ms: -Infinity };

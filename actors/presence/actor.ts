@@ -1,16 +1,7 @@
 import type { RecordsActorDefinition, SnapshotActorDefinition } from '../../runtime/index.js';
-import { loadPresenceState, presenceContextKey, stepPresence, type PresenceMessage, type PresenceReply, type PresenceState } from './state.js';
-import {
-  initialSubjectIndex,
-  PRESENCE_SUBJECT_KIND,
-  presenceSubjectKey,
-  stepSubjectIndex,
-  type SubjectIndexState,
-  type SubjectMessage,
-} from './subject-state.js';
-
-export const PRESENCE_CONTEXT_KIND = 'presence-context';
-export { PRESENCE_SUBJECT_KIND, presenceContextKey, presenceSubjectKey };
+import { PRESENCE_CONTEXT_KIND, PRESENCE_SUBJECT_KIND, type PresenceMessage, type PresenceReply, type SubjectIndexState, type SubjectMessage } from './messages.js';
+import { loadPresenceState, stepPresence, type PresenceState } from './state.js';
+import { initialSubjectIndex, stepSubjectIndex } from './subject-state.js';
 
 /** One actor per (tenant, context id): keyed records, one per session. */
 export const presenceContextActor: RecordsActorDefinition<PresenceState, PresenceMessage, PresenceReply> = {

@@ -1,6 +1,35 @@
 import { isAlarm, ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { GeoIndex, isValidPoint, RADIUS_METERS_MAX, snapToCell, type GeoPoint } from './geo.js';
-import { PRESENCE_SUBJECT_KIND, presenceSubjectKey, type SubjectSeenMessage } from './subject-state.js';
+import {
+  activities,
+  geoPrecisions,
+  overflowPolicies,
+  PRESENCE_SUBJECT_KIND,
+  presenceLimits,
+  presenceSubjectKey,
+  type Activity,
+  type Admission,
+  type CapacitySettings,
+  type CognitiveState,
+  type ContextChanges,
+  type ContextInput,
+  type CountReply,
+  type GeoPrecision,
+  type HeartbeatInput,
+  type HeartbeatReply,
+  type ListFilters,
+  type ListReply,
+  type NearbyReply,
+  type OccupancyView,
+  type OverflowPolicy,
+  type PresenceContextConfig,
+  type PresenceMessage,
+  type PresenceReply,
+  type SessionView,
+  type Subject,
+  type SubjectSeenMessage,
+  type SweepReply,
+} from './messages.js';
 
 /**
  * One presence context (spec doc 1 §2 Presence, §3 Presence session, §4.9):
@@ -21,38 +50,6 @@ import { PRESENCE_SUBJECT_KIND, presenceSubjectKey, type SubjectSeenMessage } fr
  * the front of a queue, and reconciling costs O(transitions), not O(sessions).
  */
 
-export const cognitiveStates = ['available', 'thinking', 'busy', 'offline'] as const;
-export type CognitiveState = (typeof cognitiveStates)[number];
-export const activities = ['active', 'idle', 'stale'] as const;
-export type Activity = (typeof activities)[number];
-export const subjectKinds = ['user', 'agent', 'service', 'device'] as const;
-export type SubjectKind = (typeof subjectKinds)[number];
-export const overflowPolicies = ['reject', 'observe'] as const;
-export type OverflowPolicy = (typeof overflowPolicies)[number];
-/** Stored coordinates are snapped to the centre of a geohash cell of this length ('exact': as sent). */
-export const geoPrecisions = { exact: null, street: 7, neighborhood: 6, city: 5, region: 4 } as const;
-export type GeoPrecision = keyof typeof geoPrecisions;
-export type OccupancyState = 'open' | 'busy' | 'full';
-export type Admission = 'admitted' | 'downgraded';
-
-export const presenceLimits = {
-  /** Live sessions (participants and observers) in one context. */
-  sessions_per_context_max: 100_000,
-  /** Live sessions of one subject in one context. */
-  sessions_per_subject_max: 64,
-  metadata_bytes_max: 4096,
-  metadata_keys_max: 64,
-  allowed_keys_max: 256,
-  /** Transitions one sweep or alarm turn applies; more are left for the next (the alarm re-fires at once). */
-  reconcile_per_turn_max: 10_000,
-  list_limit_default: 100,
-  list_limit_max: 1000,
-  nearby_limit_default: 50,
-  nearby_limit_max: 1000,
-  /** A live session reports its subject's last-seen time to the subject index at most this often. */
-  last_seen_report_interval_ms: 30_000,
-} as const;
-
 export const ALARM_NAME = 'activity';
 export const ALARM_RESOLUTION_MS = 1000;
 const CONTEXT_SUBKEY = 'context';
@@ -65,45 +62,6 @@ export const contextDefaults = {
 } as const;
 
 // ---- configuration ----
-
-export interface HeartbeatSettings {
-  ttl_seconds: number;
-  idle_after_seconds: number;
-  stale_after_seconds: number;
-}
-
-export interface CapacitySettings {
-  max_active: number;
-  soft_limit: number;
-  overflow_policy: OverflowPolicy;
-}
-
-export interface PresenceContextConfig {
-  id: string;
-  kind: string;
-  resource_id: string;
-  heartbeat: HeartbeatSettings;
-  capacity: CapacitySettings;
-  geo: { enabled: boolean; precision: GeoPrecision };
-  metadata_schema: { allowed_keys: string[] };
-  created_ms: number;
-  updated_ms: number;
-  version: number;
-}
-
-/** Create input: everything but id and kind optional. */
-export interface ContextInput {
-  id: string;
-  kind: string;
-  resource_id?: string;
-  heartbeat?: Partial<HeartbeatSettings>;
-  capacity?: Partial<CapacitySettings>;
-  geo?: Partial<PresenceContextConfig['geo']>;
-  metadata_schema?: { allowed_keys?: string[] };
-}
-
-/** Update input: any part; nested objects are merged with the current settings. */
-export type ContextChanges = Partial<Omit<ContextInput, 'id'>>;
 
 interface FieldProblem {
   field: string;
@@ -199,11 +157,6 @@ function dedupe(keys: string[]): string[] {
 
 // ---- sessions ----
 
-export interface Subject {
-  id: string;
-  kind: SubjectKind;
-}
-
 /** The stored record of one session (also its in-memory form). */
 export interface Session {
   session_id: string;
@@ -218,17 +171,6 @@ export interface Session {
   last_heartbeat_ms: number;
   /** Recorded activity: what the last reconciliation (sweep or alarm) or heartbeat set. */
   activity: Activity;
-}
-
-export interface HeartbeatInput {
-  subject?: Subject;
-  session_id?: string;
-  device_id?: string;
-  connection_id?: string;
-  state?: CognitiveState;
-  metadata?: Record<string, unknown>;
-  geo?: GeoPoint;
-  observer?: boolean;
 }
 
 interface ActivityCounts {
@@ -374,11 +316,6 @@ export function emptyPresenceState(tenant: string): PresenceState {
   };
 }
 
-/** The context actor's key: tenant and context id. */
-export function presenceContextKey(tenant: string, context_id: string): string {
-  return JSON.stringify([tenant, context_id]);
-}
-
 function tenantOfKey(key: string): string {
   try {
     const parsed = JSON.parse(key) as unknown;
@@ -490,19 +427,6 @@ function countersAt(st: PresenceState, now: number): Counters {
   return counters;
 }
 
-export interface OccupancyView {
-  active: number;
-  idle: number;
-  stale: number;
-  observers: number;
-  total: number;
-  available_agents: number;
-  capacity_remaining: number;
-  occupancy_state: OccupancyState;
-  max_active: number;
-  soft_limit: number;
-}
-
 function occupancyOf(config: PresenceContextConfig, counters: Counters): OccupancyView {
   const p = counters.participants;
   const seats = p.active + p.idle + p.stale;
@@ -527,116 +451,6 @@ function seatsOf(counters: Counters): number {
   const p = counters.participants;
   return p.active + p.idle + p.stale;
 }
-
-// ---- messages and replies ----
-
-export interface ListFilters {
-  state?: CognitiveState;
-  activity?: Activity;
-  kind?: SubjectKind;
-  aggregate_by_subject?: boolean;
-  limit?: number;
-  offset?: number;
-}
-
-export type PresenceMessage =
-  | { op: 'create'; context: ContextInput }
-  | { op: 'update'; changes: ContextChanges }
-  | { op: 'get' }
-  | { op: 'heartbeat'; heartbeat: HeartbeatInput }
-  | { op: 'state'; session_id: string; state: CognitiveState }
-  | { op: 'leave'; session_id?: string; subject_id?: string }
-  | { op: 'list'; filters: ListFilters }
-  | { op: 'count' }
-  | { op: 'nearby'; lat: number; lon: number; radius_meters: number; limit?: number }
-  | { op: 'sweep' }
-  | { op: 'subject_presence'; subject_id: string };
-
-export interface SessionView {
-  session_id: string;
-  subject: Subject;
-  device_id: string | null;
-  connection_id: string | null;
-  state: CognitiveState;
-  activity: Activity;
-  observer: boolean;
-  metadata: Record<string, unknown>;
-  geo: GeoPoint | null;
-  opened_ms: number;
-  last_heartbeat_ms: number;
-  expires_ms: number;
-  /** aggregate_by_subject only: the subject's matching sessions. */
-  session_count?: number;
-}
-
-export interface ContextView {
-  context: PresenceContextConfig;
-  occupancy: OccupancyView;
-}
-
-export interface HeartbeatReply {
-  session_id: string;
-  opened: boolean;
-  admission: Admission;
-  activity: Activity;
-  state: CognitiveState;
-  observer: boolean;
-  last_heartbeat_ms: number;
-  expires_ms: number;
-  occupancy: OccupancyView;
-}
-
-export interface StateReply {
-  session_id: string;
-  state: CognitiveState;
-  previous_state: CognitiveState;
-}
-
-export interface LeaveReply {
-  removed_sessions: number;
-}
-
-export interface ListReply {
-  total: number;
-  sessions: SessionView[];
-}
-
-export interface CountReply {
-  by_state: Record<CognitiveState, number>;
-  occupancy: OccupancyView;
-}
-
-export interface NearbyReply {
-  total: number;
-  sessions: { session_id: string; subject: Subject; geo: GeoPoint; distance_meters: number; observer: boolean; activity: Activity; state: CognitiveState }[];
-}
-
-export interface SweepReply {
-  reconciled: number;
-  transitions: Record<string, Activity>;
-  expired: string[];
-  /** More transitions were due than one turn applies; the alarm continues at once. */
-  remaining: boolean;
-}
-
-export interface SubjectPresenceReply {
-  /** Null when the subject has no live session here. */
-  last_seen_ms: number | null;
-  last_state: CognitiveState | null;
-  online: boolean;
-}
-
-export type PresenceReply =
-  | ContextView
-  | HeartbeatReply
-  | StateReply
-  | LeaveReply
-  | ListReply
-  | CountReply
-  | NearbyReply
-  | SweepReply
-  | SubjectPresenceReply
-  | undefined;
 
 function sessionView(config: PresenceContextConfig, session: Session, activity: Activity): SessionView {
   return {

@@ -1,4 +1,5 @@
 import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
+import type { SubjectContextEntry, SubjectIndexState, SubjectMessage } from './messages.js';
 
 /**
  * The subject index: one small actor per (tenant, subject id) that knows
@@ -9,40 +10,9 @@ import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.
  * out of order (an outbox retry), so each entry keeps the newest report by
  * `reported_ms` and the latest last-seen time ever reported.
  */
-export const PRESENCE_SUBJECT_KIND = 'presence-subject';
+
 /** Contexts remembered per subject; the one seen longest ago is dropped first. */
 export const SUBJECT_CONTEXTS_MAX = 100;
-
-export function presenceSubjectKey(tenant: string, subject_id: string): string {
-  return JSON.stringify([tenant, subject_id]);
-}
-
-export interface SubjectSeenMessage {
-  op: 'seen';
-  context_id: string;
-  context_kind: string;
-  subject_kind: string;
-  last_seen_ms: number;
-  last_state: string;
-  /** The subject still has a live session in the context. */
-  online: boolean;
-  reported_ms: number;
-}
-
-export type SubjectMessage = SubjectSeenMessage | { op: 'get' };
-
-export interface SubjectContextEntry {
-  context_kind: string;
-  last_seen_ms: number;
-  last_state: string;
-  online: boolean;
-  reported_ms: number;
-}
-
-export interface SubjectIndexState {
-  subject_kind: string | null;
-  contexts: Record<string, SubjectContextEntry>;
-}
 
 export function initialSubjectIndex(): SubjectIndexState {
   return { subject_kind: null, contexts: {} };

@@ -1,8 +1,7 @@
 import type { RecordsActorDefinition } from '../../runtime/index.js';
-import { loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState } from './directory.js';
-import { loadRoom, stepRoom, WAITING_ROOM_DIRECTORY_KIND, WAITING_ROOM_KIND, type RoomMessage, type RoomState } from './state.js';
-
-export { WAITING_ROOM_DIRECTORY_KIND, WAITING_ROOM_KIND, waitingRoomDirectoryKey, waitingRoomKey } from './state.js';
+import { loadDirectory, stepDirectory, type DirectoryState } from './directory-state.js';
+import { WAITING_ROOM_DIRECTORY_KIND, WAITING_ROOM_KIND, type DirectoryMessage, type RoomMessage } from './messages.js';
+import { loadRoom, stepRoom, type RoomState } from './state.js';
 
 /** One actor per room: key JSON [tenant, room_id]; keyed records so a turn costs O(change). */
 export const waitingRoomActor: RecordsActorDefinition<RoomState, RoomMessage, unknown> = {

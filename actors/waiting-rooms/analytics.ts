@@ -1,4 +1,4 @@
-import { waitingRoomLimits } from './config.js';
+import { waitingRoomLimits, type AnalyticsReport } from './messages.js';
 
 /**
  * Hourly analytics and the observed admission rate of a room (pure helpers).
@@ -66,23 +66,6 @@ export function observedRate(buckets: RateBuckets, now: number, created_at: numb
   if (admitted === 0) return 0;
   const window_s = Math.min(waitingRoomLimits.admission_rate_window_ms / 1000, Math.max(interval_seconds, (now - created_at) / 1000));
   return admitted / window_s;
-}
-
-export interface AnalyticsReport {
-  hourly_stats: { hour: number; admissions: number; rejections: number; abandonments: number; average_wait_time_seconds: number }[];
-  summary: {
-    abandonment_rate: number;
-    admission_rate: number;
-    average_wait_time_seconds: number;
-    max_wait_time_seconds: number;
-    min_wait_time_seconds: number;
-    rejection_rate: number;
-    total_abandonments: number;
-    total_admissions: number;
-    total_rejections: number;
-  };
-  start_ms: number;
-  end_ms: number;
 }
 
 /**

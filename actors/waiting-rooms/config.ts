@@ -1,103 +1,23 @@
 import { ServiceError } from '../../runtime/index.js';
+import {
+  QUEUE_STRATEGIES,
+  ROOM_STATUSES,
+  waitingRoomLimits,
+  type AdmissionRate,
+  type AntiGaming,
+  type PriorityGroup,
+  type QueueStrategy,
+  type RoomConfig,
+  type RoomInput,
+  type RoomStatus,
+} from './messages.js';
 import { validateMatchRules, type MatchRules, type RuleIssue } from './rules.js';
 
 /** Room configuration: types, defaults, limits and validation (pure). */
-export interface PriorityGroup {
-  name: string;
-  boost: number;
-  match_rules: MatchRules;
-}
-
-export interface AdmissionRate {
-  batch_size: number;
-  interval_seconds: number;
-}
-
-export interface AntiGaming {
-  /** Joins a member may attempt per window; 0 turns the limit off. */
-  join_rate_limit_max_attempts: number;
-  join_rate_limit_window_seconds: number;
-  /** A member who left or was rejected may not join again for this long. */
-  rejoin_cooldown_seconds: number;
-}
-
-export const ROOM_STATUSES = ['active', 'paused'] as const;
-export type RoomStatus = (typeof ROOM_STATUSES)[number];
-export const QUEUE_STRATEGIES = ['fifo'] as const;
-export type QueueStrategy = (typeof QUEUE_STRATEGIES)[number];
-
-export interface RoomConfig {
-  room_id: string;
-  capacity: number;
-  admission_rate: AdmissionRate;
-  anti_gaming: AntiGaming;
-  auto_admit: boolean;
-  priority_groups: PriorityGroup[];
-  queue_strategy: QueueStrategy;
-  session_ttl_seconds: number;
-  metadata: Record<string, unknown>;
-  status: RoomStatus;
-  created_at: number;
-  created_by: string;
-  updated_at: number;
-}
-
-/** What create and replace accept; every field optional for replace. */
-export interface RoomInput {
-  capacity?: number;
-  admission_rate?: Partial<AdmissionRate>;
-  anti_gaming?: Partial<AntiGaming>;
-  auto_admit?: boolean;
-  priority_groups?: { name: string; boost?: number; match_rules?: unknown }[];
-  queue_strategy?: string;
-  session_ttl_seconds?: number;
-  metadata?: Record<string, unknown>;
-  status?: string;
-}
-
 /** The group every member without a matching (or named) group belongs to. */
 export const DEFAULT_GROUP = 'default';
 /** A room id that would shadow GET /api/v1/waiting-rooms/global-bans/{member_id}. */
 export const RESERVED_ROOM_IDS = new Set(['global-bans']);
-
-export const waitingRoomLimits = {
-  room_id_length_max: 128,
-  capacity_max: 1_000_000,
-  batch_size_max: 10_000,
-  interval_seconds_max: 86_400,
-  session_ttl_seconds_max: 7 * 86_400,
-  join_rate_limit_max_attempts_max: 10_000,
-  join_rate_limit_window_seconds_max: 86_400,
-  rejoin_cooldown_seconds_max: 86_400,
-  priority_groups_max: 16,
-  group_name_length_max: 64,
-  boost_max: 1_000,
-  room_metadata_bytes_max: 16 * 1024,
-  member_metadata_bytes_max: 2 * 1024,
-  member_id_length_max: 256,
-  /** Waiting members of one room; a join beyond it is refused (409 room_limit_reached). */
-  waiting_members_max: 1_000_000,
-  /** Room bans kept per room (active or expired within retention). */
-  bans_max: 10_000,
-  ban_duration_seconds_max: 10 * 365 * 86_400,
-  /** Expired bans stay listable (include_expired) this long after banned_until. */
-  expired_ban_retention_ms: 30 * 86_400_000,
-  admit_count_max: 10_000,
-  member_ids_per_request_max: 1_000,
-  reason_length_max: 512,
-  /** Members listed by GET members / group status in one reply. */
-  members_page_max: 1_000,
-  /** Hourly analytics kept (90 days). */
-  analytics_retention_hours: 90 * 24,
-  /** A rejected member can read its rejection (GET position) at least this long. */
-  rejection_visible_ms: 24 * 3_600_000,
-  /** The observed admission rate looks back this far. */
-  admission_rate_window_ms: 10 * 60_000,
-  /** At most this many records are purged by one housekeeping turn. */
-  gc_batch_max: 10_000,
-  /** Housekeeping runs at most once per this period. */
-  gc_period_ms: 60_000,
-} as const;
 
 export const defaults = {
   auto_admit: true,

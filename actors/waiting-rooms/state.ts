@@ -7,7 +7,6 @@ import {
   hourOf,
   observedRate,
   recordAdmission,
-  type AnalyticsReport,
   type HourStats,
   type RateBuckets,
   type Totals,
@@ -19,10 +18,26 @@ import {
   DEFAULT_GROUP,
   groupExists,
   jsonSize,
-  waitingRoomLimits as limits,
-  type RoomConfig,
-  type RoomInput,
 } from './config.js';
+import {
+  WAITING_ROOM_DIRECTORY_KIND,
+  waitingRoomDirectoryKey,
+  waitingRoomLimits as limits,
+  type AdmitView,
+  type AnalyticsView,
+  type Ban,
+  type BanView,
+  type GlobalBanEntry,
+  type GroupStatusView,
+  type MembersView,
+  type MemberView,
+  type PositionView,
+  type RoomConfig,
+  type RoomDetailView,
+  type RoomMessage,
+  type RoomStatistics,
+  type RoomSummary,
+} from './messages.js';
 import { WaitingQueue, type PriorityClass, type QueueEntry } from './queue.js';
 import { matchesRules } from './rules.js';
 import { TimeHeap } from './time-heap.js';
@@ -85,17 +100,6 @@ interface AdmissionBatch {
   members: [string, number][];
 }
 
-export interface Ban {
-  member_id: string;
-  reason: string;
-  banned_at: number;
-  banned_by: string;
-  /** Epoch-ms; null: permanent. */
-  banned_until: number | null;
-  /** Also applies in every other room of the tenant. */
-  global: boolean;
-}
-
 interface AlarmsArmed {
   tick: number | null;
   sessions: number | null;
@@ -133,119 +137,6 @@ export interface RoomState {
   nextTick: number | null;
   /** Subkeys changed since the last flushed turn. */
   dirty: Set<string>;
-}
-
-export type RoomMessage =
-  | { op: 'create'; room_id: string; input: RoomInput; by: string }
-  | { op: 'get' }
-  | { op: 'replace'; input: RoomInput }
-  | { op: 'delete' }
-  | { op: 'join'; member_id: string; priority_group?: string; metadata?: Record<string, unknown> }
-  | { op: 'leave'; member_id: string }
-  | { op: 'position'; member_id: string }
-  | { op: 'refresh'; member_id: string }
-  | { op: 'admit'; count?: number; member_ids?: string[]; group?: string }
-  | { op: 'reject'; member_ids: string[]; reason: string }
-  | { op: 'ban'; member_id: string; reason: string; duration_seconds?: number; global?: boolean; by: string }
-  | { op: 'get-ban'; member_id: string }
-  | { op: 'list-bans'; include_expired: boolean }
-  | { op: 'unban'; member_id: string }
-  | { op: 'group-status'; group_id: string; limit?: number }
-  | { op: 'members'; status?: 'waiting' | 'active'; limit?: number; offset?: number }
-  | { op: 'analytics'; start_ms?: number; end_ms?: number; limit?: number }
-  | { op: 'global-ban-apply'; member_id: string; origin_room_id: string; banned_until: number | null }
-  | { op: 'global-ban-remove'; member_id: string; origin_room_id: string }
-  | { op: 'global-bans-sync'; bans: GlobalBanEntry[] };
-
-export interface GlobalBanEntry {
-  member_id: string;
-  origin_room_id: string;
-  banned_until: number | null;
-}
-
-// ---- views (times in epoch-ms; the edge formats them) ----
-
-export interface RoomStatistics {
-  active_count: number;
-  average_wait_seconds: number;
-  current_admission_rate: number;
-  total_admitted: number;
-  waiting_count: number;
-}
-
-export interface RoomDetailView {
-  room: RoomConfig;
-  statistics: RoomStatistics;
-}
-
-export interface PositionView {
-  room_id: string;
-  member_id: string;
-  status: 'waiting' | 'active' | 'rejected';
-  position: number;
-  ahead_count: number;
-  estimated_wait_seconds: number;
-  joined_at: number;
-  priority_group: string;
-  priority_effective: number;
-  expires_at: number | null;
-  rejection_reason: string | null;
-}
-
-export interface AdmitView {
-  admitted: { member_id: string; admitted_at: number; wait_time_seconds: number }[];
-  capacity_reached: boolean;
-  failed: { member_id: string; reason: string }[];
-}
-
-export interface MemberView {
-  room_id: string;
-  member_id: string;
-  status: 'waiting' | 'active';
-  group_id: string;
-  priority: number;
-  position: number;
-  joined_at: number;
-  admitted_at: number | null;
-  expires_at: number | null;
-  metadata: Record<string, unknown>;
-}
-
-export interface MembersView {
-  total: number;
-  limit: number;
-  offset: number;
-  members: MemberView[];
-}
-
-export interface GroupStatusView {
-  group_id: string;
-  average_position: number;
-  can_be_admitted: boolean;
-  members: { member_id: string; joined_at: number; position: number; status: 'waiting' | 'active' }[];
-  members_active: number;
-  members_waiting: number;
-  total_members: number;
-}
-
-export interface BanView extends Ban {
-  room_id: string;
-  active: boolean;
-}
-
-export type AnalyticsView = AnalyticsReport & { room_id: string };
-
-export const WAITING_ROOM_KIND = 'waiting-room';
-export const WAITING_ROOM_DIRECTORY_KIND = 'waiting-room-directory';
-
-/** Actor key of a room: tenant and room id, unambiguously joined. */
-export function waitingRoomKey(tenant: string, room_id: string): string {
-  return JSON.stringify([tenant, room_id]);
-}
-
-/** Actor key of a tenant's room directory (list index and global bans). */
-export function waitingRoomDirectoryKey(tenant: string): string {
-  return JSON.stringify([tenant]);
 }
 
 const TICK = 'tick';
@@ -693,7 +584,7 @@ function statistics(state: RoomState, config: RoomConfig, now: number): RoomStat
   };
 }
 
-function summaryOf(config: RoomConfig) {
+function summaryOf(config: RoomConfig): RoomSummary {
   return {
     room_id: config.room_id,
     auto_admit: config.auto_admit,
@@ -705,8 +596,6 @@ function summaryOf(config: RoomConfig) {
     updated_at: config.updated_at,
   };
 }
-
-export type RoomSummary = ReturnType<typeof summaryOf>;
 
 // ---- housekeeping and alarms ----
 

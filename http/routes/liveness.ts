@@ -1,12 +1,28 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { LIVENESS_INDEX_KIND, LIVENESS_KIND, livenessActorKey, livenessIndexKey } from '../../actors/liveness/messages.js';
-import { type IndexListView, type IndexQuery } from '../../actors/liveness/messages.js';
-import { livenessPolicy as policy } from '../../actors/liveness/messages.js';
-import { aggregations, seriesNames, type Aggregation, type SeriesName } from '../../actors/liveness/messages.js';
-import { type AggregationView, type BriefView, type HeartbeatAck, type HistoryView, type LatencyView, type LivenessMessage, type StatusView, type UptimeView } from '../../actors/liveness/messages.js';
-import { parseWindow } from '../../actors/liveness/messages.js';
+import {
+  aggregations,
+  LIVENESS_INDEX_KIND,
+  LIVENESS_KIND,
+  livenessActorKey,
+  livenessIndexKey,
+  livenessPolicy as policy,
+  parseWindow,
+  seriesNames,
+  type Aggregation,
+  type AggregationView,
+  type BriefView,
+  type HeartbeatAck,
+  type HistoryView,
+  type IndexListView,
+  type IndexQuery,
+  type LatencyView,
+  type LivenessMessage,
+  type SeriesName,
+  type StatusView,
+  type UptimeView,
+} from '../../actors/liveness/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses } from '../schemas.js';
 import type { AppServices } from '../services.js';
@@ -171,14 +187,17 @@ export function livenessRoutes(app: FastifyInstance, services: AppServices): voi
     const principal = requirePrincipal(request);
     const { range = DAY_S, alive, uptime_below, limit = policy.list_limit_default } = request.query;
     const query: IndexQuery = { op: 'list', range_ms: range * 1000, alive, uptime_below, limit };
-    const view = await services.actors.ask<IndexListView>(LIVENESS_INDEX_KIND, livenessIndexKey(principal.tenant), query);
-    // The index filters (alive and uptime are exact there); the latest heartbeat
-    // of an alive entity comes from the entity itself (at most `limit` asks).
+    // A read only: the index filters (alive and uptime are exact there); the
+    // latest heartbeat of an alive entity comes from the entity itself (at most
+    // `limit` read-only asks, a scatter-gather). The index is not told of every
+    // heartbeat on purpose: its traffic follows status changes.
+    const view = await services.actors.ask<IndexListView>(LIVENESS_INDEX_KIND, livenessIndexKey(principal.tenant), query, { readOnly: true });
     await Promise.all(
       view.entities.map(async (brief) => {
         if (!brief.alive) return;
         try {
-          const own = await ask<BriefView>(principal.tenant, brief.entity_id, { op: 'brief' });
+          const message = { op: 'brief' } satisfies LivenessMessage;
+          const own = await services.actors.ask<BriefView>(LIVENESS_KIND, livenessActorKey(principal.tenant, brief.entity_id), message, { readOnly: true });
           brief.last_seen_ms = Math.max(brief.last_seen_ms, own.last_seen_ms);
         } catch {
           // Deleted meanwhile or overloaded: keep what the index holds.

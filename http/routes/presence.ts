@@ -2,10 +2,34 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import type { FastifyInstance } from 'fastify';
 import { isServiceError, ServiceError } from '../../runtime/index.js';
-import { PRESENCE_CONTEXT_KIND, PRESENCE_SUBJECT_KIND, presenceContextKey, presenceSubjectKey } from '../../actors/presence/messages.js';
-import { RADIUS_METERS_MAX } from '../../actors/presence/messages.js';
-import { activities, cognitiveStates, geoPrecisions, overflowPolicies, presenceLimits, subjectKinds, type ContextView, type CountReply, type HeartbeatInput, type HeartbeatReply, type LeaveReply, type ListReply, type NearbyReply, type PresenceContextConfig, type PresenceMessage, type SessionView, type StateReply, type SubjectPresenceReply, type SweepReply } from '../../actors/presence/messages.js';
-import { type SubjectIndexState } from '../../actors/presence/messages.js';
+import {
+  activities,
+  cognitiveStates,
+  geoPrecisions,
+  overflowPolicies,
+  PRESENCE_CONTEXT_KIND,
+  PRESENCE_SUBJECT_KIND,
+  presenceContextKey,
+  presenceLimits,
+  presenceSubjectKey,
+  RADIUS_METERS_MAX,
+  subjectKinds,
+  type ContextView,
+  type CountReply,
+  type HeartbeatInput,
+  type HeartbeatReply,
+  type LeaveReply,
+  type ListReply,
+  type NearbyReply,
+  type PresenceContextConfig,
+  type PresenceMessage,
+  type SessionView,
+  type StateReply,
+  type SubjectIndexState,
+  type SubjectMessage,
+  type SubjectPresenceReply,
+  type SweepReply,
+} from '../../actors/presence/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
 import type { AppServices } from '../services.js';
@@ -355,14 +379,17 @@ export function presenceRoutes(app: FastifyInstance, services: AppServices): voi
   ), async (request) => {
     const principal = requirePrincipal(request);
     const subject_id = request.params.subject_id;
-    const index = await services.actors.ask<SubjectIndexState>(PRESENCE_SUBJECT_KIND, presenceSubjectKey(principal.tenant, subject_id), { op: 'get' });
+    // A read only (a scatter-gather): the subject index, then the contexts where
+    // the subject is online, since the index lags a live session by up to 30 s.
+    const get = { op: 'get' } satisfies SubjectMessage;
+    const index = await services.actors.ask<SubjectIndexState>(PRESENCE_SUBJECT_KIND, presenceSubjectKey(principal.tenant, subject_id), get, { readOnly: true });
     const entries = Object.entries(index.contexts);
     if (entries.length === 0) throw new ServiceError('not_found', 'This subject has never been seen in a presence context.');
-    // The index lags a live session by up to 30 s: ask the contexts where the subject is online for the exact time.
     const contexts = await Promise.all(entries.map(async ([context_id, entry]) => {
       let { last_seen_ms, last_state, online } = entry;
       if (online) {
-        const live = await askContext<SubjectPresenceReply>(principal.tenant, context_id, { op: 'subject_presence', subject_id });
+        const presence = { op: 'subject_presence', subject_id } satisfies PresenceMessage;
+        const live = await services.actors.ask<SubjectPresenceReply>(PRESENCE_CONTEXT_KIND, presenceContextKey(principal.tenant, context_id), presence, { readOnly: true });
         online = live.online;
         if (live.last_seen_ms !== null && live.last_seen_ms >= last_seen_ms) {
           last_seen_ms = live.last_seen_ms;

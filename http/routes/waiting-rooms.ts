@@ -1,10 +1,28 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { WAITING_ROOM_DIRECTORY_KIND, WAITING_ROOM_KIND, waitingRoomDirectoryKey, waitingRoomKey } from '../../actors/waiting-rooms/messages.js';
-import { waitingRoomLimits as limits, type RoomConfig } from '../../actors/waiting-rooms/messages.js';
-import { FILTER_FIELDS, FILTER_OPERATORS, type RoomFilter, type RoomListView } from '../../actors/waiting-rooms/messages.js';
-import { type AdmitView, type AnalyticsView, type BanView, type GroupStatusView, type MembersView, type MemberView, type PositionView, type RoomDetailView, type RoomMessage, type RoomSummary } from '../../actors/waiting-rooms/messages.js';
+import {
+  FILTER_FIELDS,
+  FILTER_OPERATORS,
+  WAITING_ROOM_DIRECTORY_KIND,
+  WAITING_ROOM_KIND,
+  waitingRoomDirectoryKey,
+  waitingRoomKey,
+  waitingRoomLimits as limits,
+  type AdmitView,
+  type AnalyticsView,
+  type BanView,
+  type GroupStatusView,
+  type MembersView,
+  type MemberView,
+  type PositionView,
+  type RoomConfig,
+  type RoomDetailView,
+  type RoomFilter,
+  type RoomListView,
+  type RoomMessage,
+  type RoomSummary,
+} from '../../actors/waiting-rooms/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isServiceError } from '../../runtime/index.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from '../../actors/waiting-rooms/actor.js';
-import { waitingRoomDirectoryKey, waitingRoomKey, type AdmitView, type PositionView, type RoomMessage } from '../../actors/waiting-rooms/state.js';
+import { waitingRoomDirectoryKey, waitingRoomKey, type AdmitView, type PositionView, type RoomMessage } from '../../actors/waiting-rooms/messages.js';
 import { settle, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**

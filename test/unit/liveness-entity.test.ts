@@ -1,25 +1,23 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isServiceError, type AlarmChange, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { LIVENESS_INDEX_KIND, livenessActorKey, livenessIndexKey } from '../../actors/liveness/keys.js';
-import { livenessPolicy as policy } from '../../actors/liveness/policy.js';
 import {
   ANOMALY_EVENT,
-  latencyAnomaly,
-  loadEntity,
-  STATUS_ALARM,
+  LIVENESS_INDEX_KIND,
+  livenessActorKey,
+  livenessIndexKey,
+  livenessPolicy as policy,
+  parseWindow,
   STATUS_CHANGED_EVENT,
-  stepLiveness,
   type AggregationView,
-  type EntityState,
   type HistoryView,
   type LatencyView,
   type LivenessMessage,
   type LivenessReply,
   type StatusView,
   type UptimeView,
-} from '../../actors/liveness/state.js';
-import { parseWindow } from '../../actors/liveness/uptime.js';
+} from '../../actors/liveness/messages.js';
+import { latencyAnomaly, loadEntity, STATUS_ALARM, stepLiveness, type EntityState } from '../../actors/liveness/state.js';
 
 const T0 = Date.UTC(2026, 0, 1); // aligned to the hour
 const S = 1000;

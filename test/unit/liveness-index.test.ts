@@ -1,10 +1,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ActorSend, AlarmChange, TurnContext } from '../../runtime/index.js';
-import { loadIndex, stepIndex, TOMBSTONE_ALARM, type IndexListView, type IndexQuery, type IndexState } from '../../actors/liveness/index-state.js';
-import { LIVENESS_INDEX_KIND, livenessActorKey, livenessIndexKey } from '../../actors/liveness/keys.js';
-import { livenessPolicy as policy } from '../../actors/liveness/policy.js';
-import { loadEntity, stepLiveness, type EntityState, type IndexMessage, type LivenessMessage, type UptimeView } from '../../actors/liveness/state.js';
+import { loadIndex, stepIndex, TOMBSTONE_ALARM, type IndexState } from '../../actors/liveness/index-state.js';
+import {
+  LIVENESS_INDEX_KIND,
+  livenessActorKey,
+  livenessIndexKey,
+  livenessPolicy as policy,
+  type IndexListView,
+  type IndexMessage,
+  type IndexQuery,
+  type LivenessMessage,
+  type UptimeView,
+} from '../../actors/liveness/messages.js';
+import { loadEntity, stepLiveness, type EntityState } from '../../actors/liveness/state.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const S = 1000;

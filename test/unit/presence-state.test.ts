@@ -1,13 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isServiceError, type TurnResult } from '../../runtime/index.js';
-import { PRESENCE_CONTEXT_KIND, PRESENCE_SUBJECT_KIND, presenceSubjectKey } from '../../actors/presence/actor.js';
 import {
-  ALARM_NAME,
-  loadPresenceState,
+  PRESENCE_CONTEXT_KIND,
+  PRESENCE_SUBJECT_KIND,
   presenceContextKey,
   presenceLimits,
-  stepPresence,
+  presenceSubjectKey,
   type ContextInput,
   type ContextView,
   type CountReply,
@@ -18,12 +17,12 @@ import {
   type NearbyReply,
   type PresenceMessage,
   type PresenceReply,
-  type PresenceState,
   type StateReply,
   type SubjectPresenceReply,
+  type SubjectSeenMessage,
   type SweepReply,
-} from '../../actors/presence/state.js';
-import type { SubjectSeenMessage } from '../../actors/presence/subject-state.js';
+} from '../../actors/presence/messages.js';
+import { ALARM_NAME, loadPresenceState, stepPresence, type PresenceState } from '../../actors/presence/state.js';
 
 /**
  * The presence context's pure step with a fixed clock: no runtime, no disk.

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  initialSubjectIndex,
-  PRESENCE_SUBJECT_KIND,
-  stepSubjectIndex,
-  SUBJECT_CONTEXTS_MAX,
-  type SubjectIndexState,
-  type SubjectSeenMessage,
-} from '../../actors/presence/subject-state.js';
+import { PRESENCE_SUBJECT_KIND, type SubjectIndexState, type SubjectSeenMessage } from '../../actors/presence/messages.js';
+import { initialSubjectIndex, stepSubjectIndex, SUBJECT_CONTEXTS_MAX } from '../../actors/presence/subject-state.js';
 
 /** The subject index's pure step: newest report wins, last_seen never goes back, bounded. */
 const T0 = Date.UTC(2026, 0, 1);

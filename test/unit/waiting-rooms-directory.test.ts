@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isServiceError, type ActorSend, type RecordWrite } from '../../runtime/index.js';
-import { loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState, type RoomListQuery } from '../../actors/waiting-rooms/directory.js';
-import type { RoomSummary } from '../../actors/waiting-rooms/state.js';
+import { loadDirectory, stepDirectory, type DirectoryState } from '../../actors/waiting-rooms/directory-state.js';
+import type { DirectoryMessage, RoomListQuery, RoomSummary } from '../../actors/waiting-rooms/messages.js';
 
 /** The tenant directory (room index and global bans): pure step tests. */
 const KEY = JSON.stringify(['tenant-1']);

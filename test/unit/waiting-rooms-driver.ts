@@ -1,5 +1,6 @@
 import { isServiceError, type ActorSend, type RecordWrite, type ServiceError } from '../../runtime/index.js';
-import { loadRoom, stepRoom, waitingRoomKey, type RoomMessage, type RoomState } from '../../actors/waiting-rooms/state.js';
+import { waitingRoomKey, type RoomMessage } from '../../actors/waiting-rooms/messages.js';
+import { loadRoom, stepRoom, type RoomState } from '../../actors/waiting-rooms/state.js';
 
 /**
  * Drives the pure room step like the runtime does, without one: a fake clock,

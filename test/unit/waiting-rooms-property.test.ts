@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { MembersView, PositionView } from '../../actors/waiting-rooms/state.js';
+import type { MembersView, PositionView } from '../../actors/waiting-rooms/messages.js';
 import { createRoom, RoomDriver } from './waiting-rooms-driver.js';
 
 /**

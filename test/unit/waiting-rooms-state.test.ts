@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AdmitView, PositionView } from '../../actors/waiting-rooms/state.js';
+import type { AdmitView, PositionView } from '../../actors/waiting-rooms/messages.js';
 import { createRoom, RoomDriver, T0 } from './waiting-rooms-driver.js';
 
 /** Pure step tests of one room: a fake clock, no runtime, no disk. */

@@ -1,5 +1,16 @@
 import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { WAITING_ROOM_KIND, waitingRoomKey, type GlobalBanEntry, type RoomSummary } from './state.js';
+import {
+  FILTER_FIELDS,
+  FILTER_OPERATORS,
+  WAITING_ROOM_KIND,
+  waitingRoomKey,
+  type DirectoryMessage,
+  type GlobalBanEntry,
+  type RoomFilter,
+  type RoomListQuery,
+  type RoomListView,
+  type RoomSummary,
+} from './messages.js';
 
 /**
  * The waiting-room directory of one tenant (a `records` actor keyed by the
@@ -23,38 +34,6 @@ export interface DirectoryState {
   /** member_id -> origin room -> banned_until. */
   globalBans: Map<string, Map<string, number | null>>;
 }
-
-export type FilterOperator = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'contains' | 'in';
-export interface RoomFilter {
-  field: 'status' | 'queue_strategy' | 'created_by' | 'capacity';
-  operator: FilterOperator;
-  value: string;
-}
-
-export interface RoomListQuery {
-  q?: string;
-  sort_by?: 'created_at' | 'updated_at' | 'capacity';
-  sort_order?: 'asc' | 'desc';
-  filters?: RoomFilter[];
-  page: number;
-  page_size: number;
-}
-
-export type DirectoryMessage =
-  | { op: 'room-upsert'; rev: number; summary: RoomSummary }
-  | { op: 'room-remove'; room_id: string; rev: number }
-  | { op: 'global-ban'; member_id: string; origin_room_id: string; banned_until: number | null }
-  | { op: 'global-unban'; member_id: string; origin_room_id: string }
-  | { op: 'list'; query: RoomListQuery }
-  | { op: 'global-bans'; member_id: string };
-
-export interface RoomListView {
-  total: number;
-  rooms: RoomSummary[];
-}
-
-export const FILTER_FIELDS = ['status', 'queue_strategy', 'created_by', 'capacity'] as const;
-export const FILTER_OPERATORS: readonly FilterOperator[] = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'contains', 'in'];
 
 export function emptyDirectory(): DirectoryState {
   return { rooms: new Map(), tombstones: new Map(), globalBans: new Map() };
