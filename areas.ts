@@ -10,7 +10,7 @@ import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
 import { organizationActors } from './actors/organizations/actor.js';
-import { presenceContextActor, presenceSubjectActor } from './actors/presence/actor.js';
+import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } from './actors/presence/actor.js';
 import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-rooms/actor.js';
@@ -61,7 +61,7 @@ export const areas: Area[] = [
   { name: 'api-keys', actors: [apiKeyActor, userApiKeysActor], routes: apiKeyRoutes },
   { name: 'locks', actors: [lockActor], routes: lockRoutes },
   { name: 'liveness', actors: [livenessActor, livenessIndexActor], routes: livenessRoutes },
-  { name: 'presence', actors: [presenceContextActor, presenceSubjectActor], routes: presenceRoutes },
+  { name: 'presence', actors: [presenceContextActor, presenceSubjectActor, presenceMultiplexActor], routes: presenceRoutes },
   { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },
 ];
 

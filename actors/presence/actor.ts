@@ -1,5 +1,16 @@
 import type { RecordsActorDefinition, SnapshotActorDefinition } from '../../runtime/index.js';
-import { PRESENCE_CONTEXT_KIND, PRESENCE_SUBJECT_KIND, type PresenceMessage, type PresenceReply, type SubjectIndexState, type SubjectMessage } from './messages.js';
+import { initialMultiplexFlow, stepMultiplexFlow, type MultiplexFlowState } from './flows.js';
+import {
+  PRESENCE_CONTEXT_KIND,
+  PRESENCE_MULTIPLEX_KIND,
+  PRESENCE_SUBJECT_KIND,
+  type MultiplexMessage,
+  type MultiplexReply,
+  type PresenceMessage,
+  type PresenceReply,
+  type SubjectIndexState,
+  type SubjectMessage,
+} from './messages.js';
 import { loadPresenceState, stepPresence, type PresenceState } from './state.js';
 import { initialSubjectIndex, stepSubjectIndex } from './subject-state.js';
 
@@ -17,4 +28,12 @@ export const presenceSubjectActor: SnapshotActorDefinition<SubjectIndexState, Su
   storage: 'snapshot',
   initial: initialSubjectIndex,
   step: stepSubjectIndex,
+};
+
+/** One coordinator per multiplex request (flows.ts); its state is deleted when the flow ends. */
+export const presenceMultiplexActor: SnapshotActorDefinition<MultiplexFlowState | null, MultiplexMessage, MultiplexReply | undefined> = {
+  kind: PRESENCE_MULTIPLEX_KIND,
+  storage: 'snapshot',
+  initial: initialMultiplexFlow,
+  step: stepMultiplexFlow,
 };

@@ -3,6 +3,7 @@
  * bounds, the messages the context and subject actors take and the views they
  * answer with. Other layers import this file only.
  */
+import type { ErrorCode } from '../../runtime/index.js';
 import type { GeoPoint } from './geo.js';
 
 export { RADIUS_METERS_MAX, type GeoPoint } from './geo.js';
@@ -19,6 +20,14 @@ export function presenceContextKey(tenant: string, context_id: string): string {
 
 export function presenceSubjectKey(tenant: string, subject_id: string): string {
   return JSON.stringify([tenant, subject_id]);
+}
+
+/** One short-lived coordinator per multiplex request (actors/presence/flows.ts): snapshot storage. */
+export const PRESENCE_MULTIPLEX_KIND = 'presence-multiplex';
+
+/** The multiplex coordinator's key: tenant and an id the edge makes for the request. */
+export function presenceMultiplexKey(tenant: string, multiplex_id: string): string {
+  return JSON.stringify([tenant, multiplex_id]);
 }
 
 export const cognitiveStates = ['available', 'thinking', 'busy', 'offline'] as const;
@@ -51,6 +60,10 @@ export const presenceLimits = {
   nearby_limit_max: 1000,
   /** A live session reports its subject's last-seen time to the subject index at most this often. */
   last_seen_report_interval_ms: 30_000,
+  /** Heartbeats in one multiplex request. */
+  multiplex_items_max: 100,
+  /** A multiplex coordinator's state is deleted this long after it started, finished or not. */
+  multiplex_cleanup_ms: 60_000,
 } as const;
 
 
@@ -148,7 +161,8 @@ export type PresenceMessage =
   | { op: 'count' }
   | { op: 'nearby'; lat: number; lon: number; radius_meters: number; limit?: number }
   | { op: 'sweep' }
-  | { op: 'subject_presence'; subject_id: string };
+  | { op: 'subject_presence'; subject_id: string }
+  | MultiplexHeartbeatMessage;
 
 export interface SessionView {
   session_id: string;
@@ -235,6 +249,37 @@ export type PresenceReply =
   | SweepReply
   | SubjectPresenceReply
   | undefined;
+
+// ---- the multiplex flow ----
+
+/** The outcome of one multiplex item: the heartbeat's reply, or the error it would have had on its own. */
+export type MultiplexItemResult =
+  | { success: true; heartbeat: HeartbeatReply }
+  | { success: false; error: ErrorCode; message: string; status: number };
+
+/** One item of a multiplex start: a heartbeat to apply, or an item the edge already failed (invalid). */
+export type MultiplexItem =
+  | { context_id: string; heartbeat: HeartbeatInput }
+  | { context_id: string; result: MultiplexItemResult };
+
+/** Coordinator -> context (outbox): apply item `index` of flow `flow` (the coordinator's key). */
+export interface MultiplexHeartbeatMessage {
+  op: 'multiplex_heartbeat';
+  flow: string;
+  index: number;
+  heartbeat: HeartbeatInput;
+}
+
+export type MultiplexMessage =
+  /** Asked by the edge; answered (deferred) with a MultiplexReply once every item has its result. */
+  | { op: 'start'; items: MultiplexItem[] }
+  /** Context -> coordinator (outbox): the result of item `index`. */
+  | { op: 'multiplex_result'; index: number; result: MultiplexItemResult };
+
+/** `results[i]` answers `items[i]`. */
+export interface MultiplexReply {
+  results: MultiplexItemResult[];
+}
 
 // ---- the subject index ----
 

@@ -1,10 +1,11 @@
-import { isAlarm, ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { isAlarm, isServiceError, ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { GeoIndex, isValidPoint, RADIUS_METERS_MAX, snapToCell, type GeoPoint } from './geo.js';
 import {
   activities,
   geoPrecisions,
   overflowPolicies,
   PRESENCE_SUBJECT_KIND,
+  PRESENCE_MULTIPLEX_KIND,
   presenceLimits,
   presenceSubjectKey,
   type Activity,
@@ -19,6 +20,9 @@ import {
   type HeartbeatReply,
   type ListFilters,
   type ListReply,
+  type MultiplexHeartbeatMessage,
+  type MultiplexItemResult,
+  type MultiplexMessage,
   type NearbyReply,
   type OccupancyView,
   type OverflowPolicy,
@@ -629,6 +633,9 @@ export function stepPresence(st: PresenceState, message: PresenceMessage | Alarm
     case 'heartbeat':
       return heartbeat(st, message.heartbeat, now, context);
 
+    case 'multiplex_heartbeat':
+      return multiplexHeartbeat(st, message, now, context);
+
     case 'state': {
       const config = requireContext(st);
       const session = liveSession(st, config, message.session_id, now);
@@ -811,6 +818,29 @@ function heartbeat(st: PresenceState, input: HeartbeatInput, now: number, contex
     occupancy: occupancyOf(config, countersAt(st, now)),
   };
   return { state: st, reply, writes: [sessionWrite(session)], sends: sends.length > 0 ? sends : undefined, alarms: alarmChanges(st) };
+}
+
+/**
+ * One item of a multiplex flow (actors/presence/flows.ts), delivered through
+ * the outbox (so applied once): the heartbeat above, whose result, success or
+ * rejection, goes back to the coordinator through the outbox. heartbeat()
+ * checks everything before it changes anything, so a rejection leaves the
+ * context as it was.
+ */
+function multiplexHeartbeat(st: PresenceState, message: MultiplexHeartbeatMessage, now: number, context: TurnContext): TurnResult<PresenceState, PresenceReply> {
+  const answer = (result: MultiplexItemResult): ActorSend => ({
+    kind: PRESENCE_MULTIPLEX_KIND,
+    key: message.flow,
+    message: { op: 'multiplex_result', index: message.index, result } satisfies MultiplexMessage,
+  });
+  try {
+    const applied = heartbeat(st, message.heartbeat, now, context);
+    const reply = applied.reply as HeartbeatReply;
+    return { ...applied, reply: undefined, sends: [...(applied.sends ?? []), answer({ success: true, heartbeat: reply })] };
+  } catch (error) {
+    if (!isServiceError(error)) throw error;
+    return { state: st, sends: [answer({ success: false, error: error.code, message: error.message, status: error.statusCode })] };
+  }
 }
 
 /** Applies every transition due at `now` (up to the per-turn bound) to the recorded activity. */

@@ -1,16 +1,18 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import type { FastifyInstance } from 'fastify';
-import { isServiceError, ServiceError } from '../../runtime/index.js';
+import { randomId, ServiceError } from '../../runtime/index.js';
 import {
   activities,
   cognitiveStates,
   geoPrecisions,
   overflowPolicies,
   PRESENCE_CONTEXT_KIND,
+  PRESENCE_MULTIPLEX_KIND,
   PRESENCE_SUBJECT_KIND,
   presenceContextKey,
   presenceLimits,
+  presenceMultiplexKey,
   presenceSubjectKey,
   RADIUS_METERS_MAX,
   subjectKinds,
@@ -20,6 +22,9 @@ import {
   type HeartbeatReply,
   type LeaveReply,
   type ListReply,
+  type MultiplexItem,
+  type MultiplexMessage,
+  type MultiplexReply,
   type NearbyReply,
   type PresenceContextConfig,
   type PresenceMessage,
@@ -45,7 +50,7 @@ const CONTEXT_ID_PATTERN = '^[A-Za-z0-9._:@~-]+$';
 const CONTEXT_ID = Type.String({ minLength: 1, maxLength: 128, pattern: CONTEXT_ID_PATTERN });
 const TEXT = Type.String({ minLength: 1, maxLength: 256 });
 const SECONDS = Type.Integer({ minimum: 1, maximum: 86_400 });
-const MULTIPLEX_ITEMS_MAX = 100;
+const MULTIPLEX_ITEMS_MAX = presenceLimits.multiplex_items_max;
 
 const CognitiveState = enumOf(cognitiveStates);
 const ActivityValue = enumOf(activities);
@@ -333,25 +338,32 @@ export function presenceRoutes(app: FastifyInstance, services: AppServices): voi
     { 200: Type.Object({ results: Type.Array(MultiplexResult), succeeded: Type.Integer(), failed: Type.Integer() }), ...errorResponses(...bearerErrors) },
   ), async (request) => {
     const principal = requirePrincipal(request);
-    const results = await Promise.all(request.body.items.map(async (item, index) => {
+    const failed = (context_id: string, error: ServiceError): MultiplexItem => ({
+      context_id,
+      result: { success: false, error: error.code, message: error.message, status: error.statusCode },
+    });
+    // Invalid items fail here; the flow applies the others, each in its own context, and answers when all have.
+    const items = request.body.items.map((item, index): MultiplexItem => {
       const context_id = item.context_id;
-      try {
-        if (!checkContextId(context_id)) {
-          throw new ServiceError('BAD_REQUEST', `items[${index}].context_id is not a valid context id`, {
-            details: [{ field: `body.items.${index}.context_id`, message: 'must be 1-128 characters of A-Z a-z 0-9 . _ : @ ~ -' }],
-          });
-        }
-        if (!checkHeartbeat(item.heartbeat)) {
-          const details = itemErrors(checkHeartbeat.errors, `body.items.${index}.heartbeat`);
-          throw new ServiceError('BAD_REQUEST', details[0] ? `${details[0].field} ${details[0].message}` : 'invalid heartbeat', { details });
-        }
-        const reply = await askContext<HeartbeatReply>(principal.tenant, context_id, { op: 'heartbeat', heartbeat: heartbeatInput(item.heartbeat as Static<typeof HeartbeatBody>) });
-        return { context_id, success: true, heartbeat: heartbeatShape(context_id, reply), error: null, message: null, status: 200 };
-      } catch (error) {
-        if (!isServiceError(error)) throw error;
-        return { context_id, success: false, heartbeat: null, error: error.code, message: error.message, status: error.statusCode };
+      if (!checkContextId(context_id)) {
+        return failed(context_id, new ServiceError('BAD_REQUEST', `items[${index}].context_id is not a valid context id`, {
+          details: [{ field: `body.items.${index}.context_id`, message: 'must be 1-128 characters of A-Z a-z 0-9 . _ : @ ~ -' }],
+        }));
       }
-    }));
+      if (!checkHeartbeat(item.heartbeat)) {
+        const details = itemErrors(checkHeartbeat.errors, `body.items.${index}.heartbeat`);
+        return failed(context_id, new ServiceError('BAD_REQUEST', details[0] ? `${details[0].field} ${details[0].message}` : 'invalid heartbeat', { details }));
+      }
+      return { context_id, heartbeat: heartbeatInput(item.heartbeat as Static<typeof HeartbeatBody>) };
+    });
+    const start = { op: 'start', items } satisfies MultiplexMessage;
+    const reply = await services.actors.ask<MultiplexReply>(PRESENCE_MULTIPLEX_KIND, presenceMultiplexKey(principal.tenant, randomId('mx_')), start);
+    const results = reply.results.map((result, index) => {
+      const context_id = items[index].context_id;
+      return result.success
+        ? { context_id, success: true, heartbeat: heartbeatShape(context_id, result.heartbeat), error: null, message: null, status: 200 }
+        : { context_id, success: false, heartbeat: null, error: result.error, message: result.message, status: result.status };
+    });
     const succeeded = results.filter((result) => result.success).length;
     return { results, succeeded, failed: results.length - succeeded };
   });
