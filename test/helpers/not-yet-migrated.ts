@@ -5,5 +5,5 @@
  */
 export const NOT_YET_MIGRATED = new Set([
   'accounts', 'two-factor', 'linked-accounts', 'scim', 'oauth', 'email-verification', 'cli-login', 'admin',
-  'organizations', 'api-keys', 'liveness', 'presence', 'waiting-rooms',
+  'api-keys', 'liveness', 'presence', 'waiting-rooms',
 ]);
