@@ -112,6 +112,16 @@ export function actorWorld(definitions: RecordsActorDefinition<any, any, any>[],
       turn(next.kind, next.key, next.message, null);
       return next;
     },
+    /** Removes the first queued message matching `where` without delivering it (to stand in for its receiver). */
+    discard(where: (d: Delivery) => boolean): Delivery {
+      const at = queue.findIndex(where);
+      if (at < 0) throw new Error('no such queued message');
+      return queue.splice(at, 1)[0];
+    },
+    /** Delivers a message as the outbox would (not asked). */
+    inject(kind: string, key: string, message: unknown): void {
+      turn(kind, key, message, null);
+    },
     drain(limit = 100_000): void {
       for (let i = 0; queue.length > 0; i++) {
         if (i >= limit) throw new Error('the queue does not drain');
