@@ -1,27 +1,26 @@
 import type { RecordsActorDefinition } from '../../runtime/index.js';
-import { loadOrgDirectory, stepOrgDirectory, type OrgDirectoryMessage, type OrgDirectoryState } from './directory-state.js';
-import { loadInvitationIndex, stepInvitationIndex, type InvitationIndexMessage, type InvitationIndexState } from './invitation-index-state.js';
+import { loadOrgDirectory, stepOrgDirectory, type OrgDirectoryState } from './directory-state.js';
+import { stepOrganizationFlows } from './flows.js';
+import { loadInvitationIndex, stepInvitationIndex, type InvitationIndexState } from './invitation-index-state.js';
 import {
   INVITATION_INDEX_KIND,
-  loadOrganization,
-  ORG_DIRECTORY_KEY,
   ORG_DIRECTORY_KIND,
   ORGANIZATION_KIND,
-  stepOrganization,
   USER_ORGS_KIND,
+  type InvitationIndexMessage,
+  type OrgDirectoryMessage,
   type OrganizationMessage,
-  type OrganizationState,
-} from './state.js';
-import { loadUserOrgs, stepUserOrgs, type UserOrgsMessage, type UserOrgsState } from './user-orgs-state.js';
+  type UserOrgsMessage,
+} from './messages.js';
+import { loadOrganization, type OrganizationState } from './state.js';
+import { loadUserOrgs, stepUserOrgs, type UserOrgsState } from './user-orgs-state.js';
 
-export { INVITATION_INDEX_KIND, ORG_DIRECTORY_KEY, ORG_DIRECTORY_KIND, ORGANIZATION_KIND, USER_ORGS_KIND };
-
-/** Organizations are global (not per tenant): the key is the org_id. */
+/** Organizations are global (not per tenant): the key is the org_id. Its step coordinates the area's flows (flows.ts). */
 export const organizationActor: RecordsActorDefinition<OrganizationState, OrganizationMessage, unknown> = {
   kind: ORGANIZATION_KIND,
   storage: 'records',
   load: loadOrganization,
-  step: stepOrganization,
+  step: stepOrganizationFlows,
 };
 
 /** Key = user_id. */
@@ -32,7 +31,7 @@ export const userOrgsActor: RecordsActorDefinition<UserOrgsState, UserOrgsMessag
   step: stepUserOrgs,
 };
 
-/** Key = normalized e-mail (see normalizeEmail in state.ts). */
+/** Key = normalized e-mail (see normalizeEmail in messages.ts). */
 export const invitationIndexActor: RecordsActorDefinition<InvitationIndexState, InvitationIndexMessage, unknown> = {
   kind: INVITATION_INDEX_KIND,
   storage: 'records',

@@ -1,5 +1,5 @@
-import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { ORGANIZATION_KIND, type OrganizationMessage, type OrgDirectorySync, type OrgView } from './state.js';
+import type { ActorSend, AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
+import { normalizeSlug, ORG_QUERY_MAX, ORGANIZATION_KIND, type OrgDirectoryMessage, type OrgListQuery, type OrgView } from './messages.js';
 
 /**
  * The organization directory (kind `org-directory`, key `global`): slug ->
@@ -7,10 +7,12 @@ import { ORGANIZATION_KIND, type OrganizationMessage, type OrgDirectorySync, typ
  * for the admin list. Records `s:<slug>` and `o:<org_id>` (`{rev, org}`, org
  * null = deleted tombstone, so a late summary cannot bring it back).
  *
- * Creating goes through `claim`: the slug is taken and the organization's
- * `create` is sent through the outbox in the same turn, so a crash between the
- * two cannot leave a claimed slug without its organization. Summaries come
- * back from the organization actor (`sync`, ordered by revision).
+ * Creating goes through `claim`, a step of the organization's creation flow
+ * (flows.ts): the slug is taken in one turn and the answer goes back to the
+ * organization through the outbox; a flow that fails after its claim never
+ * happens (the claim is its last step before the organization exists).
+ * Summaries come back from the organization actor (`sync`, ordered by
+ * revision), acknowledged when the organization waits for them.
  */
 export interface DirectorySummary {
   rev: number;
@@ -20,26 +22,6 @@ export interface DirectorySummary {
 export interface OrgDirectoryState {
   bySlug: Map<string, string>;
   summaries: Map<string, DirectorySummary>;
-}
-
-type CreateMessage = Extract<OrganizationMessage, { op: 'create' }>;
-
-export interface OrgListQuery {
-  q?: string;
-  sso_enforced?: boolean;
-  page: number;
-  page_size: number;
-}
-
-export type OrgDirectoryMessage =
-  | { op: 'claim'; create: CreateMessage }
-  | OrgDirectorySync
-  | ({ op: 'list' } & OrgListQuery);
-
-export const ORG_QUERY_MAX = 100;
-
-export function normalizeSlug(slug: string): string {
-  return slug.trim().toLowerCase();
 }
 
 export function loadOrgDirectory(_key: string, records: Iterable<[string, unknown]>): OrgDirectoryState {
@@ -72,25 +54,22 @@ export function stepOrgDirectory(
 ): TurnResult<OrgDirectoryState, unknown> {
   switch (message.op) {
     case 'claim': {
-      const slug = normalizeSlug(message.create.slug);
+      const slug = normalizeSlug(message.slug);
       const owner = state.bySlug.get(slug);
-      if (owner !== undefined && owner !== message.create.org_id) throw new ServiceError('org_slug_taken', `The slug "${slug}" is taken by another organization.`);
+      const answer = (ok: boolean): ActorSend[] => [{ kind: ORGANIZATION_KIND, key: message.org_id, message: { op: 'flow_claimed', flow_id: message.flow_id, ok, slug } }];
+      if (owner !== undefined && owner !== message.org_id) return { state, reply: { claimed: false }, sends: answer(false) };
       const writes: RecordWrite[] = [];
       if (owner === undefined) {
-        state.bySlug.set(slug, message.create.org_id);
-        writes.push({ subkey: `s:${slug}`, value: message.create.org_id });
+        state.bySlug.set(slug, message.org_id);
+        writes.push({ subkey: `s:${slug}`, value: message.org_id });
       }
-      return {
-        state,
-        writes,
-        reply: { org_id: message.create.org_id },
-        sends: [{ kind: ORGANIZATION_KIND, key: message.create.org_id, message: { ...message.create, slug } }],
-      };
+      return { state, writes, reply: { claimed: true }, sends: answer(true) };
     }
 
     case 'sync': {
       const current = state.summaries.get(message.org_id);
-      if (current && current.rev >= message.rev) return { state, reply: { applied: false } };
+      const sends: ActorSend[] = message.ack ? [{ kind: ORGANIZATION_KIND, key: message.ack.org_id, message: { op: 'flow_ack', flow_id: message.ack.flow_id } }] : [];
+      if (current && current.rev >= message.rev) return { state, reply: { applied: false }, sends };
       const summary: DirectorySummary = { rev: message.rev, org: message.org };
       state.summaries.set(message.org_id, summary);
       const writes: RecordWrite[] = [{ subkey: `o:${message.org_id}`, value: summary }];
@@ -107,7 +86,7 @@ export function stepOrgDirectory(
         state.bySlug.set(slug, message.org_id);
         writes.push({ subkey: `s:${slug}`, value: message.org_id });
       }
-      return { state, writes, reply: { applied: true } };
+      return { state, writes, reply: { applied: true }, sends };
     }
 
     case 'list':

@@ -1,17 +1,22 @@
-import type { AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
-import { INVITATION_RETENTION_MS, type IndexEntry } from './state.js';
+import type { ActorSend, AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
+import { INVITATION_RETENTION_MS, INVITATIONS_PER_EMAIL_MAX, ORGANIZATION_KIND, type FlowAck, type IndexEntry, type InvitationIndexMessage } from './messages.js';
 
 /**
  * Pending organization invitations by address (kind `org-invitation-index`,
  * key = normalized e-mail), so `GET /api/v1/auth/invitations` finds the
  * caller's invitations in one actor. One record per invitation. The
  * organization actor is the truth (accept and decline go there); this index
- * follows it through the outbox and the edge's direct apply, both idempotent:
- * `remove` leaves a tombstone until the invitation's own expiry, so a late
- * `add` cannot bring a removed invitation back. An expired invitation is no
- * longer listed but stays findable (`get`, so accepting it says
- * `invitation_expired`) for INVITATION_RETENTION_MS, like in the organization;
- * then it is pruned whenever the index is touched.
+ * follows it through the outbox, idempotently: `remove` leaves a tombstone
+ * until the invitation's own expiry, so a late `reserve` cannot bring a
+ * removed invitation back. An expired invitation is no longer listed but
+ * stays findable (`get`, so accepting it says `invitation_expired`) for
+ * INVITATION_RETENTION_MS, like in the organization; then it is pruned
+ * whenever the index is touched.
+ *
+ * A new invitation comes as `reserve` (the organization's invitation flow):
+ * the turn that counts the address's pending invitations of other
+ * organizations against INVITATIONS_PER_EMAIL_MAX also adds it, so two
+ * invitations cannot both take the last place.
  */
 export interface IndexRecord extends IndexEntry {
   removed: boolean;
@@ -20,16 +25,6 @@ export interface IndexRecord extends IndexEntry {
 export interface InvitationIndexState {
   entries: Map<string, IndexRecord>;
 }
-
-export type InvitationIndexMessage =
-  | { op: 'add'; entry: IndexEntry }
-  | { op: 'remove'; invitation_id: string; expires_at_ms: number }
-  | { op: 'list' }
-  /** One entry that is not removed, expired or not (null if unknown). */
-  | { op: 'get'; invitation_id: string };
-
-/** Pending invitations one address may hold (the edge refuses a new one beyond it). */
-export const INVITATIONS_PER_EMAIL_MAX = 100;
 
 export function loadInvitationIndex(_key: string, records: Iterable<[string, unknown]>): InvitationIndexState {
   const entries = new Map<string, IndexRecord>();
@@ -56,35 +51,53 @@ export function pendingEntries(state: InvitationIndexState, now: number): IndexE
   return out.sort((a, b) => b.created_at_ms - a.created_at_ms || (a.invitation_id < b.invitation_id ? -1 : 1));
 }
 
+function acked(ack: FlowAck | undefined): ActorSend[] {
+  return ack ? [{ kind: ORGANIZATION_KIND, key: ack.org_id, message: { op: 'flow_ack', flow_id: ack.flow_id } }] : [];
+}
+
+/** Marks an invitation removed (a tombstone when unknown); false if it already was. */
+function remove(state: InvitationIndexState, invitation_id: string, expires_at_ms: number, now: number, writes: RecordWrite[]): boolean {
+  const current = state.entries.get(invitation_id);
+  if (current?.removed) return false;
+  if (!current && expires_at_ms <= now) return false;
+  const record: IndexRecord = current
+    ? { ...current, removed: true }
+    : { invitation_id, org_id: '', role: 'member', invited_by: '', created_at_ms: 0, expires_at_ms, removed: true };
+  state.entries.set(invitation_id, record);
+  writes.push({ subkey: invitation_id, value: record });
+  return true;
+}
+
 export function stepInvitationIndex(
   state: InvitationIndexState,
   message: InvitationIndexMessage | AlarmMessage,
   context: TurnContext,
 ): TurnResult<InvitationIndexState, unknown> {
+  const now = context.now;
   const writes: RecordWrite[] = [];
-  prune(state, context.now, writes);
+  prune(state, now, writes);
   switch (message.op) {
-    case 'add': {
-      const current = state.entries.get(message.entry.invitation_id);
-      if (current || message.entry.expires_at_ms <= context.now) return { state, writes, reply: { added: false } };
-      const record: IndexRecord = { ...message.entry, removed: false };
+    case 'reserve': {
+      const { entry } = message;
+      for (const old of message.replaces) remove(state, old.invitation_id, old.expires_at_ms, now, writes);
+      const answer = (ok: boolean): ActorSend[] => [{ kind: ORGANIZATION_KIND, key: entry.org_id, message: { op: 'flow_indexed', flow_id: message.flow_id, ok } }];
+      const current = state.entries.get(entry.invitation_id);
+      // Already indexed (a repeat), or removed before it got here (replaced meanwhile): nothing to hold.
+      if (current) return { state, writes, reply: { added: false }, sends: answer(true) };
+      const others = pendingEntries(state, now).filter((pending) => pending.org_id !== entry.org_id).length;
+      if (others >= INVITATIONS_PER_EMAIL_MAX) return { state, writes, reply: { added: false }, sends: answer(false) };
+      if (entry.expires_at_ms <= now) return { state, writes, reply: { added: false }, sends: answer(true) };
+      const record: IndexRecord = { ...entry, removed: false };
       state.entries.set(record.invitation_id, record);
       writes.push({ subkey: record.invitation_id, value: record });
-      return { state, writes, reply: { added: true } };
+      return { state, writes, reply: { added: true }, sends: answer(true) };
     }
     case 'remove': {
-      const current = state.entries.get(message.invitation_id);
-      if (current?.removed) return { state, writes, reply: { removed: false } };
-      if (!current && message.expires_at_ms <= context.now) return { state, writes, reply: { removed: false } };
-      const record: IndexRecord = current
-        ? { ...current, removed: true }
-        : { invitation_id: message.invitation_id, org_id: '', role: 'member', invited_by: '', created_at_ms: 0, expires_at_ms: message.expires_at_ms, removed: true };
-      state.entries.set(record.invitation_id, record);
-      writes.push({ subkey: record.invitation_id, value: record });
-      return { state, writes, reply: { removed: true } };
+      const removed = remove(state, message.invitation_id, message.expires_at_ms, now, writes);
+      return { state, writes, reply: { removed }, sends: acked(message.ack) };
     }
     case 'list':
-      return { state, writes, reply: { invitations: pendingEntries(state, context.now) } };
+      return { state, writes, reply: { invitations: pendingEntries(state, now) } };
     case 'get': {
       const entry = state.entries.get(message.invitation_id);
       if (!entry || entry.removed) return { state, writes, reply: { invitation: null } };

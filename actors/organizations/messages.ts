@@ -1,10 +1,268 @@
 /**
- * The organizations area's public surface: what other layers and areas import.
- * Definitions live beside it; this file names the ones others may use.
+ * The organizations area's public surface: the actor kinds and keys, the
+ * messages each kind takes, the views it answers with and the area's caps.
+ * Other layers (http/, bench/, other areas, tests of other areas) import this
+ * file only. The state files and flows.ts import their types from here.
+ *
+ * Kinds:
+ * - `organization` (key org_id): the organization, its members and
+ *   invitations, and the coordinator of the area's flows (flows.ts);
+ * - `user-orgs` (key user_id): the user's memberships, with a copy of each
+ *   organization's name and SSO policy, and the slots held for memberships in
+ *   the making (USER_ORGS_MAX);
+ * - `org-invitation-index` (key normalized e-mail): pending invitations by
+ *   address (INVITATIONS_PER_EMAIL_MAX);
+ * - `org-directory` (key ORG_DIRECTORY_KEY): slugs and the admin list.
  */
-export { INVITATION_INDEX_KIND, ORGANIZATION_KIND, ORG_DIRECTORY_KEY, ORG_DIRECTORY_KIND, USER_ORGS_KIND } from './actor.js';
-export { ORG_QUERY_MAX, normalizeSlug } from './directory-state.js';
-export { INVITATIONS_PER_EMAIL_MAX } from './invitation-index-state.js';
-export { INVITATION_TTL_MS_DEFAULT, SSO_EXEMPT_USERS_MAX, normalizeEmail } from './state.js';
-export type { Actor, IndexEntry, InvitationView, Member, OrgDirectorySync, OrgRole, OrgView, UserOrgSync } from './state.js';
-export type { Membership } from './user-orgs-state.js';
+
+export const ORGANIZATION_KIND = 'organization';
+export const USER_ORGS_KIND = 'user-orgs';
+export const INVITATION_INDEX_KIND = 'org-invitation-index';
+export const ORG_DIRECTORY_KIND = 'org-directory';
+export const ORG_DIRECTORY_KEY = 'global';
+
+export type OrgRole = 'owner' | 'admin' | 'member';
+export const ORG_ROLES: readonly OrgRole[] = ['owner', 'admin', 'member'];
+
+/** Members one organization may hold (the SCIM directory's cap is the same). */
+export const ORG_MEMBERS_MAX = 100_000;
+/** Pending invitations one organization may hold at once. */
+export const ORG_INVITATIONS_MAX = 1_000;
+/** Users exempt from SSO enforcement in one organization. */
+export const SSO_EXEMPT_USERS_MAX = 1_000;
+/** Organizations one user may create or be invited into (`POST /api/v1/orgs`, accepting an invitation). */
+export const USER_ORGS_MAX = 100;
+/** Pending invitations one address may hold, across organizations. */
+export const INVITATIONS_PER_EMAIL_MAX = 100;
+/** Default invitation lifetime: 7 days. */
+export const INVITATION_TTL_MS_DEFAULT = 7 * 24 * 3600 * 1000;
+/**
+ * How long an expired invitation is remembered (so accepting it says `invitation_expired`,
+ * not "unknown"), after which the alarm purges it.
+ */
+export const INVITATION_RETENTION_MS = 30 * 24 * 3600 * 1000;
+/** Longest `q` of the admin list. */
+export const ORG_QUERY_MAX = 100;
+/** A derived slug that is taken is tried again with a random suffix this many times. */
+export const DERIVED_SLUG_RETRIES = 3;
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function normalizeSlug(slug: string): string {
+  return slug.trim().toLowerCase();
+}
+
+/** A slug from a name: lower-case letters and digits, hyphen-separated. */
+export function slugify(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 48)
+    .replace(/-+$/g, '');
+  return slug || 'org';
+}
+
+// ---------------------------------------------------------------- views
+
+/** The Organization of the spec, with ms timestamps (ISO at the edge). */
+export interface OrgView {
+  org_id: string;
+  name: string;
+  slug: string;
+  created_by: string;
+  created_at_ms: number;
+  updated_at_ms: number;
+  logo_url: string | null;
+  metadata: unknown;
+  sso_enforced: boolean;
+  sso_exempt_user_ids: string[];
+  member_count: number;
+}
+
+/** An organization as one of its members sees it: with their role. */
+export interface MyOrgView extends OrgView {
+  role: OrgRole;
+}
+
+export interface Member {
+  user_id: string;
+  role: OrgRole;
+  joined_at_ms: number;
+}
+
+export interface InvitationView {
+  invitation_id: string;
+  org_id: string;
+  email: string;
+  role: OrgRole;
+  invited_by: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+}
+
+/** One invitation as the address's index keeps it. */
+export interface IndexEntry {
+  invitation_id: string;
+  org_id: string;
+  role: OrgRole;
+  invited_by: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+}
+
+/** One membership of a user, with the organization's name as last synced. */
+export interface Membership {
+  org_id: string;
+  org_name: string;
+  role: OrgRole;
+  joined_at_ms: number;
+}
+
+/** Who asks for a change: a member acting under their org role, or a platform admin (acts as an owner). */
+export interface Actor {
+  user_id: string;
+  platform_admin: boolean;
+}
+
+/** Replies of the organization's flows. */
+export interface InvitationCreated {
+  invitation: InvitationView;
+  org_name: string;
+}
+export interface InvitationAccepted {
+  member: Member;
+  organization: OrgView;
+}
+
+// ---------------------------------------------------------------- flows
+
+/**
+ * Attached to a message an organization sends through its outbox when it
+ * wants to know the receiver applied it (read-your-writes): the receiver
+ * answers `{op: 'flow_ack', flow_id}` to the organization, also through its
+ * outbox.
+ */
+export interface FlowAck {
+  org_id: string;
+  flow_id: string;
+}
+
+/** Answers of the other kinds to an organization's flow step. */
+export type FlowAnswer =
+  | { op: 'flow_ack'; flow_id: string }
+  /** user-orgs: the membership slot is held (ok) or the user is at USER_ORGS_MAX. */
+  | { op: 'flow_reserved'; flow_id: string; ok: boolean }
+  /** org-directory: the slug is the organization's now (ok) or taken. */
+  | { op: 'flow_claimed'; flow_id: string; ok: boolean; slug: string }
+  /** org-invitation-index: the invitation is indexed (ok) or the address is at INVITATIONS_PER_EMAIL_MAX. */
+  | { op: 'flow_indexed'; flow_id: string; ok: boolean };
+
+// ---------------------------------------------------------------- messages
+
+export type OrganizationMessage =
+  /**
+   * The creation flow (flows.ts): hold the owner's membership slot (under
+   * USER_ORGS_MAX when `capped`), claim the slug (derived from the name, with a
+   * random suffix on retry, when `slug` is absent), then create. Reply OrgView.
+   */
+  | {
+      op: 'create';
+      org_id: string;
+      name: string;
+      slug?: string;
+      created_by: string;
+      logo_url?: string | null;
+      metadata?: unknown;
+      owner_user_id?: string;
+      capped?: boolean;
+    }
+  /** OrgView; with `by`, a non-member gets not_found and the reply is a MyOrgView. */
+  | { op: 'get'; by?: Actor }
+  | { op: 'get_member'; user_id: string }
+  | { op: 'add_member'; user_id: string; role: OrgRole; by?: Actor }
+  | { op: 'remove_member'; user_id: string; by?: Actor }
+  | { op: 'set_role'; user_id: string; role: OrgRole; by?: Actor }
+  /** With `by`, members only. */
+  | { op: 'list_members'; page: number; page_size: number; by?: Actor }
+  | { op: 'update'; name?: string; logo_url?: string | null; metadata?: unknown; by?: Actor }
+  | { op: 'set_sso'; sso_enforced: boolean; sso_exempt_user_ids?: string[] }
+  | { op: 'delete'; by?: Actor }
+  /**
+   * The invitation flow: rules checked here, the address's index holds it
+   * under INVITATIONS_PER_EMAIL_MAX. `existing_user_id`: the account with this
+   * address, if any (a member needs no invitation). Reply InvitationCreated.
+   */
+  | { op: 'invite'; invitation_id: string; email: string; role: OrgRole; token_hash: string; ttl_ms: number; by: Actor; existing_user_id?: string | null }
+  /** With `by`, owners and admins only; reply `{invitations, org_name}`. */
+  | { op: 'list_invitations'; by?: Actor }
+  | { op: 'revoke_invitation'; invitation_id: string; by: Actor }
+  /** The acceptance flow: a new member's slot is held under USER_ORGS_MAX first. Reply InvitationAccepted. */
+  | { op: 'accept_invitation'; invitation_id: string; user_id: string; email: string; email_verified: boolean; token_hash?: string }
+  | { op: 'decline_invitation'; invitation_id: string; email: string; email_verified: boolean; token_hash?: string }
+  | FlowAnswer;
+
+/**
+ * One membership, from the organization to the user's index: `role` null =
+ * no longer a member; `seq` orders membership changes, `rev` the copy of the
+ * organization's name and SSO policy (for this user).
+ */
+export interface UserOrgSync {
+  op: 'sync';
+  org_id: string;
+  role: OrgRole | null;
+  joined_at_ms: number;
+  seq: number;
+  rev: number;
+  name: string;
+  sso_enforced: boolean;
+  sso_exempt: boolean;
+  ack?: FlowAck;
+}
+
+export type UserOrgsMessage =
+  | UserOrgSync
+  /** Hold a slot for a membership in the making; answered with flow_reserved. */
+  | { op: 'reserve'; org_id: string; flow_id: string; capped: boolean }
+  /** Compensation: give the slot back (acked when `ack`). */
+  | { op: 'release'; org_id: string; flow_id: string; ack?: FlowAck }
+  /** `{memberships: Membership[]}` in joining order. */
+  | { op: 'list' }
+  /** `{enforced_by: {org_id, name} | null}`: the first organization enforcing SSO on this user. */
+  | { op: 'sso_policy' };
+
+export type InvitationIndexMessage =
+  /**
+   * Index a new invitation under INVITATIONS_PER_EMAIL_MAX (other organizations'
+   * pending invitations count), after removing `replaces`; answered with flow_indexed.
+   */
+  | { op: 'reserve'; entry: IndexEntry; replaces: { invitation_id: string; expires_at_ms: number }[]; flow_id: string }
+  | { op: 'remove'; invitation_id: string; expires_at_ms: number; ack?: FlowAck }
+  | { op: 'list' }
+  /** One entry that is not removed, expired or not (null if unknown). */
+  | { op: 'get'; invitation_id: string };
+
+export interface OrgDirectorySync {
+  op: 'sync';
+  org_id: string;
+  rev: number;
+  slug: string;
+  org: OrgView | null;
+  ack?: FlowAck;
+}
+
+export interface OrgListQuery {
+  q?: string;
+  sso_enforced?: boolean;
+  page: number;
+  page_size: number;
+}
+
+export type OrgDirectoryMessage =
+  /** Take the slug for the organization; answered with flow_claimed. */
+  | { op: 'claim'; org_id: string; slug: string; flow_id: string }
+  | OrgDirectorySync
+  | ({ op: 'list' } & OrgListQuery);

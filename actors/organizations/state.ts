@@ -1,5 +1,27 @@
 import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
+import {
+  INVITATION_INDEX_KIND,
+  INVITATION_RETENTION_MS,
+  normalizeEmail,
+  ORG_DIRECTORY_KEY,
+  ORG_DIRECTORY_KIND,
+  ORG_INVITATIONS_MAX,
+  ORG_MEMBERS_MAX,
+  SSO_EXEMPT_USERS_MAX,
+  USER_ORGS_KIND,
+  type Actor,
+  type IndexEntry,
+  type InvitationView,
+  type Member,
+  type MyOrgView,
+  type OrganizationMessage,
+  type OrgDirectorySync,
+  type OrgRole,
+  type OrgView,
+  type UserOrgSync,
+} from './messages.js';
+import type { OrgFlow } from './flows.js';
 
 /**
  * One organization (kind `organization`, key = org_id; organizations are
@@ -19,28 +41,6 @@ import { sameHash } from '../same-hash.js';
  *
  * Invariant: a live organization always has at least one owner (`last_owner`).
  */
-export const ORGANIZATION_KIND = 'organization';
-export const USER_ORGS_KIND = 'user-orgs';
-export const INVITATION_INDEX_KIND = 'org-invitation-index';
-export const ORG_DIRECTORY_KIND = 'org-directory';
-export const ORG_DIRECTORY_KEY = 'global';
-
-export type OrgRole = 'owner' | 'admin' | 'member';
-export const ORG_ROLES: readonly OrgRole[] = ['owner', 'admin', 'member'];
-
-/** Members one organization may hold (the SCIM directory's cap is the same). */
-export const ORG_MEMBERS_MAX = 100_000;
-/** Pending invitations one organization may hold at once. */
-export const ORG_INVITATIONS_MAX = 1_000;
-/** Users exempt from SSO enforcement in one organization. */
-export const SSO_EXEMPT_USERS_MAX = 1_000;
-/** Default invitation lifetime: 7 days. */
-export const INVITATION_TTL_MS_DEFAULT = 7 * 24 * 3600 * 1000;
-/**
- * How long an expired invitation is remembered (so accepting it says `invitation_expired`,
- * not "unknown"), after which the alarm purges it.
- */
-export const INVITATION_RETENTION_MS = 30 * 24 * 3600 * 1000;
 export const INVITATION_ALARM = 'invitations';
 
 export interface OrgMeta {
@@ -61,12 +61,6 @@ export interface OrgMeta {
   deleted: boolean;
 }
 
-export interface Member {
-  user_id: string;
-  role: OrgRole;
-  joined_at_ms: number;
-}
-
 export interface Invitation {
   invitation_id: string;
   /** Normalized (trimmed, lower-case). */
@@ -83,86 +77,14 @@ export interface OrganizationState {
   members: Map<string, Member>;
   invitations: Map<string, Invitation>;
   owner_count: number;
+  /** Flows this organization coordinates that are not done (flows.ts), by flow_id: records `f:<flow_id>`. */
+  flows: Map<string, OrgFlow>;
 }
-
-/** The Organization of the spec, with ms timestamps (ISO at the edge). */
-export interface OrgView {
-  org_id: string;
-  name: string;
-  slug: string;
-  created_by: string;
-  created_at_ms: number;
-  updated_at_ms: number;
-  logo_url: string | null;
-  metadata: unknown;
-  sso_enforced: boolean;
-  sso_exempt_user_ids: string[];
-  member_count: number;
-}
-
-export interface InvitationView {
-  invitation_id: string;
-  org_id: string;
-  email: string;
-  role: OrgRole;
-  invited_by: string;
-  created_at_ms: number;
-  expires_at_ms: number;
-}
-
-/** Who asks for a change: a member acting under their org role, or a platform admin (acts as an owner). */
-export interface Actor {
-  user_id: string;
-  platform_admin: boolean;
-}
-
-/** The user-orgs message for one membership: role null = no longer a member. */
-export interface UserOrgSync {
-  op: 'sync';
-  org_id: string;
-  role: OrgRole | null;
-  joined_at_ms: number;
-  seq: number;
-}
-
-export interface IndexEntry {
-  invitation_id: string;
-  org_id: string;
-  role: OrgRole;
-  invited_by: string;
-  created_at_ms: number;
-  expires_at_ms: number;
-}
-
-export type OrganizationMessage =
-  | { op: 'create'; org_id: string; name: string; slug: string; created_by: string; logo_url?: string | null; metadata?: unknown; owner_user_id?: string }
-  | { op: 'get' }
-  | { op: 'get_member'; user_id: string }
-  | { op: 'add_member'; user_id: string; role: OrgRole; by?: Actor }
-  | { op: 'remove_member'; user_id: string; by?: Actor }
-  | { op: 'set_role'; user_id: string; role: OrgRole; by?: Actor }
-  | { op: 'list_members'; page: number; page_size: number }
-  | { op: 'member_sync'; user_id: string }
-  /** The current directory summary (also of a deleted organization), for the edge's read-your-writes apply. */
-  | { op: 'directory_sync' }
-  | { op: 'update'; name?: string; logo_url?: string | null; metadata?: unknown; by?: Actor }
-  | { op: 'set_sso'; sso_enforced: boolean; sso_exempt_user_ids?: string[] }
-  | { op: 'sso_policy'; user_id: string }
-  | { op: 'delete'; by?: Actor }
-  | { op: 'invite'; invitation_id: string; email: string; role: OrgRole; token_hash: string; ttl_ms: number; by: Actor }
-  | { op: 'list_invitations' }
-  | { op: 'revoke_invitation'; invitation_id: string; by: Actor }
-  | { op: 'accept_invitation'; invitation_id: string; user_id: string; email: string; email_verified: boolean; token_hash?: string }
-  | { op: 'decline_invitation'; invitation_id: string; email: string; email_verified: boolean; token_hash?: string };
 
 const ROLE_RANK: Record<OrgRole, number> = { member: 1, admin: 2, owner: 3 };
 
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
 export function loadOrganization(_key: string, records: Iterable<[string, unknown]>): OrganizationState {
-  const state: OrganizationState = { meta: null, members: new Map(), invitations: new Map(), owner_count: 0 };
+  const state: OrganizationState = { meta: null, members: new Map(), invitations: new Map(), owner_count: 0, flows: new Map() };
   for (const [subkey, value] of records) {
     if (subkey === 'meta') state.meta = value as OrgMeta;
     else if (subkey.startsWith('m:')) {
@@ -172,10 +94,14 @@ export function loadOrganization(_key: string, records: Iterable<[string, unknow
     } else if (subkey.startsWith('i:')) {
       const invitation = value as Invitation;
       state.invitations.set(invitation.invitation_id, invitation);
+    } else if (subkey.startsWith('f:')) {
+      const flow = value as OrgFlow;
+      state.flows.set(flow.flow_id, flow);
     }
   }
   return state;
 }
+
 
 export function orgView(state: OrganizationState): OrgView {
   const meta = state.meta!;
@@ -194,7 +120,7 @@ export function orgView(state: OrganizationState): OrgView {
   };
 }
 
-function invitationView(org_id: string, invitation: Invitation): InvitationView {
+export function invitationView(org_id: string, invitation: Invitation): InvitationView {
   return {
     invitation_id: invitation.invitation_id,
     org_id,
@@ -206,38 +132,50 @@ function invitationView(org_id: string, invitation: Invitation): InvitationView 
   };
 }
 
-function memberView(member: Member): Member {
+export function memberView(member: Member): Member {
   return { user_id: member.user_id, role: member.role, joined_at_ms: member.joined_at_ms };
 }
 
-function requireLive(state: OrganizationState): OrgMeta {
+export function requireLive(state: OrganizationState): OrgMeta {
   if (!state.meta || state.meta.deleted) throw new ServiceError('not_found', 'No such organization.');
   return state.meta;
 }
 
 /** The acting role: a platform admin acts as an owner; a non-member gets 404 (the organization is not revealed). */
-function actingRole(state: OrganizationState, by: Actor | undefined): OrgRole {
+export function actingRole(state: OrganizationState, by: Actor | undefined): OrgRole {
   if (!by || by.platform_admin) return 'owner';
   const member = state.members.get(by.user_id);
   if (!member) throw new ServiceError('not_found', 'No such organization.');
   return member.role;
 }
 
-function requireManager(role: OrgRole): void {
-  if (role === 'member') throw new ServiceError('forbidden', 'Only an owner or admin of the organization can do this.');
+export function requireManager(role: OrgRole, message = 'Only an owner or admin of the organization can do this.'): void {
+  if (role === 'member') throw new ServiceError('forbidden', message);
 }
 
-interface Effects {
+/** What a turn changes: its record writes and its outbox messages. */
+export interface Effects {
   writes: RecordWrite[];
   sends: ActorSend[];
 }
 
-function syncMessage(meta: OrgMeta, user_id: string, member: Member | null): UserOrgSync {
-  return { op: 'sync', org_id: meta.org_id, role: member?.role ?? null, joined_at_ms: member?.joined_at_ms ?? 0, seq: meta.seq };
+/** The user-orgs sync of one user's membership (null: none), with the organization's name and SSO policy for them. */
+export function syncMessage(meta: OrgMeta, user_id: string, member: Member | null): UserOrgSync {
+  return {
+    op: 'sync',
+    org_id: meta.org_id,
+    role: member?.role ?? null,
+    joined_at_ms: member?.joined_at_ms ?? 0,
+    seq: meta.seq,
+    rev: meta.rev,
+    name: meta.name,
+    sso_enforced: meta.sso_enforced && !meta.deleted,
+    sso_exempt: meta.sso_exempt_user_ids.includes(user_id),
+  };
 }
 
 /** Bumps the summary revision and queues the directory sync (with the meta write). */
-function touch(state: OrganizationState, effects: Effects, now: number): void {
+export function touch(state: OrganizationState, effects: Effects, now: number): void {
   const meta = state.meta!;
   meta.rev++;
   meta.updated_at_ms = Math.max(meta.updated_at_ms, now);
@@ -245,12 +183,10 @@ function touch(state: OrganizationState, effects: Effects, now: number): void {
   effects.sends.push({ kind: ORG_DIRECTORY_KIND, key: ORG_DIRECTORY_KEY, message: directorySync(state) });
 }
 
-export interface OrgDirectorySync {
-  op: 'sync';
-  org_id: string;
-  rev: number;
-  slug: string;
-  org: OrgView | null;
+/** Sends every member the organization's current name and SSO policy (after a rename or a policy change). */
+function fanOut(state: OrganizationState, effects: Effects): void {
+  const meta = state.meta!;
+  for (const member of state.members.values()) effects.sends.push({ kind: USER_ORGS_KIND, key: member.user_id, message: syncMessage(meta, member.user_id, member) });
 }
 
 export function directorySync(state: OrganizationState): OrgDirectorySync {
@@ -258,8 +194,8 @@ export function directorySync(state: OrganizationState): OrgDirectorySync {
   return { op: 'sync', org_id: meta.org_id, rev: meta.rev, slug: meta.slug, org: meta.deleted ? null : orgView(state) };
 }
 
-/** Sets (or, with role null, removes) a membership: record, owner count, seq and the user-orgs sync. */
-function putMember(state: OrganizationState, effects: Effects, user_id: string, member: Member | null): void {
+/** Sets (or, with null, removes) a membership: record, owner count, seq and the user-orgs sync. */
+export function putMember(state: OrganizationState, effects: Effects, user_id: string, member: Member | null): void {
   const meta = state.meta!;
   const previous = state.members.get(user_id);
   if (previous?.role === 'owner') state.owner_count--;
@@ -274,8 +210,8 @@ function putMember(state: OrganizationState, effects: Effects, user_id: string, 
   effects.sends.push({ kind: USER_ORGS_KIND, key: user_id, message: syncMessage(meta, user_id, member) });
 }
 
-function indexAdd(org_id: string, invitation: Invitation): ActorSend {
-  const entry: IndexEntry = {
+export function indexEntry(org_id: string, invitation: Invitation): IndexEntry {
+  return {
     invitation_id: invitation.invitation_id,
     org_id,
     role: invitation.role,
@@ -283,21 +219,21 @@ function indexAdd(org_id: string, invitation: Invitation): ActorSend {
     created_at_ms: invitation.created_at_ms,
     expires_at_ms: invitation.expires_at_ms,
   };
-  return { kind: INVITATION_INDEX_KIND, key: invitation.email, message: { op: 'add', entry } };
 }
 
 function indexRemove(invitation: Invitation): ActorSend {
   return { kind: INVITATION_INDEX_KIND, key: invitation.email, message: { op: 'remove', invitation_id: invitation.invitation_id, expires_at_ms: invitation.expires_at_ms } };
 }
 
-function dropInvitation(state: OrganizationState, effects: Effects, invitation: Invitation): void {
+/** Drops an invitation; `indexed` false when the address's index never held it (a refused invitation flow). */
+export function dropInvitation(state: OrganizationState, effects: Effects, invitation: Invitation, indexed = true): void {
   state.invitations.delete(invitation.invitation_id);
   effects.writes.push({ subkey: `i:${invitation.invitation_id}`, value: undefined });
-  effects.sends.push(indexRemove(invitation));
+  if (indexed) effects.sends.push(indexRemove(invitation));
 }
 
 /** The alarm for the earliest purge of an expired invitation (null cancels). */
-function invitationAlarm(state: OrganizationState): { name: string; due_ms: number | null } {
+export function invitationAlarm(state: OrganizationState): { name: string; due_ms: number | null } {
   let due: number | null = null;
   for (const invitation of state.invitations.values()) {
     const purge = invitation.expires_at_ms + INVITATION_RETENTION_MS;
@@ -307,7 +243,7 @@ function invitationAlarm(state: OrganizationState): { name: string; due_ms: numb
 }
 
 /** The invitation an invitee may act on: unknown, other address -> not found; expired -> invitation_expired. */
-function invitationFor(state: OrganizationState, invitation_id: string, email: string, now: number): Invitation {
+export function invitationFor(state: OrganizationState, invitation_id: string, email: string, now: number): Invitation {
   const invitation = state.invitations.get(invitation_id);
   if (!invitation || invitation.email !== normalizeEmail(email)) throw new ServiceError('invitation_not_found', 'No such pending invitation for your e-mail address.');
   if (invitation.expires_at_ms <= now) throw new ServiceError('invitation_expired', 'This invitation has expired; ask for a new one.');
@@ -318,7 +254,7 @@ function invitationFor(state: OrganizationState, invitation_id: string, email: s
  * Proof that the invitee controls the address: the token from the invitation
  * e-mail, or an account e-mail already verified. A token, when presented, must match.
  */
-function requireProof(invitation: Invitation, email_verified: boolean, token_hash: string | undefined): void {
+export function requireProof(invitation: Invitation, email_verified: boolean, token_hash: string | undefined): void {
   if (token_hash !== undefined) {
     if (!sameHash(token_hash, invitation.token_hash)) throw new ServiceError('forbidden', 'The invitation token is not valid.');
     return;
@@ -328,11 +264,29 @@ function requireProof(invitation: Invitation, email_verified: boolean, token_has
   }
 }
 
-export function stepOrganization(
-  state: OrganizationState,
-  message: OrganizationMessage | AlarmMessage,
-  context: TurnContext,
-): TurnResult<OrganizationState, unknown> {
+/** Room for one more member (an existing member takes none). */
+export function requireMemberRoom(state: OrganizationState, user_id: string): void {
+  if (!state.members.has(user_id) && state.members.size >= ORG_MEMBERS_MAX) throw new ServiceError('conflict', `An organization may hold at most ${ORG_MEMBERS_MAX} members.`);
+}
+
+/** Invitations pending in the organization, not counting those to `email` (an invitation to it replaces them). */
+export function requireInvitationRoom(state: OrganizationState, email: string, now: number): void {
+  let pending = 0;
+  for (const invitation of state.invitations.values()) if (invitation.expires_at_ms > now && invitation.email !== email) pending++;
+  if (pending >= ORG_INVITATIONS_MAX) {
+    throw new ServiceError('conflict', `An organization may hold at most ${ORG_INVITATIONS_MAX} pending invitations; revoke some first.`);
+  }
+}
+
+/** Ops of one organization's own turn; create, invite and accept are flows (flows.ts). */
+export type SingleTurnMessage = Exclude<OrganizationMessage, { op: 'create' | 'invite' | 'accept_invitation' | `flow_${string}` }>;
+
+/**
+ * The organization's own rules, one turn each. Its outbox messages to the
+ * indexes are plain here; flows.ts (the actor's step) asks them to
+ * acknowledge and answers an ask when they have (read-your-writes).
+ */
+export function stepOrganization(state: OrganizationState, message: SingleTurnMessage | AlarmMessage, context: TurnContext): TurnResult<OrganizationState, unknown> {
   const now = context.now;
   const effects: Effects = { writes: [], sends: [] };
   const done = (reply: unknown, alarm = false): TurnResult<OrganizationState, unknown> => ({
@@ -344,36 +298,12 @@ export function stepOrganization(
   });
 
   switch (message.op) {
-    case 'create': {
-      if (state.meta) {
-        // A retried create (the directory's outbox repeats it) returns the organization unchanged.
-        if (!state.meta.deleted && state.meta.created_by === message.created_by && state.meta.slug === message.slug) return { state, reply: orgView(state) };
-        throw new ServiceError('conflict', 'An organization with this id already exists.');
-      }
-      state.meta = {
-        org_id: message.org_id,
-        name: message.name,
-        slug: message.slug,
-        created_by: message.created_by,
-        created_at_ms: now,
-        updated_at_ms: now,
-        logo_url: message.logo_url ?? null,
-        metadata: message.metadata ?? {},
-        sso_enforced: false,
-        sso_exempt_user_ids: [],
-        seq: 0,
-        rev: 0,
-        deleted: false,
-      };
-      const owner = message.owner_user_id ?? message.created_by;
-      putMember(state, effects, owner, { user_id: owner, role: 'owner', joined_at_ms: now });
-      touch(state, effects, now);
-      return done(orgView(state));
-    }
-
-    case 'get':
+    case 'get': {
       requireLive(state);
-      return { state, reply: orgView(state) };
+      if (!message.by) return { state, reply: orgView(state) };
+      const view: MyOrgView = { ...orgView(state), role: actingRole(state, { ...message.by, platform_admin: false }) };
+      return { state, reply: view };
+    }
 
     case 'get_member': {
       requireLive(state);
@@ -382,17 +312,9 @@ export function stepOrganization(
       return { state, reply: memberView(member) };
     }
 
-    case 'member_sync': {
-      const meta = requireLive(state);
-      return { state, reply: syncMessage(meta, message.user_id, state.members.get(message.user_id) ?? null) };
-    }
-
-    case 'directory_sync':
-      if (!state.meta) throw new ServiceError('not_found', 'No such organization.');
-      return { state, reply: directorySync(state) };
-
     case 'list_members': {
       requireLive(state);
+      actingRole(state, message.by);
       const all = [...state.members.values()].sort((a, b) => a.joined_at_ms - b.joined_at_ms || (a.user_id < b.user_id ? -1 : a.user_id > b.user_id ? 1 : 0));
       const start = (message.page - 1) * message.page_size;
       return { state, reply: { total: all.length, members: all.slice(start, start + message.page_size).map(memberView) } };
@@ -410,9 +332,8 @@ export function stepOrganization(
         if (existing.role === message.role) return { state, reply: memberView(existing) };
         if (message.by && existing.role === 'owner' && acting !== 'owner') throw new ServiceError('forbidden', "Only an owner can change an owner's role.");
         if (existing.role === 'owner' && state.owner_count <= 1) throw new ServiceError('last_owner', 'The last owner of an organization cannot be demoted.');
-      } else if (state.members.size >= ORG_MEMBERS_MAX) {
-        throw new ServiceError('conflict', `An organization may hold at most ${ORG_MEMBERS_MAX} members.`);
       }
+      requireMemberRoom(state, message.user_id);
       const member: Member = { user_id: message.user_id, role: message.role, joined_at_ms: existing?.joined_at_ms ?? now };
       putMember(state, effects, message.user_id, member);
       touch(state, effects, now);
@@ -458,11 +379,13 @@ export function stepOrganization(
       requireLive(state);
       requireManager(actingRole(state, message.by));
       const meta = state.meta!;
+      const renamed = message.name !== undefined && message.name !== meta.name;
       if (message.name !== undefined) meta.name = message.name;
       if (message.logo_url !== undefined) meta.logo_url = message.logo_url;
       if (message.metadata !== undefined) meta.metadata = message.metadata;
       meta.updated_at_ms = now;
       touch(state, effects, now);
+      if (renamed) fanOut(state, effects);
       return done(orgView(state));
     }
 
@@ -475,15 +398,8 @@ export function stepOrganization(
       if (message.sso_exempt_user_ids !== undefined) meta.sso_exempt_user_ids = [...new Set(message.sso_exempt_user_ids)];
       meta.updated_at_ms = now;
       touch(state, effects, now);
+      fanOut(state, effects);
       return done(orgView(state));
-    }
-
-    case 'sso_policy': {
-      // A deleted organization enforces nothing (its members lost their membership).
-      const meta = state.meta;
-      if (!meta || meta.deleted) return { state, reply: { org_id: context.key, name: null, enforced: false } };
-      const enforced = meta.sso_enforced && state.members.has(message.user_id) && !meta.sso_exempt_user_ids.includes(message.user_id);
-      return { state, reply: { org_id: meta.org_id, name: meta.name, enforced } };
     }
 
     case 'delete': {
@@ -491,54 +407,28 @@ export function stepOrganization(
       const acting = actingRole(state, message.by);
       if (acting !== 'owner') throw new ServiceError('forbidden', 'Only an owner can delete the organization.');
       const meta = state.meta!;
-      // Members lose their membership: their records go; user-orgs entries of a
-      // deleted organization are skipped and pruned when read (no fan-out here).
-      for (const user_id of state.members.keys()) effects.writes.push({ subkey: `m:${user_id}`, value: undefined });
+      // Members lose their membership: their records go, and each member's index hears it.
+      const members = [...state.members.keys()];
+      for (const user_id of members) effects.writes.push({ subkey: `m:${user_id}`, value: undefined });
       state.members.clear();
       state.owner_count = 0;
       for (const invitation of [...state.invitations.values()]) dropInvitation(state, effects, invitation);
       meta.deleted = true;
       meta.sso_exempt_user_ids = [];
+      meta.seq++;
       touch(state, effects, now);
+      for (const user_id of members) effects.sends.push({ kind: USER_ORGS_KIND, key: user_id, message: syncMessage(meta, user_id, null) });
       return done({ deleted: true }, true);
-    }
-
-    case 'invite': {
-      requireLive(state);
-      const acting = actingRole(state, message.by);
-      requireManager(acting);
-      if (message.role === 'owner' && acting !== 'owner') throw new ServiceError('forbidden', 'Only an owner can invite an owner.');
-      const email = normalizeEmail(message.email);
-      const replaced = [...state.invitations.values()].filter((invitation) => invitation.email === email);
-      let pending = 0;
-      for (const invitation of state.invitations.values()) if (invitation.expires_at_ms > now && invitation.email !== email) pending++;
-      if (pending >= ORG_INVITATIONS_MAX) {
-        throw new ServiceError('conflict', `An organization may hold at most ${ORG_INVITATIONS_MAX} pending invitations; revoke some first.`);
-      }
-      // Inviting an address again replaces its pending invitation (the old token stops working).
-      for (const invitation of replaced) dropInvitation(state, effects, invitation);
-      const invitation: Invitation = {
-        invitation_id: message.invitation_id,
-        email,
-        role: message.role,
-        token_hash: message.token_hash,
-        invited_by: message.by.user_id,
-        created_at_ms: now,
-        expires_at_ms: now + message.ttl_ms,
-      };
-      state.invitations.set(invitation.invitation_id, invitation);
-      effects.writes.push({ subkey: `i:${invitation.invitation_id}`, value: invitation });
-      effects.sends.push(indexAdd(state.meta!.org_id, invitation));
-      return done(invitationView(state.meta!.org_id, invitation), true);
     }
 
     case 'list_invitations': {
       const meta = requireLive(state);
+      if (message.by) requireManager(actingRole(state, message.by), 'Only an owner or admin of the organization can see its invitations.');
       const pending = [...state.invitations.values()]
         .filter((i) => i.expires_at_ms > now)
         .sort((a, b) => a.created_at_ms - b.created_at_ms || (a.invitation_id < b.invitation_id ? -1 : 1))
         .map((i) => invitationView(meta.org_id, i));
-      return { state, reply: { invitations: pending } };
+      return { state, reply: { invitations: pending, org_name: meta.name } };
     }
 
     case 'revoke_invitation': {
@@ -548,23 +438,6 @@ export function stepOrganization(
       if (!invitation) throw new ServiceError('invitation_not_found', 'No such pending invitation.');
       dropInvitation(state, effects, invitation);
       return done({ revoked: true, invitation: invitationView(state.meta!.org_id, invitation) }, true);
-    }
-
-    case 'accept_invitation': {
-      requireLive(state);
-      const invitation = invitationFor(state, message.invitation_id, message.email, now);
-      requireProof(invitation, message.email_verified, message.token_hash);
-      const existing = state.members.get(message.user_id);
-      if (!existing && state.members.size >= ORG_MEMBERS_MAX) throw new ServiceError('conflict', `An organization may hold at most ${ORG_MEMBERS_MAX} members.`);
-      dropInvitation(state, effects, invitation);
-      // An existing member keeps their role (an invitation never demotes anyone).
-      let member = existing;
-      if (!member) {
-        member = { user_id: message.user_id, role: invitation.role, joined_at_ms: now };
-        putMember(state, effects, message.user_id, member);
-      }
-      touch(state, effects, now);
-      return done({ member: memberView(member), organization: orgView(state) }, true);
     }
 
     case 'decline_invitation': {

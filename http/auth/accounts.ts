@@ -3,8 +3,7 @@ import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
 import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
 import { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, TWO_FACTOR_FAILURES_MAX, type ThrottleAttempt } from '../../actors/accounts/messages.js';
 import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/accounts/messages.js';
-import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/messages.js';
-import { type Membership } from '../../actors/organizations/messages.js';
+import { USER_ORGS_KIND } from '../../actors/organizations/messages.js';
 import { randomId } from '../../runtime/index.js';
 import type { AppServices } from '../services.js';
 import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from './passwords.js';
@@ -175,14 +174,13 @@ export class Accounts {
     if (enforcing !== null) throw ssoRequiredError(enforcing.name);
   }
 
-  /** The first organization of the user that enforces SSO on them (not exempt), or null. */
+  /**
+   * The first organization of the user that enforces SSO on them (not exempt), or null: one read
+   * of user-orgs, which keeps each organization's name and policy (actors/organizations/messages.ts).
+   */
   private async ssoEnforcedBy(user_id: string): Promise<{ name: string | null } | null> {
-    const { actors } = this.services;
-    const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' });
-    const policies = await Promise.all(
-      memberships.map((m) => actors.ask<{ name: string | null; enforced: boolean }>(ORGANIZATION_KIND, m.org_id, { op: 'sso_policy', user_id })),
-    );
-    return policies.find((p) => p.enforced) ?? null;
+    const { enforced_by } = await this.services.actors.ask<{ enforced_by: { org_id: string; name: string } | null }>(USER_ORGS_KIND, user_id, { op: 'sso_policy' }, { readOnly: true });
+    return enforced_by ? { name: enforced_by.name } : null;
   }
 
   /**

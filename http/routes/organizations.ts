@@ -2,14 +2,28 @@ import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isServiceError, randomId, ServiceError, type ActorClient } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
-import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
-import { type PublicUser } from '../../actors/accounts/messages.js';
-import { INVITATION_INDEX_KIND, ORG_DIRECTORY_KEY, ORG_DIRECTORY_KIND, ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/messages.js';
-import { normalizeSlug, ORG_QUERY_MAX } from '../../actors/organizations/messages.js';
-import { INVITATIONS_PER_EMAIL_MAX } from '../../actors/organizations/messages.js';
-import { INVITATION_TTL_MS_DEFAULT, normalizeEmail, SSO_EXEMPT_USERS_MAX, type Actor, type IndexEntry, type InvitationView, type Member, type OrgDirectorySync, type OrgRole, type OrgView, type UserOrgSync } from '../../actors/organizations/messages.js';
-import { type Membership } from '../../actors/organizations/messages.js';
+import { DIRECTORY_KEY, DIRECTORY_KIND, USER_KIND, type PublicUser } from '../../actors/accounts/messages.js';
+import {
+  INVITATION_INDEX_KIND,
+  INVITATION_TTL_MS_DEFAULT,
+  normalizeEmail,
+  ORG_DIRECTORY_KEY,
+  ORG_DIRECTORY_KIND,
+  ORG_QUERY_MAX,
+  ORGANIZATION_KIND,
+  SSO_EXEMPT_USERS_MAX,
+  USER_ORGS_KIND,
+  type Actor,
+  type IndexEntry,
+  type InvitationAccepted,
+  type InvitationCreated,
+  type InvitationView,
+  type Member,
+  type Membership,
+  type MyOrgView,
+  type OrgRole,
+  type OrgView,
+} from '../../actors/organizations/messages.js';
 import type { Principal } from '../auth/principal.js';
 import { CLIENT_SUBJECT_PREFIX, hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
@@ -22,15 +36,14 @@ import type { AppServices } from '../services.js';
  * docs/api/organizations.md): platform-admin management under /admin/auth,
  * member self-service under /api/v1/orgs, and the invitation flow.
  *
- * Every change goes to the organization actor; the edge then applies the same
- * index updates the actor sends through its outbox (user-orgs, the invitation
- * index, the org directory), so a read right after a write sees it. Those
- * updates are idempotent and ordered by sequence/revision, so the outbox's
- * later copy changes nothing.
+ * Every change is one ask to the organization actor, which checks the
+ * caller's role in the same turn (`by`) and coordinates what spans actors
+ * (actors/organizations/flows.ts): caps held in the index actors' own turns,
+ * and a reply only once the indexes (user-orgs, the invitation index, the org
+ * directory) have the change, so a read right after a write sees it. Other
+ * asks here are reads (`readOnly`).
  */
 
-/** Organizations one user may create or be invited into through these routes. */
-export const USER_ORGS_MAX = 100;
 const METADATA_BYTES_MAX = 4096;
 const INVITATION_TTL_SEC_MAX = 30 * 24 * 3600;
 
@@ -179,18 +192,6 @@ function checkMetadata(metadata: unknown): void {
   }
 }
 
-/** A slug from a name: lower-case letters and digits, hyphen-separated. */
-export function slugify(name: string): string {
-  const slug = name
-    .normalize('NFKD')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 48)
-    .replace(/-+$/g, '');
-  return slug || 'org';
-}
-
 /** Organization routes act for a user: an OAuth client credential has no user to be a member. */
 function requireUser(request: FastifyRequest): Principal {
   const principal = requirePrincipal(request);
@@ -204,21 +205,10 @@ function requireAdmin(request: FastifyRequest): Principal {
   return principal;
 }
 
-/** A user's memberships as UserDetail.org_memberships shows them; organizations deleted since are skipped. */
+/** A user's memberships as UserDetail.org_memberships shows them (one read: user-orgs keeps each organization's name). */
 export async function orgMembershipsOf(actors: ActorClient, user_id: string): Promise<{ org_id: string; org_name: string; role: OrgRole }[]> {
-  const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' });
-  const rows = await Promise.all(
-    memberships.map(async (m) => {
-      try {
-        const org = await actors.ask<OrgView>(ORGANIZATION_KIND, m.org_id, { op: 'get' });
-        return { org_id: m.org_id, org_name: org.name, role: m.role };
-      } catch (error) {
-        if (isServiceError(error) && error.code === 'not_found') return null;
-        throw error;
-      }
-    }),
-  );
-  return rows.filter((row): row is { org_id: string; org_name: string; role: OrgRole } => row !== null);
+  const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' }, { readOnly: true });
+  return memberships.map((m) => ({ org_id: m.org_id, org_name: m.org_name, role: m.role }));
 }
 
 function actorOf(principal: Principal, platform_admin = false): Actor {
@@ -249,62 +239,43 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
   const { actors } = services;
   const askOrg = <T>(org_id: string, message: unknown) => actors.ask<T>(ORGANIZATION_KIND, org_id, message);
 
-  // --- read-your-writes: apply what the organization's outbox also delivers ---
-  const syncMember = async (org_id: string, user_id: string) => {
-    const sync = await askOrg<UserOrgSync>(org_id, { op: 'member_sync', user_id });
-    await actors.ask(USER_ORGS_KIND, user_id, sync);
-  };
-  const syncDirectory = async (org_id: string) => {
-    const sync = await askOrg<OrgDirectorySync>(org_id, { op: 'directory_sync' });
-    await actors.ask(ORG_DIRECTORY_KIND, ORG_DIRECTORY_KEY, sync);
-  };
-  const indexRemove = (invitation: { invitation_id: string; email: string; expires_at_ms: number }) =>
-    actors.ask(INVITATION_INDEX_KIND, normalizeEmail(invitation.email), { op: 'remove', invitation_id: invitation.invitation_id, expires_at_ms: invitation.expires_at_ms });
+  const readOrg = <T>(org_id: string, message: unknown) => actors.ask<T>(ORGANIZATION_KIND, org_id, message, { readOnly: true });
 
+  /** The user's account; unknown: 404 "No such user". */
   const userExists = async (user_id: string) => {
     try {
-      return await actors.ask<PublicUser>(USER_KIND, user_id, { op: 'get' });
+      return await actors.ask<PublicUser>(USER_KIND, user_id, { op: 'get' }, { readOnly: true });
     } catch (error) {
       if (isServiceError(error) && error.code === 'not_found') throw new ServiceError('not_found', 'No such user.');
       throw error;
     }
   };
 
-  /** The caller's role in the organization; a stranger (or an unknown organization) gets 404. */
-  const memberRole = async (org_id: string, user_id: string): Promise<OrgRole> => {
-    try {
-      return (await askOrg<Member>(org_id, { op: 'get_member', user_id })).role;
-    } catch (error) {
-      if (isServiceError(error) && error.code === 'not_found') throw new ServiceError('not_found', 'No such organization.');
-      throw error;
-    }
-  };
-
-  /** The user's live memberships with their organizations; deleted organizations are pruned from the index. */
+  /** The user's live memberships with their organizations (one read each); organizations deleted since are skipped. */
   const membershipsOf = async (user_id: string): Promise<{ membership: Membership; org: OrgView }[]> => {
-    const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' });
+    const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' }, { readOnly: true });
     const rows = await Promise.all(
       memberships.map(async (membership) => {
         try {
-          return { membership, org: await askOrg<OrgView>(membership.org_id, { op: 'get' }) };
+          return { membership, org: await actors.ask<OrgView>(ORGANIZATION_KIND, membership.org_id, { op: 'get' }, { readOnly: true }) };
         } catch (error) {
-          if (!(isServiceError(error) && error.code === 'not_found')) throw error;
-          await actors.ask(USER_ORGS_KIND, user_id, { op: 'drop', org_id: membership.org_id });
-          return null;
+          if (isServiceError(error) && error.code === 'not_found') return null;
+          throw error;
         }
       }),
     );
     return rows.filter((row): row is { membership: Membership; org: OrgView } => row !== null);
   };
 
-  const membersPage = async (org_id: string, query: { page?: number; page_size?: number }) => {
+  /** A page of members (the organization checks `by` is a member), with their accounts (reads). */
+  const membersPage = async (org_id: string, query: { page?: number; page_size?: number }, by?: Actor) => {
     const { page, page_size } = paging(query);
-    const listed = await askOrg<{ total: number; members: Member[] }>(org_id, { op: 'list_members', page, page_size });
+    const listed = await readOrg<{ total: number; members: Member[] }>(org_id, { op: 'list_members', page, page_size, by });
     const members = await Promise.all(
       listed.members.map(async (member) => {
         let user: { email: string; username: string; display_name: string } | null = null;
         try {
-          const found = await actors.ask<PublicUser>(USER_KIND, member.user_id, { op: 'get' });
+          const found = await actors.ask<PublicUser>(USER_KIND, member.user_id, { op: 'get' }, { readOnly: true });
           user = { email: found.email, username: found.username, display_name: found.display_name };
         } catch (error) {
           if (!(isServiceError(error) && error.code === 'not_found')) throw error;
@@ -315,66 +286,47 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     return { pagination: { page, page_size, total: listed.total, has_more: page * page_size < listed.total }, members };
   };
 
-  /** Claims the slug (derived from the name when absent), creates the organization, applies the indexes. */
-  const createOrg = async (input: { name: string; slug?: string; logo_url?: string | null; metadata?: Record<string, unknown> }, created_by: string, owner: string) => {
+  /**
+   * The creation flow (one ask): the organization holds the owner's slot in
+   * user-orgs (under USER_ORGS_MAX when `capped`), claims the slug (derived
+   * from the name when absent) and answers when the indexes have it.
+   */
+  const createOrg = async (input: { name: string; slug?: string; logo_url?: string | null; metadata?: Record<string, unknown> }, created_by: string, owner: string, capped: boolean) => {
     checkMetadata(input.metadata);
     const name = input.name.trim();
     if (!name) throw new ServiceError('BAD_REQUEST', 'name is blank.', { details: [{ field: 'name', message: 'Must not be blank.' }] });
     const org_id = randomId('org_');
-    let slug = input.slug !== undefined ? normalizeSlug(input.slug) : slugify(name);
-    const create = { op: 'create' as const, org_id, name, slug, created_by, logo_url: input.logo_url ?? null, metadata: input.metadata ?? {}, owner_user_id: owner };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await actors.ask(ORG_DIRECTORY_KIND, ORG_DIRECTORY_KEY, { op: 'claim', create: { ...create, slug } });
-        break;
-      } catch (error) {
-        // A derived slug that is taken gets a short random suffix; a chosen one is the caller's to change.
-        if (input.slug === undefined && isServiceError(error) && error.code === 'org_slug_taken' && attempt < 3) {
-          slug = `${slugify(name).slice(0, 40)}-${randomBytes(4).toString('hex')}`;
-          continue;
-        }
-        throw error;
-      }
-    }
-    // The directory's outbox creates it too; asking here makes the reply wait for it (create is idempotent).
-    const org = await askOrg<OrgView>(org_id, { ...create, slug });
-    await syncMember(org_id, owner);
-    await syncDirectory(org_id);
-    return org;
-  };
-
-  const checkOrgCap = async (user_id: string) => {
-    const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' });
-    if (memberships.length >= USER_ORGS_MAX) throw new ServiceError('conflict', `A user may belong to at most ${USER_ORGS_MAX} organizations.`);
+    return actors.ask<OrgView>(ORGANIZATION_KIND, org_id, {
+      op: 'create',
+      org_id,
+      name,
+      slug: input.slug,
+      created_by,
+      logo_url: input.logo_url ?? null,
+      metadata: input.metadata ?? {},
+      owner_user_id: owner,
+      capped,
+    });
   };
 
   const updateOrg = async (org_id: string, body: Static<typeof PatchBody>, by: Actor) => {
     checkMetadata(body.metadata);
     const name = body.name?.trim();
     if (name === '') throw new ServiceError('BAD_REQUEST', 'name is blank.', { details: [{ field: 'name', message: 'Must not be blank.' }] });
-    const org = await askOrg<OrgView>(org_id, { op: 'update', name, logo_url: body.logo_url, metadata: body.metadata, by });
-    await syncDirectory(org_id);
-    return orgOut(org);
+    return orgOut(await askOrg<OrgView>(org_id, { op: 'update', name, logo_url: body.logo_url, metadata: body.metadata, by }));
   };
 
   const deleteOrg = async (org_id: string, by: Actor) => {
     await askOrg(org_id, { op: 'delete', by });
-    await syncDirectory(org_id);
     return { message: 'Organization deleted.' };
   };
 
-  const setRole = async (org_id: string, user_id: string, role: OrgRole, by: Actor) => {
-    const member = await askOrg<Member>(org_id, { op: 'set_role', user_id, role, by });
-    await syncMember(org_id, user_id);
-    await syncDirectory(org_id);
-    return membershipOut(member);
-  };
+  const setRole = async (org_id: string, user_id: string, role: OrgRole, by: Actor) =>
+    membershipOut(await askOrg<Member>(org_id, { op: 'set_role', user_id, role, by }));
 
   const removeMember = async (org_id: string, user_id: string, by: Actor) => {
     const { removed } = await askOrg<{ removed: boolean }>(org_id, { op: 'remove_member', user_id, by });
     if (!removed) throw new ServiceError('not_found', 'Not a member of this organization.');
-    await syncMember(org_id, user_id);
-    await syncDirectory(org_id);
   };
 
   // ======================= admin (platform role admin) =======================
@@ -392,7 +344,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     const admin = requireAdmin(request);
     const owner = request.body.owner_user_id ?? admin.user_id;
     await userExists(owner);
-    const org = await createOrg(request.body, admin.user_id, owner);
+    const org = await createOrg(request.body, admin.user_id, owner, false);
     return reply.code(201).send(orgOut(org));
   });
 
@@ -408,13 +360,12 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
   }, async (request) => {
     requireAdmin(request);
     const { page, page_size } = paging(request.query);
-    const listed = await actors.ask<{ total: number; organizations: OrgView[] }>(ORG_DIRECTORY_KIND, ORG_DIRECTORY_KEY, {
-      op: 'list',
-      q: request.query.q,
-      sso_enforced: request.query.sso_enforced,
-      page,
-      page_size,
-    });
+    const listed = await actors.ask<{ total: number; organizations: OrgView[] }>(
+      ORG_DIRECTORY_KIND,
+      ORG_DIRECTORY_KEY,
+      { op: 'list', q: request.query.q, sso_enforced: request.query.sso_enforced, page, page_size },
+      { readOnly: true },
+    );
     return { pagination: { page, page_size, total: listed.total, has_more: page * page_size < listed.total }, organizations: listed.organizations.map(orgOut) };
   });
 
@@ -423,7 +374,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     schema: { tags: ['admin'], summary: 'One organization.', security: bearerSecurity, params: IdParams, response: { 200: OrganizationSchema, ...adminErrors(404) } },
   }, async (request) => {
     requireAdmin(request);
-    return orgOut(await askOrg<OrgView>(request.params.id, { op: 'get' }));
+    return orgOut(await readOrg<OrgView>(request.params.id, { op: 'get' }));
   });
 
   app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof PatchBody> }>('/admin/auth/org/:id', {
@@ -461,9 +412,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request) => {
     requireAdmin(request);
-    const org = await askOrg<OrgView>(request.params.id, { op: 'set_sso', sso_enforced: request.body.sso_enforced, sso_exempt_user_ids: request.body.sso_exempt_user_ids });
-    await syncDirectory(request.params.id);
-    return orgOut(org);
+    return orgOut(await askOrg<OrgView>(request.params.id, { op: 'set_sso', sso_enforced: request.body.sso_enforced, sso_exempt_user_ids: request.body.sso_exempt_user_ids }));
   });
 
   app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListQuery> }>('/admin/auth/org/:id/members', {
@@ -493,11 +442,9 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request, reply) => {
     const admin = requireAdmin(request);
-    await askOrg(request.params.id, { op: 'get' });
+    await readOrg(request.params.id, { op: 'get' });
     await userExists(request.body.user_id);
     const member = await askOrg<Member>(request.params.id, { op: 'add_member', user_id: request.body.user_id, role: request.body.role ?? 'member', by: actorOf(admin, true) });
-    await syncMember(request.params.id, request.body.user_id);
-    await syncDirectory(request.params.id);
     return reply.code(201).send(membershipOut(member));
   });
 
@@ -540,8 +487,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request, reply) => {
     const principal = requireUser(request);
-    await checkOrgCap(principal.user_id);
-    const org = await createOrg(request.body, principal.user_id, principal.user_id);
+    const org = await createOrg(request.body, principal.user_id, principal.user_id, true);
     return reply.code(201).send(orgOut(org));
   });
 
@@ -576,8 +522,8 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request) => {
     const principal = requireUser(request);
-    const role = await memberRole(request.params.id, principal.user_id);
-    return { ...orgOut(await askOrg<OrgView>(request.params.id, { op: 'get' })), role };
+    const org = await readOrg<MyOrgView>(request.params.id, { op: 'get', by: actorOf(principal) });
+    return { ...orgOut(org), role: org.role };
   });
 
   app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof PatchBody> }>('/api/v1/orgs/:id', {
@@ -614,9 +560,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       response: { 200: Type.Object({ pagination: Pagination, members: Type.Array(MemberSchema) }), ...userErrors(403, 404) },
     },
   }, async (request) => {
-    const principal = requireUser(request);
-    await memberRole(request.params.id, principal.user_id);
-    return membersPage(request.params.id, request.query);
+    return membersPage(request.params.id, request.query, actorOf(requireUser(request)));
   });
 
   app.patch<{ Params: Static<typeof MemberParams>; Body: Static<typeof RoleBody> }>('/api/v1/orgs/:id/members/:user_id', {
@@ -677,26 +621,12 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     const org_id = request.params.id;
     const email = normalizeEmail(request.body.email);
     const role = request.body.role ?? 'member';
-    const org = await askOrg<OrgView>(org_id, { op: 'get' });
-    await memberRole(org_id, principal.user_id);
-    // Someone who is already a member needs no invitation.
-    const { user_id: existing } = await actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login: email });
-    if (existing) {
-      const member = await askOrg<Member>(org_id, { op: 'get_member', user_id: existing }).catch((error) => {
-        if (isServiceError(error) && error.code === 'not_found') return null;
-        throw error;
-      });
-      if (member) throw new ServiceError('conflict', 'This e-mail address belongs to a member already.');
-    }
-    const { invitations: pending } = await actors.ask<{ invitations: IndexEntry[] }>(INVITATION_INDEX_KIND, email, { op: 'list' });
-    if (pending.length >= INVITATIONS_PER_EMAIL_MAX && !pending.some((p) => p.org_id === org_id)) {
-      throw new ServiceError('conflict', `This address already has ${INVITATIONS_PER_EMAIL_MAX} pending invitations.`);
-    }
+    // The account with this address, if any: the organization refuses to invite a member.
+    const { user_id: existing_user_id } = await actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login: email }, { readOnly: true });
     const invitation_id = randomId('inv_');
     const token = `oit_${randomBytes(32).toString('base64url')}`;
     const link = linkFor(request, request.body.redirect_url, invitation_id, token);
-    const replaced = pending.filter((p) => p.org_id === org_id);
-    const invitation = await askOrg<InvitationView>(org_id, {
+    const { invitation, org_name } = await askOrg<InvitationCreated>(org_id, {
       op: 'invite',
       invitation_id,
       email,
@@ -704,17 +634,15 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       token_hash: hashSecret(token),
       ttl_ms: request.body.ttl_sec !== undefined ? request.body.ttl_sec * 1000 : INVITATION_TTL_MS_DEFAULT,
       by: actorOf(principal),
+      existing_user_id,
     });
-    for (const old of replaced) await indexRemove({ ...old, email });
-    const { email: _email, ...entry } = invitation;
-    await actors.ask(INVITATION_INDEX_KIND, email, { op: 'add', entry });
     await services.mail.send({
       to: email,
-      subject: `You are invited to join ${org.name}`,
-      text: `You have been invited to join the organization "${org.name}" as ${role}.\n\nSign in with this e-mail address and accept before ${isoTime(invitation.expires_at_ms)}:\n\n${link}\n\nIf you did not expect this, ignore this message.`,
+      subject: `You are invited to join ${org_name}`,
+      text: `You have been invited to join the organization "${org_name}" as ${role}.\n\nSign in with this e-mail address and accept before ${isoTime(invitation.expires_at_ms)}:\n\n${link}\n\nIf you did not expect this, ignore this message.`,
       link,
     });
-    return reply.code(201).send({ ...invitationOut(invitation, org.name), token, invitation_url: link });
+    return reply.code(201).send({ ...invitationOut(invitation, org_name), token, invitation_url: link });
   });
 
   app.get<{ Params: Static<typeof IdParams> }>('/api/v1/orgs/:id/invitations', {
@@ -728,11 +656,8 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request) => {
     const principal = requireUser(request);
-    const role = await memberRole(request.params.id, principal.user_id);
-    if (role === 'member') throw new ServiceError('forbidden', 'Only an owner or admin of the organization can see its invitations.');
-    const org = await askOrg<OrgView>(request.params.id, { op: 'get' });
-    const { invitations } = await askOrg<{ invitations: InvitationView[] }>(request.params.id, { op: 'list_invitations' });
-    return { invitations: invitations.map((i) => invitationOut(i, org.name)) };
+    const { invitations, org_name } = await readOrg<{ invitations: InvitationView[]; org_name: string }>(request.params.id, { op: 'list_invitations', by: actorOf(principal) });
+    return { invitations: invitations.map((i) => invitationOut(i, org_name)) };
   });
 
   app.delete<{ Params: Static<typeof InvitationParams> }>('/api/v1/orgs/:id/invitations/:invitation_id', {
@@ -746,17 +671,16 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request) => {
     const principal = requireUser(request);
-    const revoked = await askOrg<{ invitation: InvitationView }>(request.params.id, { op: 'revoke_invitation', invitation_id: request.params.invitation_id, by: actorOf(principal) });
-    await indexRemove(revoked.invitation);
+    await askOrg(request.params.id, { op: 'revoke_invitation', invitation_id: request.params.invitation_id, by: actorOf(principal) });
     return { message: 'Invitation revoked.' };
   });
 
   /** The caller's account and the index entry of one of their pending invitations (404 otherwise). */
   const myInvitation = async (request: FastifyRequest, invitation_id: string) => {
     const principal = requireUser(request);
-    const user = await actors.ask<PublicUser>(USER_KIND, principal.user_id, { op: 'get' });
+    const user = await actors.ask<PublicUser>(USER_KIND, principal.user_id, { op: 'get' }, { readOnly: true });
     const email = normalizeEmail(user.email);
-    const { invitation: entry } = await actors.ask<{ invitation: IndexEntry | null }>(INVITATION_INDEX_KIND, email, { op: 'get', invitation_id });
+    const { invitation: entry } = await actors.ask<{ invitation: IndexEntry | null }>(INVITATION_INDEX_KIND, email, { op: 'get', invitation_id }, { readOnly: true });
     return { principal, user, email, entry };
   };
 
@@ -780,14 +704,14 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request) => {
     const principal = requireUser(request);
-    const user = await actors.ask<PublicUser>(USER_KIND, principal.user_id, { op: 'get' });
+    const user = await actors.ask<PublicUser>(USER_KIND, principal.user_id, { op: 'get' }, { readOnly: true });
     const email = normalizeEmail(user.email);
-    const { invitations } = await actors.ask<{ invitations: IndexEntry[] }>(INVITATION_INDEX_KIND, email, { op: 'list' });
+    const { invitations } = await actors.ask<{ invitations: IndexEntry[] }>(INVITATION_INDEX_KIND, email, { op: 'list' }, { readOnly: true });
     const names = new Map<string, string | null>();
     await Promise.all(
       [...new Set(invitations.map((i) => i.org_id))].map(async (org_id) => {
         try {
-          names.set(org_id, (await askOrg<OrgView>(org_id, { op: 'get' })).name);
+          names.set(org_id, (await readOrg<OrgView>(org_id, { op: 'get' })).name);
         } catch (error) {
           if (!(isServiceError(error) && error.code === 'not_found')) throw error;
           names.set(org_id, null);
@@ -818,7 +742,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     const { principal, user, email, entry } = await myInvitation(request, request.params.id);
     if (!entry) throw new ServiceError('invitation_not_found', 'No such pending invitation for your e-mail address.');
     const token = request.body.token;
-    const accepted = await askInvitation<{ member: Member; organization: OrgView }>(entry.org_id, {
+    const accepted = await askInvitation<InvitationAccepted>(entry.org_id, {
       op: 'accept_invitation',
       invitation_id: entry.invitation_id,
       user_id: principal.user_id,
@@ -826,9 +750,6 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       email_verified: user.email_verified,
       token_hash: token === undefined ? undefined : hashSecret(token),
     });
-    await indexRemove({ ...entry, email });
-    await syncMember(entry.org_id, principal.user_id);
-    await syncDirectory(entry.org_id);
     return { organization: orgOut(accepted.organization), membership: membershipOut(accepted.member) };
   });
 
@@ -854,7 +775,6 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       email_verified: user.email_verified,
       token_hash: token === undefined ? undefined : hashSecret(token),
     });
-    await indexRemove({ ...entry, email });
     return { message: 'Invitation declined.' };
   });
 }

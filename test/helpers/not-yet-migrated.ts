@@ -4,6 +4,5 @@
  * handlers may still chain asks. Only ever shrinks; deleted when empty.
  */
 export const NOT_YET_MIGRATED = new Set([
-  'accounts', 'two-factor', 'linked-accounts', 'scim', 'oauth', 'email-verification', 'cli-login', 'admin',
-  'organizations', 'api-keys',
+  'accounts', 'two-factor', 'linked-accounts', 'scim', 'oauth', 'email-verification', 'cli-login', 'admin', 'api-keys',
 ]);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { organizationActors } from '../../actors/organizations/actor.js';
-import { INVITATION_INDEX_KIND, INVITATION_RETENTION_MS, ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/state.js';
+import { INVITATION_INDEX_KIND, INVITATION_RETENTION_MS, ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/messages.js';
 import { eventually, settle, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
@@ -29,7 +29,7 @@ describe('organization actors in the runtime', () => {
     });
     // Only the outbox delivers these (nobody applied them directly).
     await eventually(async () => {
-      expect((await ask(USER_ORGS_KIND, 'u2', { op: 'list' })).memberships).toEqual([{ org_id: 'org_1', role: 'member', joined_at_ms: expect.any(Number) }]);
+      expect((await ask(USER_ORGS_KIND, 'u2', { op: 'list' })).memberships).toEqual([{ org_id: 'org_1', org_name: 'Acme', role: 'member', joined_at_ms: expect.any(Number) }]);
       expect((await ask(INVITATION_INDEX_KIND, 'x@example.com', { op: 'list' })).invitations).toHaveLength(1);
     });
 

@@ -1,59 +1,60 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { RecordWrite, TurnResult } from '../../runtime/index.js';
+import { ServiceError, type ErrorCode } from '../../runtime/index.js';
+import { organizationActors } from '../../actors/organizations/actor.js';
 import {
-  INVITATION_ALARM,
   INVITATION_RETENTION_MS,
-  loadOrganization,
+  ORG_DIRECTORY_KEY,
+  ORG_DIRECTORY_KIND,
   ORG_INVITATIONS_MAX,
-  stepOrganization,
+  ORGANIZATION_KIND,
+  USER_ORGS_KIND,
   type Member,
   type OrganizationMessage,
-  type OrganizationState,
   type OrgRole,
   type UserOrgSync,
-} from '../../actors/organizations/state.js';
-import { loadUserOrgs, stepUserOrgs } from '../../actors/organizations/user-orgs-state.js';
+} from '../../actors/organizations/messages.js';
+import { INVITATION_ALARM, invitationAlarm, type OrganizationState } from '../../actors/organizations/state.js';
+import { loadUserOrgs, stepUserOrgs, type UserOrgsState } from '../../actors/organizations/user-orgs-state.js';
 import { loadInvitationIndex, stepInvitationIndex } from '../../actors/organizations/invitation-index-state.js';
 import { loadOrgDirectory, stepOrgDirectory } from '../../actors/organizations/directory-state.js';
+import { actorWorld } from '../helpers/actor-world.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 const T0 = 1_700_000_000_000;
 const DAY = 24 * 3600 * 1000;
 
-/** An organization actor with a records store: every turn's writes applied, and reloadable. */
+/**
+ * The organization actor (its step is the flows coordinator) with its
+ * indexes in a pure actor world: every ask runs its flow to the end.
+ */
 function harness() {
-  const store = new Map<string, unknown>();
-  let state: OrganizationState = loadOrganization('org_1', []);
-  let now = T0;
-  const apply = (writes: RecordWrite[] | undefined) => {
-    for (const w of writes ?? []) {
-      if (w.value === undefined) store.delete(w.subkey);
-      else store.set(w.subkey, structuredClone(w.value));
-    }
-  };
+  const w = actorWorld(organizationActors, T0);
   return {
-    step(message: OrganizationMessage | { op: '$alarm'; name: string; due_ms: number }): TurnResult<OrganizationState, any> {
-      const result = stepOrganization(state, message as OrganizationMessage, fixedContext(now, 'organization', 'org_1'));
-      state = result.state;
-      apply(result.writes);
-      return result;
+    w,
+    step(message: OrganizationMessage | { op: '$alarm'; name: string; due_ms: number }): { reply: any } {
+      const outcome = w.ask(ORGANIZATION_KIND, 'org_1', message);
+      if (outcome.code !== undefined) throw new ServiceError(outcome.code as ErrorCode, outcome.code);
+      expect(outcome.deferred).toBe(false);
+      return { reply: outcome.reply };
     },
     code(message: OrganizationMessage) {
       return codeOf(() => this.step(message));
     },
     reload() {
-      state = loadOrganization('org_1', [...store.entries()].sort(([a], [b]) => (a < b ? -1 : 1)));
-      return state;
+      return w.reload(ORGANIZATION_KIND, 'org_1') as OrganizationState;
     },
     get state() {
-      return state;
+      return w.state<OrganizationState>(ORGANIZATION_KIND, 'org_1');
+    },
+    userOrgs(user_id: string) {
+      return w.reply(USER_ORGS_KIND, user_id, { op: 'list' }).memberships;
     },
     advance(ms: number) {
-      now += ms;
+      w.advance(ms);
     },
     get now() {
-      return now;
+      return w.now;
     },
   };
 }
@@ -66,9 +67,11 @@ describe('organization actor', () => {
     const h = harness();
     const created = h.step(create);
     expect(created.reply).toMatchObject({ org_id: 'org_1', name: 'Acme', slug: 'acme', member_count: 1, sso_enforced: false, sso_exempt_user_ids: [] });
-    expect(created.sends?.map((s) => s.kind).sort()).toEqual(['org-directory', 'user-orgs']);
-    const again = h.step(create);
-    expect(again.writes ?? []).toEqual([]);
+    expect(h.userOrgs('u_owner')).toEqual([{ org_id: 'org_1', org_name: 'Acme', role: 'owner', joined_at_ms: T0 }]);
+    expect(h.w.reply(ORG_DIRECTORY_KIND, ORG_DIRECTORY_KEY, { op: 'list', page: 1, page_size: 10 })).toMatchObject({ total: 1 });
+    const records = structuredClone([...h.w.records(ORGANIZATION_KIND, 'org_1')]);
+    h.step(create);
+    expect([...h.w.records(ORGANIZATION_KIND, 'org_1')]).toEqual(records);
     expect(h.code({ ...create, created_by: 'someone-else' })).toBe('conflict');
     expect(h.step({ op: 'get_member', user_id: 'u_owner' }).reply).toMatchObject({ role: 'owner' });
     expect(h.code({ op: 'get_member', user_id: 'u_x' })).toBe('not_found');
@@ -119,28 +122,29 @@ describe('organization actor', () => {
 
   it('membership syncs carry increasing seq numbers', () => {
     const h = harness();
-    const seqs: number[] = [];
-    const collect = (r: TurnResult<OrganizationState, unknown>) => {
-      for (const s of r.sends ?? []) if (s.kind === 'user-orgs') seqs.push((s.message as UserOrgSync).seq);
-    };
-    collect(h.step(create));
-    collect(h.step({ op: 'add_member', user_id: 'u2', role: 'member' }));
-    collect(h.step({ op: 'set_role', user_id: 'u2', role: 'admin' }));
-    collect(h.step({ op: 'remove_member', user_id: 'u2' }));
+    h.step(create);
+    h.step({ op: 'add_member', user_id: 'u2', role: 'member' });
+    h.step({ op: 'set_role', user_id: 'u2', role: 'admin' });
+    h.step({ op: 'remove_member', user_id: 'u2' });
+    const seqs = h.w.log.filter((d) => d.kind === USER_ORGS_KIND && d.message.op === 'sync').map((d) => (d.message as UserOrgSync).seq);
     expect(seqs).toEqual([1, 2, 3, 4]);
-    expect(h.step({ op: 'member_sync', user_id: 'u2' }).reply).toMatchObject({ role: null, seq: 4 });
+    expect(h.w.state<UserOrgsState>(USER_ORGS_KIND, 'u2').orgs.get('org_1')).toMatchObject({ role: null, seq: 4 });
   });
 
   it('SSO policy applies to non-exempt members only', () => {
     const h = harness();
     h.step(create);
     h.step({ op: 'add_member', user_id: 'u2', role: 'member' });
-    expect(h.step({ op: 'sso_policy', user_id: 'u2' }).reply.enforced).toBe(false);
+    const policy = (user_id: string) => h.w.reply(USER_ORGS_KIND, user_id, { op: 'sso_policy' }).enforced_by;
+    expect(policy('u2')).toBeNull();
     const view = h.step({ op: 'set_sso', sso_enforced: true, sso_exempt_user_ids: ['u_owner', 'u_owner'] }).reply;
     expect(view).toMatchObject({ sso_enforced: true, sso_exempt_user_ids: ['u_owner'] });
-    expect(h.step({ op: 'sso_policy', user_id: 'u2' }).reply).toMatchObject({ enforced: true, name: 'Acme' });
-    expect(h.step({ op: 'sso_policy', user_id: 'u_owner' }).reply.enforced).toBe(false);
-    expect(h.step({ op: 'sso_policy', user_id: 'not-a-member' }).reply.enforced).toBe(false);
+    // The policy reached every member's index before the reply.
+    expect(policy('u2')).toEqual({ org_id: 'org_1', name: 'Acme' });
+    expect(policy('u_owner')).toBeNull();
+    expect(policy('not-a-member')).toBeNull();
+    h.step({ op: 'update', name: 'Acme 2' });
+    expect(policy('u2')).toEqual({ org_id: 'org_1', name: 'Acme 2' });
     // Absent exempt list keeps the current one.
     h.step({ op: 'set_sso', sso_enforced: true });
     expect(h.step({ op: 'get' }).reply.sso_exempt_user_ids).toEqual(['u_owner']);
@@ -152,9 +156,9 @@ describe('organization actor', () => {
     const invite = (id: string, email: string) =>
       h.step({ op: 'invite', invitation_id: id, email, role: 'admin', token_hash: `hash-${id}`, ttl_ms: 7 * DAY, by: by('u_owner') });
     const created = invite('inv_1', ' Bob@Example.com ');
-    expect(created.reply).toMatchObject({ invitation_id: 'inv_1', email: 'bob@example.com', role: 'admin', expires_at_ms: T0 + 7 * DAY });
-    expect(created.alarms).toEqual([{ name: INVITATION_ALARM, due_ms: T0 + 7 * DAY + INVITATION_RETENTION_MS }]);
-    expect(created.sends?.[0]).toMatchObject({ kind: 'org-invitation-index', key: 'bob@example.com', message: { op: 'add' } });
+    expect(created.reply).toMatchObject({ org_name: 'Acme', invitation: { invitation_id: 'inv_1', email: 'bob@example.com', role: 'admin', expires_at_ms: T0 + 7 * DAY } });
+    expect(invitationAlarm(h.state)).toEqual({ name: INVITATION_ALARM, due_ms: T0 + 7 * DAY + INVITATION_RETENTION_MS });
+    expect(h.w.log.find((d) => d.kind === 'org-invitation-index')).toMatchObject({ key: 'bob@example.com', message: { op: 'reserve' } });
     const accept = { op: 'accept_invitation' as const, invitation_id: 'inv_1', user_id: 'u_bob' };
     // Another address: not found; unverified without a token: forbidden; a wrong token: forbidden.
     expect(h.code({ ...accept, email: 'eve@example.com', email_verified: true })).toBe('invitation_not_found');
@@ -170,8 +174,8 @@ describe('organization actor', () => {
     expect(h.step({ op: 'list_invitations' }).reply.invitations).toEqual([]);
     expect(h.code({ op: 'accept_invitation', invitation_id: 'inv_2', user_id: 'u_c', email: 'carol@example.com', email_verified: true })).toBe('invitation_expired');
     h.advance(INVITATION_RETENTION_MS);
-    const purged = h.step({ op: '$alarm', name: INVITATION_ALARM, due_ms: h.now });
-    expect(purged.alarms).toEqual([{ name: INVITATION_ALARM, due_ms: null }]);
+    h.step({ op: '$alarm', name: INVITATION_ALARM, due_ms: h.now });
+    expect(invitationAlarm(h.state)).toEqual({ name: INVITATION_ALARM, due_ms: null });
     expect(h.code({ op: 'accept_invitation', invitation_id: 'inv_2', user_id: 'u_c', email: 'carol@example.com', email_verified: true })).toBe('invitation_not_found');
   });
 
@@ -180,8 +184,8 @@ describe('organization actor', () => {
     h.step(create);
     const invite = (id: string) => h.step({ op: 'invite', invitation_id: id, email: 'd@example.com', role: 'member', token_hash: id, ttl_ms: DAY, by: by('u_owner') });
     invite('a');
-    const second = invite('b');
-    expect(second.sends?.map((s) => (s.message as { op: string }).op)).toEqual(['remove', 'add']);
+    invite('b');
+    expect(h.w.log.filter((d) => d.kind === 'org-invitation-index').map((d) => d.message.replaces.map((r: { invitation_id: string }) => r.invitation_id))).toEqual([[], ['a']]);
     expect(h.step({ op: 'list_invitations' }).reply.invitations.map((i: { invitation_id: string }) => i.invitation_id)).toEqual(['b']);
     expect(h.code({ op: 'invite', invitation_id: 'o', email: 'o@example.com', role: 'owner', token_hash: 'o', ttl_ms: DAY, by: { user_id: 'u_owner', platform_admin: false } })).toBeUndefined();
     expect(h.step({ op: 'revoke_invitation', invitation_id: 'b', by: by('u_owner') }).reply).toMatchObject({ revoked: true, invitation: { email: 'd@example.com' } });
@@ -207,13 +211,15 @@ describe('organization actor', () => {
     h.step(create);
     h.step({ op: 'add_member', user_id: 'u2', role: 'member' });
     h.step({ op: 'invite', invitation_id: 'i1', email: 'e@example.com', role: 'member', token_hash: 'x', ttl_ms: DAY, by: by('u_owner') });
-    const deleted = h.step({ op: 'delete', by: by('u_owner') });
-    expect(deleted.sends?.find((s) => s.kind === 'org-directory')?.message).toMatchObject({ org: null });
+    h.step({ op: 'delete', by: by('u_owner') });
+    expect(h.w.reply(ORG_DIRECTORY_KIND, ORG_DIRECTORY_KEY, { op: 'list', page: 1, page_size: 10 })).toMatchObject({ total: 0 });
+    expect(h.userOrgs('u2')).toEqual([]);
+    expect(h.userOrgs('u_owner')).toEqual([]);
     h.reload();
     expect(h.code({ op: 'get' })).toBe('not_found');
     expect(h.code({ op: 'get_member', user_id: 'u2' })).toBe('not_found');
     expect(h.code(create)).toBe('conflict');
-    expect(h.step({ op: 'sso_policy', user_id: 'u2' }).reply.enforced).toBe(false);
+    expect(h.w.reply(USER_ORGS_KIND, 'u2', { op: 'sso_policy' }).enforced_by).toBeNull();
     expect(h.state.members.size).toBe(0);
     expect(h.state.invitations.size).toBe(0);
   });
@@ -243,54 +249,92 @@ describe('organization actor', () => {
         expect([...reloaded.members.values()].sort((x, y) => (x.user_id < y.user_id ? -1 : 1))).toEqual(live);
         expect(reloaded.meta).toEqual(meta);
       }),
-      { numRuns: 150 },
+      { numRuns: 60 },
     );
   });
 });
 
 describe('user-orgs index', () => {
-  it('applies syncs by seq: repeated and late syncs change nothing; drop is final', () => {
+  const sync = (org_id: string, role: OrgRole | null, seq: number, rev = seq, name = 'Org'): UserOrgSync => ({
+    op: 'sync', org_id, role, joined_at_ms: T0, seq, rev, name, sso_enforced: false, sso_exempt: false,
+  });
+  it('applies syncs by seq (membership) and rev (name, policy): repeated and late syncs change nothing', () => {
     let state = loadUserOrgs('u', []);
     const ctx = fixedContext(T0);
-    const sync = (org_id: string, role: OrgRole | null, seq: number) => stepUserOrgs(state, { op: 'sync', org_id, role, joined_at_ms: T0, seq }, ctx);
-    expect(sync('o1', 'member', 2).reply).toEqual({ applied: true });
-    expect(sync('o1', null, 1).reply).toEqual({ applied: false });
-    expect(sync('o1', 'member', 2).reply).toEqual({ applied: false });
-    sync('o2', 'owner', 1);
-    expect(stepUserOrgs(state, { op: 'list' }, ctx).reply).toMatchObject({ memberships: [{ org_id: 'o1', role: 'member' }, { org_id: 'o2', role: 'owner' }] });
-    const removed = sync('o1', null, 3);
+    const step = (message: Parameters<typeof stepUserOrgs>[1]) => stepUserOrgs(state, message, ctx);
+    expect(step(sync('o1', 'member', 2)).reply).toEqual({ applied: true });
+    expect(step(sync('o1', null, 1)).reply).toEqual({ applied: false });
+    expect(step(sync('o1', 'member', 2)).reply).toEqual({ applied: false });
+    // A newer summary alone renames without touching the membership.
+    expect(step(sync('o1', null, 1, 5, 'Renamed')).reply).toEqual({ applied: true });
+    step(sync('o2', 'owner', 1));
+    expect(step({ op: 'list' }).reply).toMatchObject({ memberships: [{ org_id: 'o1', org_name: 'Renamed', role: 'member' }, { org_id: 'o2', role: 'owner' }] });
+    const removed = step(sync('o1', null, 3, 6));
     state = loadUserOrgs('u', removed.writes!.map((w) => [w.subkey, w.value] as [string, unknown]).concat([['o2', state.orgs.get('o2')]]));
-    expect(stepUserOrgs(state, { op: 'list' }, ctx).reply).toMatchObject({ memberships: [{ org_id: 'o2' }] });
-    stepUserOrgs(state, { op: 'drop', org_id: 'o2' }, ctx);
-    expect(sync('o2', 'owner', 99).reply).toEqual({ applied: false });
-    expect(stepUserOrgs(state, { op: 'list' }, ctx).reply).toEqual({ memberships: [] });
+    expect(step({ op: 'list' }).reply).toMatchObject({ memberships: [{ org_id: 'o2' }] });
+  });
+
+  it('acknowledges a sync to the organization that waits for it, applied or not', () => {
+    const state = loadUserOrgs('u', []);
+    const ack = { org_id: 'o1', flow_id: 'f1' };
+    for (let i = 0; i < 2; i++) {
+      expect(stepUserOrgs(state, { ...sync('o1', 'member', 1), ack }, fixedContext(T0)).sends).toEqual([{ kind: ORGANIZATION_KIND, key: 'o1', message: { op: 'flow_ack', flow_id: 'f1' } }]);
+    }
+  });
+
+  it('the SSO policy is the first enforcing, non-exempt membership', () => {
+    const state = loadUserOrgs('u', []);
+    const ctx = fixedContext(T0);
+    stepUserOrgs(state, { ...sync('o1', 'member', 1), sso_enforced: true, sso_exempt: true }, ctx);
+    expect(stepUserOrgs(state, { op: 'sso_policy' }, ctx).reply).toEqual({ enforced_by: null });
+    stepUserOrgs(state, { ...sync('o2', 'member', 1, 1, 'Strict'), sso_enforced: true }, ctx);
+    expect(stepUserOrgs(state, { op: 'sso_policy' }, ctx).reply).toEqual({ enforced_by: { org_id: 'o2', name: 'Strict' } });
+    stepUserOrgs(state, { ...sync('o2', null, 2, 2, 'Strict'), sso_enforced: true }, ctx);
+    expect(stepUserOrgs(state, { op: 'sso_policy' }, ctx).reply).toEqual({ enforced_by: null });
   });
 });
 
 describe('invitation index', () => {
   const entry = { invitation_id: 'i1', org_id: 'o1', role: 'member' as const, invited_by: 'u', created_at_ms: T0, expires_at_ms: T0 + DAY };
+  const reserve = (e = entry, replaces: { invitation_id: string; expires_at_ms: number }[] = []) => ({ op: 'reserve' as const, entry: e, replaces, flow_id: 'f' });
   it('adds, lists, removes with a tombstone, hides expired, prunes after retention', () => {
     const state = loadInvitationIndex('e', []);
-    expect(stepInvitationIndex(state, { op: 'add', entry }, fixedContext(T0)).reply).toEqual({ added: true });
+    expect(stepInvitationIndex(state, reserve(), fixedContext(T0)).reply).toEqual({ added: true });
     expect(stepInvitationIndex(state, { op: 'list' }, fixedContext(T0)).reply).toEqual({ invitations: [entry] });
     expect(stepInvitationIndex(state, { op: 'list' }, fixedContext(T0 + DAY)).reply).toEqual({ invitations: [] });
     expect(stepInvitationIndex(state, { op: 'get', invitation_id: 'i1' }, fixedContext(T0 + DAY)).reply).toEqual({ invitation: entry });
     stepInvitationIndex(state, { op: 'remove', invitation_id: 'i1', expires_at_ms: entry.expires_at_ms }, fixedContext(T0));
-    expect(stepInvitationIndex(state, { op: 'add', entry }, fixedContext(T0)).reply).toEqual({ added: false });
+    expect(stepInvitationIndex(state, reserve(), fixedContext(T0)).reply).toEqual({ added: false });
     expect(stepInvitationIndex(state, { op: 'get', invitation_id: 'i1' }, fixedContext(T0)).reply).toEqual({ invitation: null });
     const pruned = stepInvitationIndex(state, { op: 'list' }, fixedContext(T0 + DAY + INVITATION_RETENTION_MS));
     expect(pruned.writes).toEqual([{ subkey: 'i1', value: undefined }]);
     expect(state.entries.size).toBe(0);
   });
+
+  it('a reserve replaces the same organization\'s invitation in its turn, and a late reserve of a removed one adds nothing', () => {
+    const state = loadInvitationIndex('e', []);
+    stepInvitationIndex(state, reserve(), fixedContext(T0));
+    const second = { ...entry, invitation_id: 'i2' };
+    expect(stepInvitationIndex(state, reserve(second, [{ invitation_id: 'i1', expires_at_ms: entry.expires_at_ms }]), fixedContext(T0)).sends).toEqual([
+      { kind: ORGANIZATION_KIND, key: 'o1', message: { op: 'flow_indexed', flow_id: 'f', ok: true } },
+    ]);
+    expect(stepInvitationIndex(state, { op: 'list' }, fixedContext(T0)).reply).toEqual({ invitations: [second] });
+    // Removed (replaced) before its own reserve arrived: answered ok, never listed.
+    stepInvitationIndex(state, { op: 'remove', invitation_id: 'i3', expires_at_ms: T0 + DAY }, fixedContext(T0));
+    stepInvitationIndex(state, reserve({ ...entry, invitation_id: 'i3' }), fixedContext(T0));
+    expect(stepInvitationIndex(state, { op: 'list' }, fixedContext(T0)).reply).toEqual({ invitations: [second] });
+  });
 });
 
 describe('org directory', () => {
-  it('claims unique slugs, sends the create, lists by revision and frees the slug on delete', () => {
+  it('claims unique slugs (answering the flow), lists by revision and frees the slug on delete', () => {
     const state = loadOrgDirectory('global', []);
     const ctx = fixedContext(T0);
-    const claimed = stepOrgDirectory(state, { op: 'claim', create: { ...create, slug: 'Acme' } as Extract<OrganizationMessage, { op: 'create' }> }, ctx);
-    expect(claimed.sends).toEqual([{ kind: 'organization', key: 'org_1', message: { ...create, slug: 'acme' } }]);
-    expect(codeOf(() => stepOrgDirectory(state, { op: 'claim', create: { ...create, org_id: 'org_2' } as Extract<OrganizationMessage, { op: 'create' }> }, ctx))).toBe('org_slug_taken');
+    const claimed = stepOrgDirectory(state, { op: 'claim', org_id: 'org_1', slug: 'Acme', flow_id: 'f1' }, ctx);
+    expect(claimed.sends).toEqual([{ kind: 'organization', key: 'org_1', message: { op: 'flow_claimed', flow_id: 'f1', ok: true, slug: 'acme' } }]);
+    expect(stepOrgDirectory(state, { op: 'claim', org_id: 'org_2', slug: 'acme', flow_id: 'f2' }, ctx).sends).toEqual([
+      { kind: 'organization', key: 'org_2', message: { op: 'flow_claimed', flow_id: 'f2', ok: false, slug: 'acme' } },
+    ]);
     const org = { org_id: 'org_1', name: 'Acme', slug: 'acme', created_by: 'u', created_at_ms: T0, updated_at_ms: T0, logo_url: null, metadata: {}, sso_enforced: false, sso_exempt_user_ids: [], member_count: 1 };
     stepOrgDirectory(state, { op: 'sync', org_id: 'org_1', rev: 2, slug: 'acme', org: { ...org, name: 'Acme 2' } }, ctx);
     expect(stepOrgDirectory(state, { op: 'sync', org_id: 'org_1', rev: 1, slug: 'acme', org }, ctx).reply).toEqual({ applied: false });
@@ -298,6 +342,6 @@ describe('org directory', () => {
     expect(stepOrgDirectory(state, { op: 'list', sso_enforced: true, page: 1, page_size: 10 }, ctx).reply).toMatchObject({ total: 0 });
     stepOrgDirectory(state, { op: 'sync', org_id: 'org_1', rev: 3, slug: 'acme', org: null }, ctx);
     expect(stepOrgDirectory(state, { op: 'list', page: 1, page_size: 10 }, ctx).reply).toMatchObject({ total: 0 });
-    expect(codeOf(() => stepOrgDirectory(state, { op: 'claim', create: { ...create, org_id: 'org_2' } as Extract<OrganizationMessage, { op: 'create' }> }, ctx))).toBeUndefined();
+    expect(stepOrgDirectory(state, { op: 'claim', org_id: 'org_2', slug: 'acme', flow_id: 'f3' }, ctx).sends?.[0].message).toMatchObject({ ok: true });
   });
 });
