@@ -1,5 +1,6 @@
 import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
+import { answerFlowCall, type FlowCall } from '../flow-call.js';
 
 /**
  * One organization (kind `organization`, key = org_id; organizations are
@@ -153,7 +154,9 @@ export type OrganizationMessage =
   | { op: 'list_invitations' }
   | { op: 'revoke_invitation'; invitation_id: string; by: Actor }
   | { op: 'accept_invitation'; invitation_id: string; user_id: string; email: string; email_verified: boolean; token_hash?: string }
-  | { op: 'decline_invitation'; invitation_id: string; email: string; email_verified: boolean; token_hash?: string };
+  | { op: 'decline_invitation'; invitation_id: string; email: string; email_verified: boolean; token_hash?: string }
+  /** A flow's step (SCIM provisioning): any message above, answered through the outbox (actors/flow-call.ts). */
+  | FlowCall<OrganizationMessage>;
 
 const ROLE_RANK: Record<OrgRole, number> = { member: 1, admin: 2, owner: 3 };
 
@@ -582,6 +585,10 @@ export function stepOrganization(
       }
       return done(undefined, true);
     }
+
+    // Additive, for flows (scim): the same messages, answered to the flow that sent them.
+    case 'flow-call':
+      return answerFlowCall<OrganizationState, OrganizationMessage>(stepOrganization, state, message, context);
   }
 }
 

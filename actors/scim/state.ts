@@ -129,13 +129,13 @@ export function tokenView(token: ScimTokenRecord): ScimTokenView {
   return view;
 }
 
-function scimError(code: 'BAD_REQUEST' | 'conflict' | 'not_found', scimType: string | null, message: string): ServiceError {
-  return new ServiceError(code, message, scimType ? { details: { scimType } } : {});
+function scimError(code: 'scim_mutability' | 'scim_uniqueness' | 'conflict' | 'not_found', message: string): ServiceError {
+  return new ServiceError(code, message);
 }
 
 function visibleUser(state: ScimDirectoryState, scim_id: string): ScimUserRecord {
   const user = state.users.get(scim_id);
-  if (!user || user.pending_until_ms !== null) throw scimError('not_found', null, `Resource ${scim_id} not found.`);
+  if (!user || user.pending_until_ms !== null) throw scimError('not_found', `Resource ${scim_id} not found.`);
   return user;
 }
 
@@ -201,7 +201,7 @@ export function stepScimDirectory(
       if (holder !== undefined) {
         const existing = state.users.get(holder)!;
         if (existing.pending_until_ms === null || existing.pending_until_ms > now) {
-          throw scimError('conflict', 'uniqueness', `userName ${message.attributes.userName} is already in use in this directory.`);
+          throw scimError('scim_uniqueness', `userName ${message.attributes.userName} is already in use in this directory.`);
         }
         // A create that stopped half-way: resume it with the same ids and the new attributes.
         const resumed: ScimUserRecord = { ...existing, ...message.attributes, updated_at_ms: now, pending_until_ms: now + SCIM_PENDING_LEASE_MS };
@@ -209,7 +209,7 @@ export function stepScimDirectory(
         return { state, reply: { user: resumed, resumed: true }, writes: [userWrite(resumed)] };
       }
       if (state.users.size >= SCIM_USERS_PER_ORG_MAX) {
-        throw scimError('conflict', null, `A directory may hold at most ${SCIM_USERS_PER_ORG_MAX} users.`);
+        throw scimError('conflict', `A directory may hold at most ${SCIM_USERS_PER_ORG_MAX} users.`);
       }
       const user: ScimUserRecord = {
         ...message.attributes,
@@ -228,7 +228,7 @@ export function stepScimDirectory(
 
     case 'user-activate': {
       const existing = state.users.get(message.scim_id);
-      if (!existing) throw scimError('not_found', null, `Resource ${message.scim_id} not found.`);
+      if (!existing) throw scimError('not_found', `Resource ${message.scim_id} not found.`);
       if (existing.pending_until_ms === null) return { state, reply: existing };
       const user: ScimUserRecord = { ...existing, active: message.active, pending_until_ms: null, updated_at_ms: now };
       state.users.set(user.id, user);
@@ -259,7 +259,7 @@ export function stepScimDirectory(
     case 'user-update': {
       const existing = visibleUser(state, message.scim_id);
       if (message.active === true && !existing.active) {
-        throw scimError('BAD_REQUEST', 'mutability', 'Reactivating a deactivated user is not supported; an administrator must restore the account.');
+        throw scimError('scim_mutability', 'Reactivating a deactivated user is not supported; an administrator must restore the account.');
       }
       const next: ScimUserRecord = { ...existing };
       const displayName_changed = message.displayName !== undefined && message.displayName !== existing.displayName;

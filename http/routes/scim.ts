@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { isUtf8 } from 'node:buffer';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
@@ -8,12 +7,13 @@ import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
 import { type NewUser, type SummarySync } from '../../actors/accounts/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import { parseFilter } from '../../actors/scim/messages.js';
-import { parsePatch, scimBadRequest, scimBoolean, scimDisplayName, type ScimChange } from '../../actors/scim/messages.js';
+import { parsePatch, scimError, scimBoolean, scimDisplayName, type ScimChange } from '../../actors/scim/messages.js';
 import { SCIM_DIRECTORY_KIND, type ScimAttributes, type ScimEmail, type ScimName, type ScimTokenView, type ScimUpdateReply, type ScimUserPage, type ScimUserRecord } from '../../actors/scim/messages.js';
 import { UNUSABLE_PASSWORD_HASH } from '../auth/passwords.js';
 import { newScimToken, parseScimToken } from '../scim/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
-import { nestingExceeds, JSON_DEPTH_MAX } from '../plugins/json-body.js';
+import { addJsonMediaType } from '../plugins/json-body.js';
+import { SCIM_CONTENT_TYPE, sendScimError, useErrorFormat } from '../plugins/error-handler.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
@@ -30,11 +30,9 @@ import type { AppServices } from '../services.js';
  */
 const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
-const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 const SPC_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig';
 const RESOURCE_TYPE_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
 const SCHEMA_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Schema';
-const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
 
 /** Paging (RFC 7644 §3.4.2.4): count defaults to 100 and is capped at 200 (maxResults). */
 export const SCIM_COUNT_DEFAULT = 100;
@@ -194,16 +192,6 @@ function tokenOut(org_id: string, token: ScimTokenView) {
   };
 }
 
-const SCIM_STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict' };
-
-function sendScimError(reply: FastifyReply, status: number, detail: string, scimType?: string): FastifyReply {
-  const body: Record<string, unknown> = { schemas: [ERROR_SCHEMA], status: String(status) };
-  if (scimType) body.scimType = scimType;
-  body.detail = detail || SCIM_STATUS_TEXT[status] || 'Error';
-  if (status === 401) reply.header('www-authenticate', 'Bearer realm="scim"');
-  return reply.code(status).type(SCIM_CONTENT_TYPE).send(JSON.stringify(body));
-}
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -217,7 +205,7 @@ function lowerKeys(body: Record<string, unknown>): Map<string, unknown> {
 
 function optionalString(value: unknown, attribute: string): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length > STRING_MAX) throw scimBadRequest('invalidValue', `${attribute} must be a string of at most ${STRING_MAX} characters.`);
+  if (typeof value !== 'string' || value.length > STRING_MAX) throw scimError('scim_invalid_value', `${attribute} must be a string of at most ${STRING_MAX} characters.`);
   return value.trim() === '' ? null : value;
 }
 
@@ -226,16 +214,16 @@ const NAME_PARTS: (keyof ScimName)[] = ['formatted', 'familyName', 'givenName', 
 
 /** The stored attributes of a SCIM user body (create and PUT); unknown attributes are ignored. */
 export function scimAttributes(body: unknown): ScimAttributes & { active: boolean } {
-  if (!isObject(body)) throw scimBadRequest('invalidSyntax', 'The body must be a JSON object.');
+  if (!isObject(body)) throw scimError('scim_invalid_syntax', 'The body must be a JSON object.');
   const fields = lowerKeys(body);
   const userName = fields.get('username');
   if (typeof userName !== 'string' || userName.trim() === '' || userName.length > STRING_MAX) {
-    throw scimBadRequest('invalidValue', `userName is required: a non-empty string of at most ${STRING_MAX} characters.`);
+    throw scimError('scim_invalid_value', `userName is required: a non-empty string of at most ${STRING_MAX} characters.`);
   }
   let name: ScimName | null = null;
   const rawName = fields.get('name');
   if (rawName !== undefined && rawName !== null) {
-    if (!isObject(rawName)) throw scimBadRequest('invalidValue', 'name must be an object.');
+    if (!isObject(rawName)) throw scimError('scim_invalid_value', 'name must be an object.');
     const parts = lowerKeys(rawName);
     const parsed: ScimName = {};
     for (const part of NAME_PARTS) {
@@ -247,12 +235,12 @@ export function scimAttributes(body: unknown): ScimAttributes & { active: boolea
   const emails: ScimEmail[] = [];
   const rawEmails = fields.get('emails');
   if (rawEmails !== undefined && rawEmails !== null) {
-    if (!Array.isArray(rawEmails) || rawEmails.length > EMAILS_MAX) throw scimBadRequest('invalidValue', `emails must be an array of at most ${EMAILS_MAX} items.`);
+    if (!Array.isArray(rawEmails) || rawEmails.length > EMAILS_MAX) throw scimError('scim_invalid_value', `emails must be an array of at most ${EMAILS_MAX} items.`);
     for (const item of rawEmails) {
-      if (!isObject(item)) throw scimBadRequest('invalidValue', 'Each emails item must be an object with a value.');
+      if (!isObject(item)) throw scimError('scim_invalid_value', 'Each emails item must be an object with a value.');
       const parts = lowerKeys(item);
       const value = parts.get('value');
-      if (typeof value !== 'string' || !EMAIL_PATTERN.test(value.trim())) throw scimBadRequest('invalidValue', 'Each emails item needs a value that is an e-mail address.');
+      if (typeof value !== 'string' || !EMAIL_PATTERN.test(value.trim())) throw scimError('scim_invalid_value', 'Each emails item needs a value that is an e-mail address.');
       const type = optionalString(parts.get('type'), 'emails.type') ?? 'work';
       const primary = parts.get('primary') === undefined ? false : scimBoolean(parts.get('primary'), 'emails.primary');
       emails.push({ value: value.trim(), type: type.slice(0, 32), primary });
@@ -272,7 +260,7 @@ export function scimAttributes(body: unknown): ScimAttributes & { active: boolea
 /** The platform account's e-mail: the primary e-mail, else the first, else an e-mail-shaped userName. */
 function platformEmail(attributes: ScimAttributes): string {
   const email = attributes.emails.find((e) => e.primary)?.value ?? attributes.emails[0]?.value ?? (EMAIL_PATTERN.test(attributes.userName) ? attributes.userName : null);
-  if (!email) throw scimBadRequest('invalidValue', 'An e-mail address is required: send emails, or a userName that is an e-mail address.');
+  if (!email) throw scimError('scim_invalid_value', 'An e-mail address is required: send emails, or a userName that is an e-mail address.');
   return email;
 }
 
@@ -305,16 +293,6 @@ const scimErrorResponses = (...statuses: number[]): Record<number, TSchema> => {
   for (const status of statuses) responses[status] = ScimError;
   return responses;
 };
-
-const LONE_SURROGATE = /\p{Cs}/u;
-function hasLoneSurrogate(value: unknown): boolean {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value);
-  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
-  if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) if (LONE_SURROGATE.test(key) || hasLoneSurrogate(item)) return true;
-  }
-  return false;
-}
 
 // ---------------------------------------------------------------------------
 // Routes
@@ -409,44 +387,9 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
 
   // --- /scim/v2 ---------------------------------------------------------------
   app.register(async (scim) => {
-    // SCIM's media type, parsed like application/json (UTF-8, depth, surrogates).
-    const parseJson = scim.getDefaultJsonParser('error', 'error');
-    scim.addContentTypeParser('application/scim+json', { parseAs: 'buffer' }, (request, body, done) => {
-      const bytes = body as Buffer;
-      if (!isUtf8(bytes)) return done(new ServiceError('BAD_REQUEST', 'The request body is not valid UTF-8.'), undefined);
-      const text = bytes.toString('utf8');
-      if (nestingExceeds(text, JSON_DEPTH_MAX)) return done(new ServiceError('BAD_REQUEST', `The request body nests deeper than ${JSON_DEPTH_MAX} levels.`), undefined);
-      parseJson(request, text, (error, value) => {
-        if (!error && text.includes('\\u') && hasLoneSurrogate(value)) {
-          done(new ServiceError('BAD_REQUEST', 'The request body holds an unpaired UTF-16 surrogate escape.'), undefined);
-          return;
-        }
-        done(error, value);
-      });
-    });
-
-    scim.setErrorHandler((error: FastifyError, request, reply) => {
-      if (isServiceError(error)) {
-        const scimType = (error.details as { scimType?: string } | undefined)?.scimType;
-        if (error.statusCode >= 500) {
-          if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
-          if (error.code === 'internal_error') request.log.error({ err: error }, 'internal error');
-        }
-        if (error.statusCode === 429 && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
-        return sendScimError(reply, error.statusCode, error.message, scimType ?? (error.code === 'BAD_REQUEST' ? 'invalidValue' : undefined));
-      }
-      if (error.validation) {
-        const issue = error.validation[0];
-        const where = `${error.validationContext ?? 'body'}${issue?.instancePath ? issue.instancePath.replace(/\//g, '.') : ''}`;
-        return sendScimError(reply, 400, `${where} ${issue?.message ?? 'is invalid'}`, error.validationContext === 'body' ? 'invalidSyntax' : 'invalidValue');
-      }
-      const status = error.statusCode ?? 0;
-      if (error instanceof SyntaxError || (status >= 400 && status < 500)) {
-        return sendScimError(reply, status >= 400 && status < 500 ? status : 400, error.message, status === 400 || error instanceof SyntaxError ? 'invalidSyntax' : undefined);
-      }
-      request.log.error({ err: error }, 'unhandled error');
-      return sendScimError(reply, 500, 'Internal server error');
-    });
+    // SCIM's media type, parsed like application/json (UTF-8, depth, surrogates); errors in SCIM's format.
+    addJsonMediaType(scim, 'application/scim+json');
+    useErrorFormat(scim, 'scim');
 
     // Unknown paths under /scim/v2: the plain-text 404 of spec §7 (no SCIM body).
     scim.setNotFoundHandler((_request, reply) => {
@@ -716,7 +659,7 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       const attributes = scimAttributes(request.body);
       const current = await askDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
       if (attributes.userName.toLowerCase() !== current.userName.toLowerCase()) {
-        throw scimBadRequest('mutability', 'userName cannot be changed.');
+        throw scimError('scim_mutability', 'userName cannot be changed.');
       }
       const fields = lowerKeys(request.body as Record<string, unknown>);
       const change: ScimChange = {};
@@ -754,5 +697,5 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
 }
 
 function scimBadRequestConflict(detail: string): ServiceError {
-  return new ServiceError('conflict', detail, { details: { scimType: 'uniqueness' } });
+  return new ServiceError('scim_uniqueness', detail);
 }

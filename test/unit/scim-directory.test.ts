@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ServiceError, type RecordWrite } from '../../runtime/index.js';
+import { errorCodes, ServiceError, type RecordWrite } from '../../runtime/index.js';
 import { parseFilter } from '../../actors/scim/filter.js';
 import { parsePatch } from '../../actors/scim/patch.js';
 import {
@@ -47,7 +47,7 @@ function scimTypeOf(run: () => unknown): string | undefined {
   try {
     run();
   } catch (error) {
-    if (error instanceof ServiceError) return (error.details as { scimType?: string } | undefined)?.scimType ?? error.code;
+    if (error instanceof ServiceError) return (errorCodes[error.code] as { wire?: string }).wire ?? error.code;
     throw error;
   }
   return undefined;
