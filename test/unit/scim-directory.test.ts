@@ -2,16 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { errorCodes, ServiceError, type RecordWrite } from '../../runtime/index.js';
 import { parseFilter } from '../../actors/scim/filter.js';
 import { parsePatch } from '../../actors/scim/patch.js';
-import {
-  loadScimDirectory,
-  SCIM_PENDING_LEASE_MS,
-  stepScimDirectory,
-  type ScimAttributes,
-  type ScimDirectoryMessage,
-  type ScimDirectoryState,
-  type ScimUserPage,
-  type ScimUserRecord,
-} from '../../actors/scim/state.js';
+import { loadScimDirectory, stepScimDirectory, type ScimDirectoryState } from '../../actors/scim/state.js';
+import { SCIM_PENDING_LEASE_MS, type ScimAttributes, type ScimDirectoryMessage, type ScimUserPage, type ScimUserRecord } from '../../actors/scim/messages.js';
 import { fixedContext } from '../helpers/step.js';
 
 const T0 = 1_700_000_000_000;
