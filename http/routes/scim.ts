@@ -36,9 +36,17 @@ import type { AppServices } from '../services.js';
  * - `/api/v1/orgs/{org_id}/scim-tokens`: an org owner or admin (or a platform
  *   admin) issues, lists and revokes the organization's SCIM bearer tokens.
  * - `/scim/v2/...`: a plugin scope of its own, with SCIM's content type
- *   (`application/scim+json`; `application/json` is accepted on input), SCIM
- *   error bodies from its own error handler, and authentication by SCIM token
- *   only: the organization comes from the token.
+ *   (`application/scim+json`, parsed by the shared JSON body plugin;
+ *   `application/json` is accepted on input), SCIM error bodies (the error
+ *   handler's 'scim' format), and authentication by SCIM token only: the
+ *   organization comes from the token.
+ *
+ * Every write is one ask of the organization's scim-directory actor, which
+ * runs it as a flow (actors/scim/flows.ts). The user body is checked here by
+ * hand, not by TypeBox: SCIM attribute names are case-insensitive (RFC 7643
+ * §2.1), so a schema could not type `userName` without refusing `username`,
+ * and a wrong value must answer scimType invalidValue, not the schema's
+ * invalidSyntax.
  */
 const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
