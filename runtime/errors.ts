@@ -12,9 +12,22 @@ export const errorCodes = {
   invalid_two_factor_code: { status: 400, description: 'The two-factor code (TOTP or backup code) is not valid, or was already used.' },
   invalid_verification_token: { status: 400, description: 'The e-mail verification token is unknown, expired, already used, or was sent to an address the account no longer has.' },
   link_failed: { status: 400, description: 'Linking an external account failed at the provider: the code was refused, or the provider was unreachable, slow or answered badly.' },
+  // 400, OAuth 2.0 token endpoint (RFC 6749 §5.2): rendered as {error: wire, error_description}
+  oauth_invalid_request: { status: 400, wire: 'invalid_request', description: 'The token request is missing a parameter, repeats one, uses two client authentication methods, or is not form-encoded.' },
+  oauth_invalid_grant: { status: 400, wire: 'invalid_grant', description: 'The authorization code or refresh token is invalid, expired, replayed, issued to another client, or its PKCE verifier or redirect_uri does not match; or the user can no longer sign in.' },
+  oauth_unauthorized_client: { status: 400, wire: 'unauthorized_client', description: 'The client is not registered for this grant type (or is public and asks for client_credentials).' },
+  oauth_unsupported_grant_type: { status: 400, wire: 'unsupported_grant_type', description: 'The grant_type is not one this server supports.' },
+  oauth_invalid_scope: { status: 400, wire: 'invalid_scope', description: 'The requested scope exceeds what the client registered or what the grant originally carried.' },
+  // 400, SCIM 2.0 (RFC 7644 §3.12): rendered as {schemas, status, scimType: wire, detail}
+  scim_invalid_value: { status: 400, wire: 'invalidValue', description: 'A SCIM attribute has a wrong type or value, or a required one is missing.' },
+  scim_invalid_syntax: { status: 400, wire: 'invalidSyntax', description: 'The SCIM request body is not valid JSON or not the expected structure (a PatchOp without Operations, ...).' },
+  scim_invalid_filter: { status: 400, wire: 'invalidFilter', description: 'The SCIM filter cannot be parsed or uses an attribute or operator this server does not filter on.' },
+  scim_invalid_path: { status: 400, wire: 'invalidPath', description: 'A SCIM PATCH path names an attribute this server does not know.' },
+  scim_mutability: { status: 400, wire: 'mutability', description: 'The SCIM request changes an attribute this server does not let change (userName, reactivation, remove, ...).' },
   // 401
   unauthorized: { status: 401, description: 'Missing, malformed, expired or revoked credential.' },
   invalid_credentials: { status: 401, description: 'Login failed. The same message for an unknown user and a wrong password.' },
+  oauth_invalid_client: { status: 401, wire: 'invalid_client', description: 'OAuth client authentication failed (unknown client, wrong secret, or a method other than the registered one); sent with WWW-Authenticate: Basic.' },
   invalid_refresh_token: { status: 401, description: 'The refresh token is unknown, already rotated, or its session ended.' },
   // 403
   forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
@@ -43,6 +56,7 @@ export const errorCodes = {
   api_key_limit_reached: { status: 409, description: 'The user already holds the maximum number of API keys; delete one first.' },
   account_already_linked: { status: 409, description: 'The external account is linked to another user, or this user already has an account of that provider linked.' },
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
+  scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
@@ -60,8 +74,21 @@ export const errorCodes = {
   shutting_down: { status: 503, description: 'The node is shutting down; retry on another node or later.' },
   not_leader: { status: 503, description: 'Cluster-internal: the node does not lead the partition; the edge retries at the leader. Reaches a client only through the operator API.' },
   partition_unavailable: { status: 503, description: 'No node could serve the partition in time (failover or handoff in progress, or no in-sync replica alive); retry after Retry-After.' },
+  oauth_server_error: { status: 500, wire: 'server_error', description: 'The OAuth token endpoint failed by a defect (RFC 6749 §5.2 rendering of internal_error).' },
+  oauth_temporarily_unavailable: { status: 503, wire: 'temporarily_unavailable', description: 'The OAuth token endpoint cannot answer now (a 429 or 503 underneath keeps its status and Retry-After).' },
   flow_interrupted: { status: 503, description: 'A multi-step operation was interrupted before it answered (node restart or failover); its outcome is durable: retry with the same Idempotency-Key or read the resource.' },
-} as const satisfies Record<string, { status: number; description: string }>;
+} as const satisfies Record<string, ErrorCodeEntry>;
+
+/**
+ * A registry entry. `wire` is set on the codes of a standard's error format
+ * (RFC 6749 OAuth `error`, RFC 7644 SCIM `scimType`): the value the edge
+ * renders on routes that answer in that format (http/plugins/error-handler.ts).
+ */
+export interface ErrorCodeEntry {
+  status: number;
+  description: string;
+  wire?: string;
+}
 
 export type ErrorCode = keyof typeof errorCodes;
 

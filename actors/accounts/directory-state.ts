@@ -1,5 +1,6 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import type { NewUser, PublicUser, Role, SummarySync } from './user-state.js';
+import { answerFlowCall, type FlowCall } from '../flow-call.js';
 
 /**
  * The user directory: e-mail and username -> user id, so that both stay
@@ -51,7 +52,9 @@ export type DirectoryMessage =
   | { op: 'lookup'; login: string }
   | SummarySync
   | { op: 'reserve'; user_id: string; email?: string; username?: string }
-  | ({ op: 'list' } & UserListQuery);
+  | ({ op: 'list' } & UserListQuery)
+  /** A flow's step (SCIM provisioning): any message above, answered through the outbox (actors/flow-call.ts). */
+  | FlowCall<DirectoryMessage>;
 
 export const DIRECTORY_KEY = 'global';
 
@@ -78,7 +81,7 @@ export function loadDirectory(_key: string, records: Iterable<[string, unknown]>
 export function stepDirectory(
   state: DirectoryState,
   message: DirectoryMessage | AlarmMessage,
-  _context: TurnContext,
+  context: TurnContext,
 ): TurnResult<DirectoryState, unknown> {
   switch (message.op) {
     case 'claim': {
@@ -156,6 +159,10 @@ export function stepDirectory(
 
     case 'list':
       return { state, reply: listUsers(state, message) };
+
+    // Additive, for flows (scim): the same messages, answered to the flow that sent them.
+    case 'flow-call':
+      return answerFlowCall<DirectoryState, DirectoryMessage>(stepDirectory, state, message, context);
 
     case '$alarm':
       return { state };

@@ -1,5 +1,6 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
+import { answerFlowCall, type FlowCall } from '../flow-call.js';
 import {
   beginSetup,
   CHALLENGE_FAILURES_MAX,
@@ -169,7 +170,9 @@ export type UserMessage =
   | { op: 'email-verify-send'; token_hash: string }
   | { op: 'email-verify-confirm'; token_hash: string }
   | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
-  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number };
+  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number }
+  /** A flow's step (SCIM provisioning, the OAuth token endpoint): any message above, answered through the outbox (actors/flow-call.ts). */
+  | FlowCall<UserMessage>;
 
 export interface PublicUser {
   id: string;
@@ -521,6 +524,10 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
 
     case '$alarm':
       return { state };
+
+    // Additive, for flows (scim, oauth): the same messages, answered to the flow that sent them.
+    case 'flow-call':
+      return answerFlowCall<UserState, UserMessage>(stepUser, state, message, context);
   }
 }
 

@@ -1,4 +1,15 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { answerFlowCall } from '../flow-call.js';
+import { stepLinkAnswer, stepLinkStart, type LinkFlow } from './flows.js';
+import {
+  IDENTITY_INDEX_KIND,
+  identityIndexKey,
+  LINKS_PER_USER_MAX,
+  type ClaimReply,
+  type IdentityIndexMessage,
+  type IdentityLinksMessage,
+  type LinkRecord,
+} from './messages.js';
 
 /**
  * Linked external accounts (spec doc 1 §2 LinkedAccount, §4.2).
@@ -7,40 +18,19 @@ import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } fr
  *   per configured provider (unlink names only the provider).
  * - `identity-index` (key = JSON [provider, subject], snapshot): which user
  *   holds an external identity, so one external account links to one user
- *   only. The edge claims here first, then adds the link; unlinking removes
- *   the link and releases the claim through the outbox.
+ *   only. The link flow (flows.ts, coordinated by the user's identity-links
+ *   actor) claims here first, then adds the link; unlinking removes the link
+ *   and releases the claim through the outbox.
  *
- * A claim left behind by a link that failed half-way (or by a deleted user) is
- * taken over with `claim` + `replaces`: the edge passes the stale holder after
- * checking that the holder no longer has the link.
+ * A claim left behind by a link that failed half-way, by a deleted user, or
+ * by an unlink whose release is still in the outbox is taken over with
+ * `claim` + `replaces`: the flow passes the stale holder after checking that
+ * the holder no longer has the link.
  */
-export const IDENTITY_LINKS_KIND = 'identity-links';
-export const IDENTITY_INDEX_KIND = 'identity-index';
-/** Links one user may hold (one per provider; providers are configured, so this is a safety bound). */
-export const LINKS_PER_USER_MAX = 50;
-
-export interface LinkRecord {
-  id: string;
-  provider: string;
-  /** The provider's stable user id. */
-  subject: string;
-  provider_display_name: string;
-  provider_email: string;
-  linked_at_ms: number;
-}
-
 export interface IdentityLinksState {
   links: LinkRecord[];
-}
-
-export type IdentityLinksMessage =
-  | { op: 'add'; provider: string; subject: string; provider_display_name: string; provider_email: string }
-  | { op: 'remove'; provider: string }
-  | { op: 'get'; provider: string }
-  | { op: 'list' };
-
-export function identityIndexKey(provider: string, subject: string): string {
-  return JSON.stringify([provider, subject]);
+  /** Link flows in progress, by flow id (absent on states stored before flows). */
+  flows?: Record<string, LinkFlow>;
 }
 
 export function initialIdentityLinks(): IdentityLinksState {
@@ -68,14 +58,14 @@ export function stepIdentityLinks(
         provider_email: message.provider_email,
         linked_at_ms: context.now,
       };
-      return { state: { links: [...state.links, link] }, reply: link };
+      return { state: { ...state, links: [...state.links, link] }, reply: link };
     }
 
     case 'remove': {
       const link = state.links.find((l) => l.provider === message.provider);
       if (!link) throw new ServiceError('not_found', `No linked ${message.provider} account.`);
       return {
-        state: { links: state.links.filter((l) => l !== link) },
+        state: { ...state, links: state.links.filter((l) => l !== link) },
         reply: link,
         sends: [{ kind: IDENTITY_INDEX_KIND, key: identityIndexKey(link.provider, link.subject), message: { op: 'release', user_id: context.key } }],
       };
@@ -86,6 +76,15 @@ export function stepIdentityLinks(
 
     case 'list':
       return { state, reply: [...state.links].sort((a, b) => a.linked_at_ms - b.linked_at_ms || (a.id < b.id ? -1 : 1)) };
+
+    case 'link':
+      return stepLinkStart(state, message, context);
+
+    case 'flow-answer':
+      return stepLinkAnswer(state, message, context);
+
+    case 'flow-call':
+      return answerFlowCall<IdentityLinksState, IdentityLinksMessage>(stepIdentityLinks, state, message, context);
 
     case '$alarm':
       return { state };
@@ -100,12 +99,6 @@ export interface IdentityIndexState {
   claimed_at_ms: number;
 }
 
-export type IdentityIndexMessage =
-  /** Claim for user_id. Held by another user: refused, unless that holder is `replaces` (a stale claim the edge checked). */
-  | { op: 'claim'; user_id: string; replaces?: string }
-  | { op: 'release'; user_id: string }
-  | { op: 'get' };
-
 export function initialIdentityIndex(): IdentityIndexState {
   return { user_id: null, claimed_at_ms: 0 };
 }
@@ -117,9 +110,9 @@ export function stepIdentityIndex(
 ): TurnResult<IdentityIndexState, unknown> {
   switch (message.op) {
     case 'claim': {
-      if (state.user_id === message.user_id) return { state, reply: { claimed: true, held_by: message.user_id } };
-      if (state.user_id !== null && state.user_id !== message.replaces) return { state, reply: { claimed: false, held_by: state.user_id } };
-      return { state: { user_id: message.user_id, claimed_at_ms: context.now }, reply: { claimed: true, held_by: message.user_id } };
+      if (state.user_id === message.user_id) return { state, reply: { claimed: true, held_by: message.user_id } satisfies ClaimReply };
+      if (state.user_id !== null && state.user_id !== message.replaces) return { state, reply: { claimed: false, held_by: state.user_id } satisfies ClaimReply };
+      return { state: { user_id: message.user_id, claimed_at_ms: context.now }, reply: { claimed: true, held_by: message.user_id } satisfies ClaimReply };
     }
 
     case 'release': {
@@ -130,6 +123,9 @@ export function stepIdentityIndex(
 
     case 'get':
       return { state, reply: { user_id: state.user_id } };
+
+    case 'flow-call':
+      return answerFlowCall<IdentityIndexState, IdentityIndexMessage>(stepIdentityIndex, state, message, context);
 
     case '$alarm':
       return { state };

@@ -2,6 +2,16 @@ import { ServiceError, type AlarmChange, type AlarmMessage, type RecordWrite, ty
 import { verifyPkce, type PkceMethod } from './pkce.js';
 import { scopeSubset } from './scope.js';
 import { sameHash } from '../same-hash.js';
+import { loadGrant, stepTokenAnswer, stepTokenRequest, type PendingGrant } from './flows.js';
+import {
+  OAUTH_CLIENT_KIND,
+  type ClientRegistration,
+  type ClientView,
+  type DeleteReply,
+  type OAuthClientMessage,
+  type RedeemReply,
+  type RotateReply,
+} from './messages.js';
 
 /**
  * One OAuth 2.0 client (spec doc 1 §2 OAuthClient, §4.3; RFC 6749, 7591, 7636).
@@ -16,32 +26,16 @@ import { sameHash } from '../same-hash.js';
  * apart from garbage: a replay is `invalid_grant` and also answers the session
  * opened with the code, so the edge can end it (RFC 6749 §4.1.2).
  */
-export const OAUTH_CLIENT_KIND = 'oauth-client';
+export { OAUTH_CLIENT_KIND };
 export const CODE_TTL_MS = 60_000;
 /** Sessions remembered per client (oldest forgotten first; their refresh tokens then stop working with this client). */
 export const CLIENT_SESSIONS_MAX = 10_000;
 export const CODES_MAX = 1_000;
 const CODES_ALARM = 'codes';
 
-export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
-export type AuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
-
-export interface ClientRecord {
+export interface ClientRecord extends ClientRegistration {
   client_id: string;
-  client_name: string;
-  redirect_uris: string[];
-  grant_types: GrantType[];
-  response_types: string[];
-  token_endpoint_auth_method: AuthMethod;
-  scope: string[];
-  secret_hash: string | null;
   created_at_ms: number;
-  /**
-   * The user who registered the client with a bearer (required for the
-   * client_credentials grant); null for an open registration (and absent on
-   * clients stored before owners were recorded).
-   */
-  owner_user_id?: string | null;
   /** Set when a platform admin deleted the client: the record stays as a tombstone. */
   deleted_at_ms?: number | null;
   deleted_by?: string | null;
@@ -74,12 +68,6 @@ export interface SessionBinding {
   session_refresh_hash: string;
 }
 
-export type RotateReply =
-  | { ok: true; user_id: string; scope: string[]; session_refresh_hash: string }
-  | { ok: false; reused: boolean; user_id?: string }
-  /** The requested scope is not within the granted one: nothing changed, the presented token still works. */
-  | { ok: false; reused: false; invalid_scope: true };
-
 /**
  * `records` storage: subkey `client` holds the registration, `c:<code hash>`
  * one code, `s:<session_id>` one session binding, so a turn writes only what
@@ -90,50 +78,12 @@ export interface OAuthClientState {
   client: ClientRecord | null;
   codes: Map<string, CodeRecord>;
   sessions: Map<string, SessionBinding>;
+  /** Token requests waiting for the user actor (subkey `f:<flow_id>`; actors/oauth/flows.ts). */
+  grants: Map<string, PendingGrant>;
 }
-
-/** What anyone may learn about a client (no secret hash, no owner, no tombstone fields). */
-export type ClientView = Omit<ClientRecord, 'secret_hash' | 'created_at_ms' | 'owner_user_id' | 'deleted_at_ms' | 'deleted_by'> & {
-  client_id_issued_at: number;
-};
-
-/** The reply of `delete`: the user sessions opened through the client, for the edge to end. */
-export interface DeleteReply {
-  sessions: { user_id: string; session_id: string }[];
-}
-
-export type RedeemReply =
-  | { ok: true; user_id: string; scope: string[] }
-  | { ok: false; reason: 'invalid_grant'; description: string; revoke?: { user_id: string; session_id: string } };
-
-export type OAuthClientMessage =
-  | { op: 'register'; client: Omit<ClientRecord, 'client_id' | 'created_at_ms' | 'deleted_at_ms' | 'deleted_by'> }
-  | { op: 'delete'; deleted_by: string }
-  | { op: 'get' }
-  | { op: 'authenticate'; secret_hash: string | null }
-  | {
-      op: 'issue-code';
-      code_hash: string;
-      user_id: string;
-      redirect_uri: string;
-      code_challenge: string;
-      code_challenge_method: PkceMethod;
-      scope: string[];
-    }
-  | { op: 'redeem-code'; code_hash: string; redirect_uri: string; code_verifier: string }
-  | { op: 'bind-session'; code_hash: string; session_id: string; user_id: string; scope: string[]; refresh_hash: string; session_refresh_hash: string }
-  | {
-      op: 'rotate-refresh';
-      session_id: string;
-      presented_hash: string;
-      new_hash: string;
-      new_session_refresh_hash: string;
-      /** The scope the client asks for (RFC 6749 §6); absent: the whole granted scope. */
-      scope?: string[];
-    };
 
 export function initialOAuthClientState(): OAuthClientState {
-  return { client: null, codes: new Map(), sessions: new Map() };
+  return { client: null, codes: new Map(), sessions: new Map(), grants: new Map() };
 }
 
 export function loadOAuthClient(_key: string, records: Iterable<[string, unknown]>): OAuthClientState {
@@ -143,6 +93,7 @@ export function loadOAuthClient(_key: string, records: Iterable<[string, unknown
     if (subkey === 'client') state.client = value as ClientRecord;
     else if (subkey.startsWith('c:')) state.codes.set(subkey.slice(2), value as CodeRecord);
     else if (subkey.startsWith('s:')) sessions.push([subkey.slice(2), value as SessionBinding]);
+    else if (subkey.startsWith('f:')) loadGrant(state, value);
   }
   sessions.sort((a, b) => a[1].bound_at_ms - b[1].bound_at_ms);
   for (const [id, binding] of sessions) state.sessions.set(id, binding);
@@ -155,7 +106,7 @@ export function clientView(client: ClientRecord): ClientView {
 }
 
 /** The client, unless it was never registered or was deleted. */
-function liveClient(state: OAuthClientState): ClientRecord | null {
+export function liveClient(state: OAuthClientState): ClientRecord | null {
   return state.client && !state.client.deleted_at_ms ? state.client : null;
 }
 
@@ -343,6 +294,12 @@ export function stepOAuthClient(
       }
       return { state, reply: { ok: false, reused: false } satisfies RotateReply };
     }
+
+    case 'token':
+      return stepTokenRequest(state, message, context);
+
+    case 'flow-answer':
+      return stepTokenAnswer(state, message, context);
 
     case '$alarm': {
       if (message.name !== CODES_ALARM) return { state };

@@ -1,3 +1,4 @@
+import { answerFlowCall, type FlowCall } from '../flow-call.js';
 import { ServiceError, type ActorSend, type AlarmMessage, type ErrorCode, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import {
   DERIVED_SLUG_RETRIES,
@@ -361,6 +362,10 @@ function acknowledged(state: OrganizationState, flow: Extract<OrgFlow, { kind: '
 }
 
 /** The organization actor's step: its flows, and its single-turn operations awaiting their index updates. */
+function isOwnFlowOp(op: string): boolean {
+  return op === 'create' || op === 'invite' || op === 'accept_invitation' || op === 'flow-call' || op.startsWith('flow_');
+}
+
 export function stepOrganizationFlows(state: OrganizationState, message: OrganizationMessage | AlarmMessage, context: TurnContext): Result {
   switch (message.op) {
     case 'create':
@@ -369,6 +374,11 @@ export function stepOrganizationFlows(state: OrganizationState, message: Organiz
       return startInvite(state, message, context);
     case 'accept_invitation':
       return startAccept(state, message, context);
+
+    case 'flow-call':
+      // Another area's flow (SCIM) runs one of the organization's single-turn ops; a flow of our own cannot be started that way.
+      if (isOwnFlowOp(message.call.op)) throw new ServiceError('BAD_REQUEST', `The organization's ${message.call.op} flow cannot be called from another flow.`);
+      return answerFlowCall(stepOrganization, state, message as FlowCall<SingleTurnMessage>, context);
 
     case 'flow_ack': {
       const flow = state.flows.get(message.flow_id);

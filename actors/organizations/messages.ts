@@ -1,3 +1,4 @@
+import type { FlowCall } from '../flow-call.js';
 /**
  * The organizations area's public surface: the actor kinds and keys, the
  * messages each kind takes, the views it answers with and the area's caps.
@@ -203,7 +204,9 @@ export type OrganizationMessage =
   /** The acceptance flow: a new member's slot is held under USER_ORGS_MAX first. Reply InvitationAccepted. */
   | { op: 'accept_invitation'; invitation_id: string; user_id: string; email: string; email_verified: boolean; token_hash?: string }
   | { op: 'decline_invitation'; invitation_id: string; email: string; email_verified: boolean; token_hash?: string }
-  | FlowAnswer;
+  | FlowAnswer
+  /** Another area's flow (SCIM provisioning) running one single-turn op here, answered through the outbox (actors/flow-call.ts). */
+  | FlowCall<OrganizationMessage>;
 
 /**
  * One membership, from the organization to the user's index: `role` null =

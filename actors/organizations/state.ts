@@ -279,7 +279,7 @@ export function requireInvitationRoom(state: OrganizationState, email: string, n
 }
 
 /** Ops of one organization's own turn; create, invite and accept are flows (flows.ts). */
-export type SingleTurnMessage = Exclude<OrganizationMessage, { op: 'create' | 'invite' | 'accept_invitation' | `flow_${string}` }>;
+export type SingleTurnMessage = Exclude<OrganizationMessage, { op: 'create' | 'invite' | 'accept_invitation' | 'flow-call' | `flow_${string}` }>;
 
 /**
  * The organization's own rules, one turn each. Its outbox messages to the
@@ -455,6 +455,8 @@ export function stepOrganization(state: OrganizationState, message: SingleTurnMe
       }
       return done(undefined, true);
     }
+
+    // Additive, for flows (scim): the same messages, answered to the flow that sent them.
   }
 }
 

@@ -63,7 +63,7 @@ const COMPARE_OPERATORS = new Set<string>(['eq', 'ne', 'co', 'sw', 'ew']);
 const UNSUPPORTED_OPERATORS = new Set<string>(['gt', 'ge', 'lt', 'le']);
 
 export function invalidFilter(detail: string): ServiceError {
-  return new ServiceError('BAD_REQUEST', detail, { details: { scimType: 'invalidFilter' } });
+  return new ServiceError('scim_invalid_filter', detail);
 }
 
 type Token =
@@ -221,7 +221,7 @@ function checkComparison(attr: FilterAttribute, op: CompareOperator, value: Filt
   if (typeof value !== 'string') throw invalidFilter(`${attr} is a string attribute: compare it with a quoted string.`);
 }
 
-/** Parses a filter; throws BAD_REQUEST with details.scimType invalidFilter. */
+/** Parses a filter; throws scim_invalid_filter (scimType invalidFilter). */
 export function parseFilter(input: string): FilterNode {
   if (input.length > FILTER_LENGTH_MAX) throw invalidFilter(`The filter is longer than ${FILTER_LENGTH_MAX} characters.`);
   return new Parser(tokenize(input)).parse();

@@ -1,9 +1,126 @@
 /**
- * The scim area's public surface: what other layers and areas import.
- * Definitions live beside it; this file names the ones others may use.
+ * The scim area's public surface: the scim-directory kind, the messages it
+ * takes (its own and the flows' answers) and the views it answers with.
+ * Other layers import this file only. The pure SCIM parsers others need
+ * (filter, PATCH document, attribute checks) stay in their files and are
+ * named here.
  */
+import type { FlowAnswer } from '../flow-call.js';
+import type { FilterNode } from './filter.js';
+import type { ScimChange } from './patch.js';
+
 export { parseFilter } from './filter.js';
-export { parsePatch, scimBadRequest, scimBoolean, scimDisplayName } from './patch.js';
-export type { ScimChange } from './patch.js';
-export { SCIM_DIRECTORY_KIND } from './state.js';
-export type { ScimAttributes, ScimEmail, ScimName, ScimTokenView, ScimUpdateReply, ScimUserPage, ScimUserRecord } from './state.js';
+export type { FilterNode } from './filter.js';
+export { parsePatch, scimError, scimBoolean, scimDisplayName } from './patch.js';
+export type { ScimChange, ScimErrorCode } from './patch.js';
+
+/** One directory per organization (key = org_id). */
+export const SCIM_DIRECTORY_KIND = 'scim-directory';
+/** A create in progress holds its userName this long before a retry may resume it. */
+export const SCIM_PENDING_LEASE_MS = 60_000;
+/** Provisioning tokens one organization may hold at once. */
+export const SCIM_TOKENS_PER_ORG_MAX = 20;
+/** Users one organization's directory may hold. */
+export const SCIM_USERS_PER_ORG_MAX = 100_000;
+/** Flows (provisioning, changes, deprovisioning, token management) one directory runs at once. */
+export const SCIM_FLOWS_MAX = 1_000;
+
+export interface ScimName {
+  formatted?: string;
+  familyName?: string;
+  givenName?: string;
+  middleName?: string;
+  honorificPrefix?: string;
+  honorificSuffix?: string;
+}
+
+export interface ScimEmail {
+  value: string;
+  type: string;
+  primary: boolean;
+}
+
+/** The attributes an identity provider sets (and this server stores). */
+export interface ScimAttributes {
+  userName: string;
+  externalId: string | null;
+  displayName: string | null;
+  name: ScimName | null;
+  emails: ScimEmail[];
+}
+
+export interface ScimUserRecord extends ScimAttributes {
+  id: string;
+  user_id: string;
+  active: boolean;
+  /** Creation order in this directory (lists are in this order, also for creations in the same millisecond). */
+  seq: number;
+  created_at_ms: number;
+  updated_at_ms: number;
+  /** Set while the create is in progress: until then the user is invisible. */
+  pending_until_ms: number | null;
+}
+
+export interface ScimTokenView {
+  id: string;
+  name: string;
+  created_by: string;
+  created_at_ms: number;
+  expires_at_ms: number | null;
+}
+
+export interface ScimUserPage {
+  total: number;
+  users: ScimUserRecord[];
+}
+
+export interface ScimUpdateReply {
+  user: ScimUserRecord;
+  /** The user was active before this turn and is not now (or was already deactivated: retries repeat the cut-off). */
+  deactivated: boolean;
+  displayName_changed: boolean;
+}
+
+/** The platform account a provisioning creates (its id is the reserved record's user_id). */
+export interface ScimPlatformUser {
+  email: string;
+  username: string;
+  display_name: string;
+  password_hash: string;
+}
+
+/** Who manages the organization's SCIM tokens: the organization actor checks the role in the flow. */
+export interface ScimTokenManager {
+  user_id: string;
+  platform_admin: boolean;
+}
+
+/** The answer of a user flow: the record, and the users whose sessions it ended (for the edge's session cache). */
+export interface ScimFlowReply {
+  user: ScimUserRecord;
+  revoked_user_ids: string[];
+}
+
+export type ScimDirectoryMessage =
+  | { op: 'token-create'; token_id: string; name: string; secret_hash: string; created_by: string; expires_at_ms: number | null }
+  | { op: 'token-list' }
+  | { op: 'token-revoke'; token_id: string }
+  | { op: 'token-verify'; token_id: string; secret_hash: string }
+  | { op: 'user-reserve'; scim_id: string; user_id: string; attributes: ScimAttributes }
+  | { op: 'user-activate'; scim_id: string; active: boolean }
+  | { op: 'user-abort'; scim_id: string }
+  | { op: 'user-get'; scim_id: string }
+  | { op: 'user-list'; filter: FilterNode | null; start_index: number; count: number }
+  | { op: 'user-update'; scim_id: string; displayName?: string; active?: boolean }
+  | { op: 'user-delete'; scim_id: string }
+  // Flows (actors/scim/flows.ts): one ask each, answered when the flow ends.
+  /** POST /Users: reserve the userName, then claim the e-mail, create the account, add the member, ban if inactive, activate. */
+  | { op: 'user-provision'; scim_id: string; user_id: string; attributes: ScimAttributes; active: boolean; platform: ScimPlatformUser }
+  /** PATCH and PUT /Users/{id}: apply the change here, then ban and rename the platform account. `userName` (PUT) must not change. */
+  | { op: 'user-change'; scim_id: string; change: ScimChange; userName?: string }
+  /** DELETE /Users/{id}: the member leaves the organization, the account is deleted, the record removed. */
+  | { op: 'user-deprovision'; scim_id: string }
+  /** Token management, checked against the caller's role in the organization: create (`token` set) or revoke. */
+  | { op: 'token-manage'; by: ScimTokenManager; create?: { token_id: string; name: string; secret_hash: string; expires_at_ms: number | null }; revoke?: { token_id: string } }
+  /** A flow step's answer from another actor (actors/flow-call.ts). */
+  | FlowAnswer;

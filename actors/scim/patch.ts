@@ -30,8 +30,11 @@ export interface ScimChange {
   active?: boolean;
 }
 
-export function scimBadRequest(scimType: string, detail: string): ServiceError {
-  return new ServiceError('BAD_REQUEST', detail, { details: { scimType } });
+/** The registry's SCIM codes (runtime/errors.ts): each renders as its scimType on /scim/v2 (RFC 7644 §3.12). */
+export type ScimErrorCode = 'scim_invalid_value' | 'scim_invalid_syntax' | 'scim_invalid_filter' | 'scim_invalid_path' | 'scim_mutability' | 'scim_uniqueness';
+
+export function scimError(code: ScimErrorCode, detail: string): ServiceError {
+  return new ServiceError(code, detail);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -46,12 +49,12 @@ export function scimBoolean(value: unknown, attribute: string): boolean {
     if (lower === 'true') return true;
     if (lower === 'false') return false;
   }
-  throw scimBadRequest('invalidValue', `${attribute} must be a boolean.`);
+  throw scimError('scim_invalid_value', `${attribute} must be a boolean.`);
 }
 
 export function scimDisplayName(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > DISPLAY_NAME_LENGTH_MAX) {
-    throw scimBadRequest('invalidValue', `displayName must be a non-empty string of at most ${DISPLAY_NAME_LENGTH_MAX} characters.`);
+    throw scimError('scim_invalid_value', `displayName must be a non-empty string of at most ${DISPLAY_NAME_LENGTH_MAX} characters.`);
   }
   return value.trim();
 }
@@ -73,35 +76,35 @@ function apply(change: ScimChange, path: string, value: unknown): void {
     return;
   }
   const root = name.split(/[.[]/)[0];
-  if (READ_ONLY.has(root)) throw scimBadRequest('mutability', `${path} cannot be changed here: only active (deactivation) and displayName are applied.`);
-  throw scimBadRequest('invalidPath', `Unsupported attribute path ${path}: only active and displayName can be patched.`);
+  if (READ_ONLY.has(root)) throw scimError('scim_mutability', `${path} cannot be changed here: only active (deactivation) and displayName are applied.`);
+  throw scimError('scim_invalid_path', `Unsupported attribute path ${path}: only active and displayName can be patched.`);
 }
 
 /** The change a PATCH body asks for; throws (with a scimType) before anything is applied. */
 export function parsePatch(body: unknown): ScimChange {
-  if (!isObject(body)) throw scimBadRequest('invalidSyntax', 'The PATCH body must be a JSON object.');
+  if (!isObject(body)) throw scimError('scim_invalid_syntax', 'The PATCH body must be a JSON object.');
   const schemas = body.schemas;
   if (schemas !== undefined && (!Array.isArray(schemas) || !schemas.some((s) => typeof s === 'string' && s.toLowerCase() === PATCH_OP_SCHEMA.toLowerCase()))) {
-    throw scimBadRequest('invalidSyntax', `schemas must contain ${PATCH_OP_SCHEMA}.`);
+    throw scimError('scim_invalid_syntax', `schemas must contain ${PATCH_OP_SCHEMA}.`);
   }
   const operations = body.Operations ?? body.operations;
-  if (!Array.isArray(operations) || operations.length === 0) throw scimBadRequest('invalidSyntax', 'Operations must be a non-empty array.');
-  if (operations.length > PATCH_OPERATIONS_MAX) throw scimBadRequest('invalidSyntax', `At most ${PATCH_OPERATIONS_MAX} operations per request.`);
+  if (!Array.isArray(operations) || operations.length === 0) throw scimError('scim_invalid_syntax', 'Operations must be a non-empty array.');
+  if (operations.length > PATCH_OPERATIONS_MAX) throw scimError('scim_invalid_syntax', `At most ${PATCH_OPERATIONS_MAX} operations per request.`);
   const change: ScimChange = {};
   for (const operation of operations) {
-    if (!isObject(operation) || typeof operation.op !== 'string') throw scimBadRequest('invalidSyntax', 'Each operation needs an op.');
+    if (!isObject(operation) || typeof operation.op !== 'string') throw scimError('scim_invalid_syntax', 'Each operation needs an op.');
     const op = operation.op.toLowerCase();
     const path = operation.path;
-    if (path !== undefined && typeof path !== 'string') throw scimBadRequest('invalidPath', 'path must be a string.');
+    if (path !== undefined && typeof path !== 'string') throw scimError('scim_invalid_path', 'path must be a string.');
     if (op === 'remove') {
-      throw scimBadRequest('mutability', `remove is not supported${path ? ` on ${path}` : ''}: only active (deactivation) and displayName are applied.`);
+      throw scimError('scim_mutability', `remove is not supported${path ? ` on ${path}` : ''}: only active (deactivation) and displayName are applied.`);
     }
-    if (op !== 'replace' && op !== 'add') throw scimBadRequest('invalidSyntax', `Unsupported op ${operation.op}: use replace.`);
-    if (!('value' in operation)) throw scimBadRequest('invalidValue', `The ${operation.op} operation needs a value.`);
+    if (op !== 'replace' && op !== 'add') throw scimError('scim_invalid_syntax', `Unsupported op ${operation.op}: use replace.`);
+    if (!('value' in operation)) throw scimError('scim_invalid_value', `The ${operation.op} operation needs a value.`);
     if (path !== undefined && path.trim() !== '') {
       apply(change, path, operation.value);
     } else {
-      if (!isObject(operation.value)) throw scimBadRequest('invalidValue', 'An operation without path needs an object value.');
+      if (!isObject(operation.value)) throw scimError('scim_invalid_value', 'An operation without path needs an object value.');
       for (const [key, value] of Object.entries(operation.value)) apply(change, key, value);
     }
   }

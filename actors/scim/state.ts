@@ -1,6 +1,18 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { matchesFilter, type FilterNode, type FilterSubject } from './filter.js';
+import { matchesFilter, type FilterSubject } from './filter.js';
 import { sameHash } from '../same-hash.js';
+import { loadFlow, stepFlowAnswer, stepTokenManage, stepUserChange, stepUserDeprovision, stepUserProvision, type ScimFlow } from './flows.js';
+import {
+  SCIM_DIRECTORY_KIND,
+  SCIM_PENDING_LEASE_MS,
+  SCIM_TOKENS_PER_ORG_MAX,
+  SCIM_USERS_PER_ORG_MAX,
+  type ScimDirectoryMessage,
+  type ScimTokenView,
+  type ScimUpdateReply,
+  type ScimUserPage,
+  type ScimUserRecord,
+} from './messages.js';
 
 /**
  * The SCIM directory of one organization (kind `scim-directory`, key = org_id;
@@ -9,60 +21,17 @@ import { sameHash } from '../same-hash.js';
  * provisioning token (`t:<token id>`), so a change writes one record however
  * large the directory is.
  *
- * Users are created in two steps, because the platform user and the org
- * membership live in other actors: `user-reserve` claims the userName (a
- * pending record with a lease), the edge creates the platform user and the
- * membership, then `user-activate` makes the record visible. A create that
- * crashed half-way leaves a pending record; once its lease runs out, a create
- * with the same userName resumes it (same scim id and platform user id).
+ * Users are created by a flow (actors/scim/flows.ts), because the platform
+ * user and the org membership live in other actors: `user-reserve` claims the
+ * userName (a pending record with a lease), the flow creates the platform
+ * user and the membership, then `user-activate` makes the record visible. A
+ * create that stopped half-way leaves a pending record; once its lease runs
+ * out, a create with the same userName resumes it (same scim id and platform
+ * user id).
  *
  * Tokens: only sha256 of the secret is stored; verification compares in
  * constant time.
  */
-export const SCIM_DIRECTORY_KIND = 'scim-directory';
-/** A create in progress holds its userName this long before a retry may resume it. */
-export const SCIM_PENDING_LEASE_MS = 60_000;
-/** Provisioning tokens one organization may hold at once. */
-export const SCIM_TOKENS_PER_ORG_MAX = 20;
-/** Users one organization's directory may hold. */
-export const SCIM_USERS_PER_ORG_MAX = 100_000;
-
-export interface ScimName {
-  formatted?: string;
-  familyName?: string;
-  givenName?: string;
-  middleName?: string;
-  honorificPrefix?: string;
-  honorificSuffix?: string;
-}
-
-export interface ScimEmail {
-  value: string;
-  type: string;
-  primary: boolean;
-}
-
-/** The attributes an identity provider sets (and this server stores). */
-export interface ScimAttributes {
-  userName: string;
-  externalId: string | null;
-  displayName: string | null;
-  name: ScimName | null;
-  emails: ScimEmail[];
-}
-
-export interface ScimUserRecord extends ScimAttributes {
-  id: string;
-  user_id: string;
-  active: boolean;
-  /** Creation order in this directory (lists are in this order, also for creations in the same millisecond). */
-  seq: number;
-  created_at_ms: number;
-  updated_at_ms: number;
-  /** Set while the create is in progress: until then the user is invisible. */
-  pending_until_ms: number | null;
-}
-
 export interface ScimTokenRecord {
   id: string;
   name: string;
@@ -72,8 +41,6 @@ export interface ScimTokenRecord {
   expires_at_ms: number | null;
 }
 
-export type ScimTokenView = Omit<ScimTokenRecord, 'secret_hash'>;
-
 export interface ScimDirectoryState {
   users: Map<string, ScimUserRecord>;
   /** Lower-cased userName -> scim id (pending records included). */
@@ -81,35 +48,12 @@ export interface ScimDirectoryState {
   tokens: Map<string, ScimTokenRecord>;
   /** The next user's seq. */
   next_seq: number;
-}
-
-export type ScimDirectoryMessage =
-  | { op: 'token-create'; token_id: string; name: string; secret_hash: string; created_by: string; expires_at_ms: number | null }
-  | { op: 'token-list' }
-  | { op: 'token-revoke'; token_id: string }
-  | { op: 'token-verify'; token_id: string; secret_hash: string }
-  | { op: 'user-reserve'; scim_id: string; user_id: string; attributes: ScimAttributes }
-  | { op: 'user-activate'; scim_id: string; active: boolean }
-  | { op: 'user-abort'; scim_id: string }
-  | { op: 'user-get'; scim_id: string }
-  | { op: 'user-list'; filter: FilterNode | null; start_index: number; count: number }
-  | { op: 'user-update'; scim_id: string; displayName?: string; active?: boolean }
-  | { op: 'user-delete'; scim_id: string };
-
-export interface ScimUserPage {
-  total: number;
-  users: ScimUserRecord[];
-}
-
-export interface ScimUpdateReply {
-  user: ScimUserRecord;
-  /** The user was active before this turn and is not now (or was already deactivated: retries repeat the cut-off). */
-  deactivated: boolean;
-  displayName_changed: boolean;
+  /** Flows in progress (record `f:<flow_id>`; actors/scim/flows.ts). */
+  flows: Map<string, ScimFlow>;
 }
 
 export function loadScimDirectory(_key: string, records: Iterable<[string, unknown]>): ScimDirectoryState {
-  const state: ScimDirectoryState = { users: new Map(), byUserName: new Map(), tokens: new Map(), next_seq: 1 };
+  const state: ScimDirectoryState = { users: new Map(), byUserName: new Map(), tokens: new Map(), next_seq: 1, flows: new Map() };
   for (const [subkey, value] of records) {
     if (subkey.startsWith('u:')) {
       const user = value as ScimUserRecord;
@@ -119,6 +63,8 @@ export function loadScimDirectory(_key: string, records: Iterable<[string, unkno
     } else if (subkey.startsWith('t:')) {
       const token = value as ScimTokenRecord;
       state.tokens.set(token.id, token);
+    } else if (subkey.startsWith('f:')) {
+      loadFlow(state, value);
     }
   }
   return state;
@@ -129,13 +75,13 @@ export function tokenView(token: ScimTokenRecord): ScimTokenView {
   return view;
 }
 
-function scimError(code: 'BAD_REQUEST' | 'conflict' | 'not_found', scimType: string | null, message: string): ServiceError {
-  return new ServiceError(code, message, scimType ? { details: { scimType } } : {});
+function scimError(code: 'scim_mutability' | 'scim_uniqueness' | 'conflict' | 'not_found', message: string): ServiceError {
+  return new ServiceError(code, message);
 }
 
-function visibleUser(state: ScimDirectoryState, scim_id: string): ScimUserRecord {
+export function visibleUser(state: ScimDirectoryState, scim_id: string): ScimUserRecord {
   const user = state.users.get(scim_id);
-  if (!user || user.pending_until_ms !== null) throw scimError('not_found', null, `Resource ${scim_id} not found.`);
+  if (!user || user.pending_until_ms !== null) throw scimError('not_found', `Resource ${scim_id} not found.`);
   return user;
 }
 
@@ -201,7 +147,7 @@ export function stepScimDirectory(
       if (holder !== undefined) {
         const existing = state.users.get(holder)!;
         if (existing.pending_until_ms === null || existing.pending_until_ms > now) {
-          throw scimError('conflict', 'uniqueness', `userName ${message.attributes.userName} is already in use in this directory.`);
+          throw scimError('scim_uniqueness', `userName ${message.attributes.userName} is already in use in this directory.`);
         }
         // A create that stopped half-way: resume it with the same ids and the new attributes.
         const resumed: ScimUserRecord = { ...existing, ...message.attributes, updated_at_ms: now, pending_until_ms: now + SCIM_PENDING_LEASE_MS };
@@ -209,7 +155,7 @@ export function stepScimDirectory(
         return { state, reply: { user: resumed, resumed: true }, writes: [userWrite(resumed)] };
       }
       if (state.users.size >= SCIM_USERS_PER_ORG_MAX) {
-        throw scimError('conflict', null, `A directory may hold at most ${SCIM_USERS_PER_ORG_MAX} users.`);
+        throw scimError('conflict', `A directory may hold at most ${SCIM_USERS_PER_ORG_MAX} users.`);
       }
       const user: ScimUserRecord = {
         ...message.attributes,
@@ -228,7 +174,7 @@ export function stepScimDirectory(
 
     case 'user-activate': {
       const existing = state.users.get(message.scim_id);
-      if (!existing) throw scimError('not_found', null, `Resource ${message.scim_id} not found.`);
+      if (!existing) throw scimError('not_found', `Resource ${message.scim_id} not found.`);
       if (existing.pending_until_ms === null) return { state, reply: existing };
       const user: ScimUserRecord = { ...existing, active: message.active, pending_until_ms: null, updated_at_ms: now };
       state.users.set(user.id, user);
@@ -259,7 +205,7 @@ export function stepScimDirectory(
     case 'user-update': {
       const existing = visibleUser(state, message.scim_id);
       if (message.active === true && !existing.active) {
-        throw scimError('BAD_REQUEST', 'mutability', 'Reactivating a deactivated user is not supported; an administrator must restore the account.');
+        throw scimError('scim_mutability', 'Reactivating a deactivated user is not supported; an administrator must restore the account.');
       }
       const next: ScimUserRecord = { ...existing };
       const displayName_changed = message.displayName !== undefined && message.displayName !== existing.displayName;
@@ -279,6 +225,21 @@ export function stepScimDirectory(
       if (state.byUserName.get(existing.userName.toLowerCase()) === existing.id) state.byUserName.delete(existing.userName.toLowerCase());
       return { state, reply: existing, writes: [{ subkey: `u:${existing.id}`, value: undefined }] };
     }
+
+    case 'user-provision':
+      return stepUserProvision(state, message, context);
+
+    case 'user-change':
+      return stepUserChange(state, message, context);
+
+    case 'user-deprovision':
+      return stepUserDeprovision(state, message, context);
+
+    case 'token-manage':
+      return stepTokenManage(state, message, context);
+
+    case 'flow-answer':
+      return stepFlowAnswer(state, message, context);
 
     case '$alarm':
       return { state };

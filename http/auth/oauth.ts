@@ -2,19 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { API_KEY_SCOPES } from './api-keys.js';
 
 /**
- * OAuth 2.0 helpers for http/routes/oauth.ts: the error of the token
- * endpoint (RFC 6749 §5.2 shape), redirect URI and scope rules, client
- * secrets and codes (random at the edge, only sha256 stored).
+ * OAuth 2.0 helpers for http/routes/oauth.ts: redirect URI and scope rules,
+ * client secrets and codes (random at the edge, only sha256 stored). The
+ * token endpoint's errors are the registry's `oauth_*` codes, rendered in
+ * RFC 6749 §5.2's shape by http/plugins/error-handler.ts.
  */
-export class OAuthError extends Error {
-  constructor(
-    readonly error: string,
-    readonly description: string,
-    readonly status = 400,
-  ) {
-    super(description);
-  }
-}
 
 /** Scopes a client may register and be granted: the API key catalog without `*`. */
 export const OAUTH_SCOPES: readonly string[] = API_KEY_SCOPES.filter((scope) => scope !== '*');

@@ -14,6 +14,11 @@ const REVOKING_OPS = new Set(['end-session', 'admin-end-session', 'ban', 'admin-
  * the caller gets the reply, so "a banned user's tokens stop working at
  * once" holds with the cache (http/auth/session-cache.ts). Every route goes
  * through services.actors, so no route can forget it.
+ *
+ * A flow revokes through the outbox (SCIM deactivation and deprovisioning,
+ * an OAuth code or refresh token presented twice): its answer names the users
+ * whose sessions it ended under `revoked_user_ids` (in the reply, or in an
+ * error's details), and they are dropped the same way before it is released.
  */
 export class RevocationAwareActorClient implements ActorClient {
   constructor(
@@ -23,18 +28,27 @@ export class RevocationAwareActorClient implements ActorClient {
 
   async ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply> {
     const op = kind === USER_KIND ? (message as { op?: unknown } | null)?.op : undefined;
-    if (typeof op !== 'string' || !REVOKING_OPS.has(op)) return this.inner.ask<Reply>(kind, key, message, options);
+    const revoking = typeof op === 'string' && REVOKING_OPS.has(op);
     let reply: Reply;
     try {
       reply = await this.inner.ask<Reply>(kind, key, message, options);
     } catch (error) {
       // Outcome unknown (a 5xx): it may have happened. A refusal (4xx) changed nothing.
-      if (!isServiceError(error) || error.statusCode >= 500) await this.dropEverywhere(key);
+      if (revoking && (!isServiceError(error) || error.statusCode >= 500)) await this.dropEverywhere(key);
+      if (isServiceError(error)) await this.dropNamed(error.details);
       throw error;
     }
     // A refresh revokes only when it caught a reused token (and ended that session).
-    if (op !== 'refresh' || (reply as { reused?: unknown } | null)?.reused === true) await this.dropEverywhere(key);
+    if (revoking && (op !== 'refresh' || (reply as { reused?: unknown } | null)?.reused === true)) await this.dropEverywhere(key);
+    await this.dropNamed(reply);
     return reply;
+  }
+
+  /** A flow's answer naming the users whose sessions it ended (`revoked_user_ids`). */
+  private async dropNamed(answer: unknown): Promise<void> {
+    const named = (answer as { revoked_user_ids?: unknown } | null | undefined)?.revoked_user_ids;
+    if (!Array.isArray(named)) return;
+    for (const user_id of named) if (typeof user_id === 'string') await this.dropEverywhere(user_id);
   }
 
   tell(kind: string, key: string, message: unknown): void {

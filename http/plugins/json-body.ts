@@ -19,9 +19,17 @@ import { ServiceError } from '../../runtime/index.js';
 export const JSON_DEPTH_MAX = 100;
 
 export function registerJsonBody(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+  addJsonMediaType(app, 'application/json');
+}
+
+/**
+ * Parses `media_type` (a JSON media type such as SCIM's
+ * `application/scim+json`) in `scope` exactly like application/json.
+ */
+export function addJsonMediaType(scope: FastifyInstance, media_type: string): void {
+  const parse = scope.getDefaultJsonParser('error', 'error');
+  scope.addContentTypeParser(media_type, { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
     if (!isUtf8(bytes)) {
       done(new ServiceError('BAD_REQUEST', 'The request body is not valid UTF-8.'), undefined);

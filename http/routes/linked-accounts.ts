@@ -1,9 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { isServiceError, ServiceError, type ActorClient } from '../../runtime/index.js';
-import { USER_KIND } from '../../actors/accounts/messages.js';
-import { IDENTITY_INDEX_KIND, IDENTITY_LINKS_KIND } from '../../actors/linked-accounts/messages.js';
-import { identityIndexKey, type LinkRecord } from '../../actors/linked-accounts/messages.js';
+import { ServiceError, type ActorClient } from '../../runtime/index.js';
+import { IDENTITY_LINKS_KIND, type IdentityLinksMessage, type LinkRecord } from '../../actors/linked-accounts/messages.js';
 import { exchangeCodeForIdentity } from '../auth/oauth-providers.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
@@ -47,19 +45,7 @@ export function linkedAccountView(link: LinkRecord) {
 
 /** The user's linked accounts, oldest first (also used by the admin user detail). */
 export async function linkedAccountsOf(actors: ActorClient, user_id: string): Promise<LinkRecord[]> {
-  return actors.ask<LinkRecord[]>(IDENTITY_LINKS_KIND, user_id, { op: 'list' });
-}
-
-/** Whether `holder` still really holds the identity (a live user with the link). */
-async function holdsIdentity(actors: ActorClient, holder: string, provider: string, subject: string): Promise<boolean> {
-  try {
-    await actors.ask(USER_KIND, holder, { op: 'get' });
-  } catch (error) {
-    if (isServiceError(error) && error.code === 'not_found') return false;
-    throw error;
-  }
-  const link = await actors.ask<LinkRecord | null>(IDENTITY_LINKS_KIND, holder, { op: 'get', provider });
-  return link !== null && link.subject === subject;
+  return actors.ask<LinkRecord[]>(IDENTITY_LINKS_KIND, user_id, { op: 'list' } satisfies IdentityLinksMessage, { readOnly: true });
 }
 
 export function linkedAccountRoutes(app: FastifyInstance, services: AppServices): void {
@@ -84,27 +70,16 @@ export function linkedAccountRoutes(app: FastifyInstance, services: AppServices)
         details: [{ field: 'body.provider', message: `must be one of: ${Object.keys(services.config.oauthProviders).join(', ') || '(none configured)'}` }],
       });
     }
+    // The edge's I/O: the code exchange at the provider (no actor decision comes before it).
     const identity = await exchangeCodeForIdentity(provider, { code, redirect_uri, code_verifier });
-    const indexKey = identityIndexKey(name, identity.subject);
-    let claim = await actors.ask<{ claimed: boolean; held_by: string }>(IDENTITY_INDEX_KIND, indexKey, { op: 'claim', user_id: principal.user_id });
-    if (!claim.claimed && !(await holdsIdentity(actors, claim.held_by, name, identity.subject))) {
-      // A stale claim (a link that failed half-way, or a deleted user): take it over.
-      claim = await actors.ask(IDENTITY_INDEX_KIND, indexKey, { op: 'claim', user_id: principal.user_id, replaces: claim.held_by });
-    }
-    if (!claim.claimed) throw new ServiceError('account_already_linked', `This ${provider.display_name} account is already linked to another user.`);
-    let link: LinkRecord;
-    try {
-      link = await actors.ask<LinkRecord>(IDENTITY_LINKS_KIND, principal.user_id, {
-        op: 'add',
-        provider: name,
-        subject: identity.subject,
-        provider_display_name: provider.display_name,
-        provider_email: identity.email,
-      });
-    } catch (error) {
-      await actors.ask(IDENTITY_INDEX_KIND, indexKey, { op: 'release', user_id: principal.user_id });
-      throw error;
-    }
+    // The flow (actors/linked-accounts/flows.ts): claim the identity (taking over a stale claim), then add the link.
+    const link = await actors.ask<LinkRecord>(IDENTITY_LINKS_KIND, principal.user_id, {
+      op: 'link',
+      provider: name,
+      subject: identity.subject,
+      provider_display_name: provider.display_name,
+      provider_email: identity.email,
+    } satisfies IdentityLinksMessage);
     return linkedAccountView(link);
   });
 
@@ -119,9 +94,8 @@ export function linkedAccountRoutes(app: FastifyInstance, services: AppServices)
     },
   }, async (request) => {
     const principal = refuseImpersonation(request);
-    const link = await actors.ask<LinkRecord>(IDENTITY_LINKS_KIND, principal.user_id, { op: 'remove', provider: request.body.provider });
-    // The outbox releases the claim too; asking now lets a link right after this succeed.
-    await actors.ask(IDENTITY_INDEX_KIND, identityIndexKey(link.provider, link.subject), { op: 'release', user_id: principal.user_id });
+    // The outbox releases the claim; a link by another user before it arrives takes the stale claim over.
+    const link = await actors.ask<LinkRecord>(IDENTITY_LINKS_KIND, principal.user_id, { op: 'remove', provider: request.body.provider } satisfies IdentityLinksMessage);
     return { message: `${link.provider_display_name} account unlinked.` };
   });
 

@@ -1,11 +1,19 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { OAUTH_CLIENT_KIND } from '../../actors/oauth/messages.js';
-import { type AuthMethod, type ClientView, type DeleteReply, type GrantType, type RedeemReply, type RotateReply } from '../../actors/oauth/messages.js';
-import { USER_KIND } from '../../actors/accounts/messages.js';
-import { isValidChallenge, type PkceMethod } from '../../actors/oauth/messages.js';
-import { scopeSubset } from '../../actors/oauth/messages.js';
+import {
+  GRANT_TYPES,
+  isValidChallenge,
+  OAUTH_CLIENT_KIND,
+  scopeSubset,
+  type AuthMethod,
+  type ClientView,
+  type DeleteReply,
+  type GrantType,
+  type PkceMethod,
+  type TokenGrant,
+  type TokenRequest,
+} from '../../actors/oauth/messages.js';
 import { Accounts } from '../auth/accounts.js';
 import {
   CLIENT_ID_PATTERN,
@@ -15,15 +23,14 @@ import {
   newClientId,
   newOAuthSecret,
   OAUTH_SCOPES,
-  OAuthError,
   parseBasicAuth,
   parseScope,
   REDIRECT_URIS_MAX,
   redirectUriProblem,
-  USER_ONLY_SCOPES,
 } from '../auth/oauth.js';
-import { hashSecret, oauthTokens, parseRefreshToken, type OAuthLoginState } from '../auth/tokens.js';
+import { hashSecret, oauthTokens, type OAuthLoginState } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';
+import { useErrorFormat } from '../plugins/error-handler.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { requireAdmin } from './admin.js';
@@ -36,7 +43,6 @@ import { requireAdmin } from './admin.js';
  * pending authorization requests are signed `login_state` tokens; codes are
  * stored hashed in the client's actor, single-use, 60 s.
  */
-const GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token', 'client_credentials'];
 const AUTH_METHODS: AuthMethod[] = ['none', 'client_secret_basic', 'client_secret_post'];
 
 const RegisterBody = Type.Object({
@@ -193,7 +199,7 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
         owner_user_id,
         client_name: body.client_name?.trim() || 'Unnamed client',
         redirect_uris,
-        grant_types,
+        grant_types: grant_types as GrantType[],
         response_types,
         token_endpoint_auth_method: method,
         scope,
@@ -367,38 +373,21 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     },
   }, async () => ({ keys: [services.tokens.publicJwk] }));
 
-  // The token endpoint: form-encoded body and RFC 6749 §5.2 errors, in a scope of its own.
+  // The token endpoint: form-encoded body and RFC 6749 §5.2 errors (the error handler's 'oauth' format), in a scope of its own.
   void app.register(async (scope) => {
+    useErrorFormat(scope, 'oauth');
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
       const form: Record<string, string> = {};
       const seen = new Set<string>();
       for (const [name, value] of new URLSearchParams(body as string)) {
         if (seen.has(name)) {
-          done(new OAuthError('invalid_request', `Parameter ${name} is repeated.`), undefined);
+          done(new ServiceError('oauth_invalid_request', `Parameter ${name} is repeated.`), undefined);
           return;
         }
         seen.add(name);
         form[name] = value;
       }
       done(null, form);
-    });
-    scope.setErrorHandler((error: unknown, request, reply) => {
-      if (error instanceof OAuthError) {
-        if (error.status === 401) reply.header('www-authenticate', 'Basic realm="oauth"');
-        return reply.code(error.status).header('cache-control', 'no-store').send({ error: error.error, error_description: error.description });
-      }
-      const status = (error as { statusCode?: number }).statusCode ?? 500;
-      if (error instanceof ServiceError && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
-      if (status === 429 || status === 503) {
-        return reply.code(status).send({ error: 'temporarily_unavailable', error_description: (error as Error).message });
-      }
-      if (status >= 500) {
-        request.log.error({ err: error }, 'token endpoint failed');
-        return reply.code(500).send({ error: 'server_error', error_description: 'Internal error.' });
-      }
-      if (error instanceof ServiceError) return reply.code(400).send({ error: 'invalid_request', error_description: error.message });
-      // Fastify's own: wrong content type, body too large, validation.
-      return reply.code(status === 413 ? 413 : 400).send({ error: 'invalid_request', error_description: (error as Error).message });
     });
 
     scope.post<{ Body: Record<string, string> }>('/oauth/token', {
@@ -412,164 +401,64 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     }, async (request, reply) => {
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
       if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
-        throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded.');
+        throw new ServiceError('oauth_invalid_request', 'The body must be application/x-www-form-urlencoded.');
       }
       const form = request.body ?? {};
-      const caller = await authenticateClient(request, form);
-      switch (form.grant_type) {
-        case 'authorization_code':
-          return authorizationCode(request, caller, form);
-        case 'refresh_token':
-          return refreshToken(caller, form);
-        case 'client_credentials':
-          return clientCredentials(caller, form);
-        case undefined:
-          throw new OAuthError('invalid_request', 'grant_type is required.');
-        default:
-          throw new OAuthError('unsupported_grant_type', `grant_type ${form.grant_type} is not supported.`);
+      const { client_id, ...authentication } = clientAuthentication(request, form);
+      // Secrets are drawn here; the client actor decides every rule and keeps only their hashes.
+      const refresh = newOAuthSecret();
+      const sessionRefresh = newOAuthSecret();
+      const present = (name: string) => (form[name] === undefined || form[name] === '' ? undefined : form[name]);
+      const code = present('code');
+      const presentedRefresh = present('refresh_token');
+      const parsedRefresh = presentedRefresh === undefined ? undefined : parseOAuthRefreshToken(presentedRefresh);
+      const agent = request.headers['user-agent'];
+      const granted = await client<TokenGrant>(client_id, {
+        op: 'token',
+        ...authentication,
+        grant_type: form.grant_type,
+        code_hash: code === undefined ? undefined : hashSecret(code),
+        redirect_uri: present('redirect_uri'),
+        code_verifier: present('code_verifier'),
+        refresh_token: parsedRefresh === undefined ? undefined : parsedRefresh && { client_id: parsedRefresh.client_id, session_id: parsedRefresh.session_id, presented_hash: hashSecret(parsedRefresh.secret) },
+        scope: form.scope === undefined ? undefined : parseScope(form.scope),
+        new_refresh_hash: hashSecret(refresh),
+        new_session_refresh_hash: hashSecret(sessionRefresh),
+        session: { ttl_seconds: services.config.refreshTokenTtlSeconds, ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' },
+      } satisfies TokenRequest);
+      if (granted.grant === 'client_credentials') {
+        const access = await oauth.signClientAccessToken(granted.client_id, granted.scope);
+        return { access_token: access.token, token_type: 'Bearer', expires_in: access.expires_in, scope: granted.scope.join(' ') };
       }
+      // An access token of the session carrying the granted scope, and the client's refresh token when it has that grant.
+      const access = await oauth.signUserAccessToken(granted.user_id, granted.session_id, granted.scope);
+      return {
+        access_token: access.token,
+        token_type: 'Bearer',
+        expires_in: access.expires_in,
+        scope: granted.scope.join(' '),
+        ...(granted.refresh ? { refresh_token: formatOAuthRefreshToken(granted.client_id, granted.session_id, refresh) } : {}),
+      };
     });
   });
 
-  /** Client authentication per the registered method (RFC 6749 §2.3); every failure is the same 401 invalid_client. */
-  async function authenticateClient(request: FastifyRequest, form: Record<string, string>): Promise<ClientView> {
+  /**
+   * Which client the request names and how it authenticates (RFC 6749 §2.3):
+   * the request's own shape only; the client actor checks the secret and the
+   * registered method (every failure there is the same 401 invalid_client).
+   */
+  function clientAuthentication(request: FastifyRequest, form: Record<string, string>): { client_id: string; auth_method: AuthMethod; secret_hash: string | null } {
     const basic = parseBasicAuth(request.headers.authorization);
-    if (basic === 'malformed') throw new OAuthError('invalid_client', 'Client authentication failed.', 401);
-    if (basic && form.client_secret !== undefined) throw new OAuthError('invalid_request', 'Use one client authentication method, not two.');
+    if (basic === 'malformed') throw new ServiceError('oauth_invalid_client', 'Client authentication failed.');
+    if (basic && form.client_secret !== undefined) throw new ServiceError('oauth_invalid_request', 'Use one client authentication method, not two.');
     if (basic && form.client_id !== undefined && form.client_id !== basic.client_id) {
-      throw new OAuthError('invalid_request', 'client_id in the body differs from the Authorization header.');
+      throw new ServiceError('oauth_invalid_request', 'client_id in the body differs from the Authorization header.');
     }
     const client_id = basic ? basic.client_id : form.client_id;
-    if (client_id === undefined) throw new OAuthError('invalid_client', 'Client authentication failed: no client_id.', 401);
-    const used: AuthMethod = basic ? 'client_secret_basic' : form.client_secret !== undefined ? 'client_secret_post' : 'none';
+    if (client_id === undefined) throw new ServiceError('oauth_invalid_client', 'Client authentication failed: no client_id.');
+    const auth_method: AuthMethod = basic ? 'client_secret_basic' : form.client_secret !== undefined ? 'client_secret_post' : 'none';
     const secret = basic ? basic.client_secret : form.client_secret;
-    if (!CLIENT_ID_PATTERN.test(client_id)) throw new OAuthError('invalid_client', 'Client authentication failed.', 401);
-    const outcome = await client<{ ok: boolean; client?: ClientView }>(client_id, {
-      op: 'authenticate',
-      secret_hash: secret === undefined ? null : hashSecret(secret),
-    });
-    if (!outcome.ok || outcome.client!.token_endpoint_auth_method !== used) {
-      throw new OAuthError('invalid_client', 'Client authentication failed.', 401);
-    }
-    return outcome.client!;
-  }
-
-  function requireGrant(caller: ClientView, grant: GrantType): void {
-    if (!caller.grant_types.includes(grant)) throw new OAuthError('unauthorized_client', `This client may not use the ${grant} grant.`);
-  }
-
-  function required(form: Record<string, string>, name: string): string {
-    const value = form[name];
-    if (value === undefined || value === '') throw new OAuthError('invalid_request', `${name} is required.`);
-    return value;
-  }
-
-  function clientInfo(request: FastifyRequest) {
-    const agent = request.headers['user-agent'];
-    return { ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' };
-  }
-
-  async function authorizationCode(request: FastifyRequest, caller: ClientView, form: Record<string, string>) {
-    requireGrant(caller, 'authorization_code');
-    const code_hash = hashSecret(required(form, 'code'));
-    const redeemed = await client<RedeemReply>(caller.client_id, {
-      op: 'redeem-code',
-      code_hash,
-      redirect_uri: required(form, 'redirect_uri'),
-      code_verifier: required(form, 'code_verifier'),
-    });
-    if (!redeemed.ok) {
-      // A replayed code: end the session it opened (RFC 6749 §4.1.2).
-      if (redeemed.revoke) await accounts.endSession(redeemed.revoke.user_id, redeemed.revoke.session_id).catch(() => undefined);
-      throw new OAuthError('invalid_grant', redeemed.description);
-    }
-    let opened: Awaited<ReturnType<Accounts['openSession']>>;
-    try {
-      opened = await accounts.openSession(redeemed.user_id, clientInfo(request));
-    } catch (error) {
-      if (error instanceof ServiceError && error.statusCode < 500) throw new OAuthError('invalid_grant', 'The user can no longer sign in.');
-      throw error;
-    }
-    // The session's own refresh token stays here (only its hash, in the client's
-    // actor); the client gets its own, which only this endpoint accepts.
-    const session = parseRefreshToken(opened.refresh_token)!;
-    const refresh = newOAuthSecret();
-    await client(caller.client_id, {
-      op: 'bind-session',
-      code_hash,
-      session_id: session.session_id,
-      user_id: redeemed.user_id,
-      scope: redeemed.scope,
-      refresh_hash: hashSecret(refresh),
-      session_refresh_hash: hashSecret(session.secret),
-    });
-    return tokenReply(redeemed.user_id, session.session_id, redeemed.scope, formatOAuthRefreshToken(caller.client_id, session.session_id, refresh), caller);
-  }
-
-  async function refreshToken(caller: ClientView, form: Record<string, string>) {
-    requireGrant(caller, 'refresh_token');
-    const parsed = parseOAuthRefreshToken(required(form, 'refresh_token'));
-    if (!parsed || parsed.client_id !== caller.client_id) throw new OAuthError('invalid_grant', 'The refresh token is invalid or was not issued to this client.');
-    const next = newOAuthSecret();
-    const nextSession = newOAuthSecret();
-    const requested = form.scope === undefined ? undefined : parseScope(form.scope);
-    // The client actor refuses a scope wider than the grant before it rotates anything.
-    const rotated = await client<RotateReply>(caller.client_id, {
-      op: 'rotate-refresh',
-      session_id: parsed.session_id,
-      presented_hash: hashSecret(parsed.secret),
-      new_hash: hashSecret(next),
-      new_session_refresh_hash: hashSecret(nextSession),
-      ...(requested === undefined ? {} : { scope: requested }),
-    });
-    if (!rotated.ok) {
-      if ('invalid_scope' in rotated) throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
-      if (rotated.reused && rotated.user_id) {
-        await accounts.endSession(rotated.user_id, parsed.session_id).catch(() => undefined);
-        throw new OAuthError('invalid_grant', 'The refresh token was already used; the session has been ended.');
-      }
-      throw new OAuthError('invalid_grant', 'The refresh token is invalid or was not issued to this client.');
-    }
-    const scope = requested ?? rotated.scope;
-    // Rotate the user session too (it refuses an ended, expired or banned session).
-    let outcome: { reused: boolean };
-    try {
-      outcome = await services.actors.ask<{ reused: boolean }>(USER_KIND, rotated.user_id, {
-        op: 'refresh',
-        session_id: parsed.session_id,
-        presented_hash: rotated.session_refresh_hash,
-        new_hash: hashSecret(nextSession),
-        ttl_seconds: services.config.refreshTokenTtlSeconds,
-      });
-    } catch (error) {
-      if (error instanceof ServiceError && error.statusCode < 500) throw new OAuthError('invalid_grant', 'The session behind this refresh token has ended.');
-      throw error;
-    }
-    if (outcome.reused) throw new OAuthError('invalid_grant', 'The session behind this refresh token has ended.');
-    return tokenReply(rotated.user_id, parsed.session_id, scope, formatOAuthRefreshToken(caller.client_id, parsed.session_id, next), caller);
-  }
-
-  async function clientCredentials(caller: ClientView, form: Record<string, string>) {
-    requireGrant(caller, 'client_credentials');
-    if (caller.token_endpoint_auth_method === 'none') throw new OAuthError('unauthorized_client', 'Public clients cannot use client_credentials.');
-    const allowed = caller.scope.filter((item) => !USER_ONLY_SCOPES.includes(item));
-    const scope = form.scope === undefined ? allowed : parseScope(form.scope);
-    if (!scopeSubset(scope, allowed)) {
-      throw new OAuthError('invalid_scope', `The requested scope exceeds the scope registered for this client (user-only scopes: ${USER_ONLY_SCOPES.join(' ')}).`);
-    }
-    const access = await oauth.signClientAccessToken(caller.client_id, scope);
-    return { access_token: access.token, token_type: 'Bearer', expires_in: access.expires_in, scope: scope.join(' ') };
-  }
-
-  /** An access token of the session carrying the granted scope, and the client's refresh token when it has that grant. */
-  async function tokenReply(user_id: string, session_id: string, scope: string[], refresh_token: string, caller: ClientView) {
-    const access = await oauth.signUserAccessToken(user_id, session_id, scope);
-    return {
-      access_token: access.token,
-      token_type: 'Bearer',
-      expires_in: access.expires_in,
-      scope: scope.join(' '),
-      ...(caller.grant_types.includes('refresh_token') ? { refresh_token } : {}),
-    };
+    if (!CLIENT_ID_PATTERN.test(client_id)) throw new ServiceError('oauth_invalid_client', 'Client authentication failed.');
+    return { client_id, auth_method, secret_hash: secret === undefined ? null : hashSecret(secret) };
   }
 }

@@ -1,19 +1,31 @@
 import { randomBytes } from 'node:crypto';
-import { isUtf8 } from 'node:buffer';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
-import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
-import { type NewUser, type SummarySync } from '../../actors/accounts/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
-import { parseFilter } from '../../actors/scim/messages.js';
-import { parsePatch, scimBadRequest, scimBoolean, scimDisplayName, type ScimChange } from '../../actors/scim/messages.js';
-import { SCIM_DIRECTORY_KIND, type ScimAttributes, type ScimEmail, type ScimName, type ScimTokenView, type ScimUpdateReply, type ScimUserPage, type ScimUserRecord } from '../../actors/scim/messages.js';
+import {
+  parseFilter,
+  parsePatch,
+  SCIM_DIRECTORY_KIND,
+  scimBoolean,
+  scimDisplayName,
+  scimError,
+  type ScimAttributes,
+  type ScimChange,
+  type ScimDirectoryMessage,
+  type ScimEmail,
+  type ScimFlowReply,
+  type ScimName,
+  type ScimTokenManager,
+  type ScimTokenView,
+  type ScimUserPage,
+  type ScimUserRecord,
+} from '../../actors/scim/messages.js';
 import { UNUSABLE_PASSWORD_HASH } from '../auth/passwords.js';
 import { newScimToken, parseScimToken } from '../scim/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
-import { nestingExceeds, JSON_DEPTH_MAX } from '../plugins/json-body.js';
+import { addJsonMediaType } from '../plugins/json-body.js';
+import { SCIM_CONTENT_TYPE, sendScimError, useErrorFormat } from '../plugins/error-handler.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
@@ -24,24 +36,29 @@ import type { AppServices } from '../services.js';
  * - `/api/v1/orgs/{org_id}/scim-tokens`: an org owner or admin (or a platform
  *   admin) issues, lists and revokes the organization's SCIM bearer tokens.
  * - `/scim/v2/...`: a plugin scope of its own, with SCIM's content type
- *   (`application/scim+json`; `application/json` is accepted on input), SCIM
- *   error bodies from its own error handler, and authentication by SCIM token
- *   only: the organization comes from the token.
+ *   (`application/scim+json`, parsed by the shared JSON body plugin;
+ *   `application/json` is accepted on input), SCIM error bodies (the error
+ *   handler's 'scim' format), and authentication by SCIM token only: the
+ *   organization comes from the token.
+ *
+ * Every write is one ask of the organization's scim-directory actor, which
+ * runs it as a flow (actors/scim/flows.ts). The user body is checked here by
+ * hand, not by TypeBox: SCIM attribute names are case-insensitive (RFC 7643
+ * §2.1), so a schema could not type `userName` without refusing `username`,
+ * and a wrong value must answer scimType invalidValue, not the schema's
+ * invalidSyntax.
  */
 const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
-const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 const SPC_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig';
 const RESOURCE_TYPE_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
 const SCHEMA_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Schema';
-const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
 
 /** Paging (RFC 7644 §3.4.2.4): count defaults to 100 and is capped at 200 (maxResults). */
 export const SCIM_COUNT_DEFAULT = 100;
 export const SCIM_COUNT_MAX = 200;
 const EMAILS_MAX = 10;
 const STRING_MAX = 256;
-const DEACTIVATION_REASON = 'deactivated by SCIM';
 
 // ---------------------------------------------------------------------------
 // Schemas
@@ -194,16 +211,6 @@ function tokenOut(org_id: string, token: ScimTokenView) {
   };
 }
 
-const SCIM_STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict' };
-
-function sendScimError(reply: FastifyReply, status: number, detail: string, scimType?: string): FastifyReply {
-  const body: Record<string, unknown> = { schemas: [ERROR_SCHEMA], status: String(status) };
-  if (scimType) body.scimType = scimType;
-  body.detail = detail || SCIM_STATUS_TEXT[status] || 'Error';
-  if (status === 401) reply.header('www-authenticate', 'Bearer realm="scim"');
-  return reply.code(status).type(SCIM_CONTENT_TYPE).send(JSON.stringify(body));
-}
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -217,7 +224,7 @@ function lowerKeys(body: Record<string, unknown>): Map<string, unknown> {
 
 function optionalString(value: unknown, attribute: string): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length > STRING_MAX) throw scimBadRequest('invalidValue', `${attribute} must be a string of at most ${STRING_MAX} characters.`);
+  if (typeof value !== 'string' || value.length > STRING_MAX) throw scimError('scim_invalid_value', `${attribute} must be a string of at most ${STRING_MAX} characters.`);
   return value.trim() === '' ? null : value;
 }
 
@@ -226,16 +233,16 @@ const NAME_PARTS: (keyof ScimName)[] = ['formatted', 'familyName', 'givenName', 
 
 /** The stored attributes of a SCIM user body (create and PUT); unknown attributes are ignored. */
 export function scimAttributes(body: unknown): ScimAttributes & { active: boolean } {
-  if (!isObject(body)) throw scimBadRequest('invalidSyntax', 'The body must be a JSON object.');
+  if (!isObject(body)) throw scimError('scim_invalid_syntax', 'The body must be a JSON object.');
   const fields = lowerKeys(body);
   const userName = fields.get('username');
   if (typeof userName !== 'string' || userName.trim() === '' || userName.length > STRING_MAX) {
-    throw scimBadRequest('invalidValue', `userName is required: a non-empty string of at most ${STRING_MAX} characters.`);
+    throw scimError('scim_invalid_value', `userName is required: a non-empty string of at most ${STRING_MAX} characters.`);
   }
   let name: ScimName | null = null;
   const rawName = fields.get('name');
   if (rawName !== undefined && rawName !== null) {
-    if (!isObject(rawName)) throw scimBadRequest('invalidValue', 'name must be an object.');
+    if (!isObject(rawName)) throw scimError('scim_invalid_value', 'name must be an object.');
     const parts = lowerKeys(rawName);
     const parsed: ScimName = {};
     for (const part of NAME_PARTS) {
@@ -247,12 +254,12 @@ export function scimAttributes(body: unknown): ScimAttributes & { active: boolea
   const emails: ScimEmail[] = [];
   const rawEmails = fields.get('emails');
   if (rawEmails !== undefined && rawEmails !== null) {
-    if (!Array.isArray(rawEmails) || rawEmails.length > EMAILS_MAX) throw scimBadRequest('invalidValue', `emails must be an array of at most ${EMAILS_MAX} items.`);
+    if (!Array.isArray(rawEmails) || rawEmails.length > EMAILS_MAX) throw scimError('scim_invalid_value', `emails must be an array of at most ${EMAILS_MAX} items.`);
     for (const item of rawEmails) {
-      if (!isObject(item)) throw scimBadRequest('invalidValue', 'Each emails item must be an object with a value.');
+      if (!isObject(item)) throw scimError('scim_invalid_value', 'Each emails item must be an object with a value.');
       const parts = lowerKeys(item);
       const value = parts.get('value');
-      if (typeof value !== 'string' || !EMAIL_PATTERN.test(value.trim())) throw scimBadRequest('invalidValue', 'Each emails item needs a value that is an e-mail address.');
+      if (typeof value !== 'string' || !EMAIL_PATTERN.test(value.trim())) throw scimError('scim_invalid_value', 'Each emails item needs a value that is an e-mail address.');
       const type = optionalString(parts.get('type'), 'emails.type') ?? 'work';
       const primary = parts.get('primary') === undefined ? false : scimBoolean(parts.get('primary'), 'emails.primary');
       emails.push({ value: value.trim(), type: type.slice(0, 32), primary });
@@ -272,7 +279,7 @@ export function scimAttributes(body: unknown): ScimAttributes & { active: boolea
 /** The platform account's e-mail: the primary e-mail, else the first, else an e-mail-shaped userName. */
 function platformEmail(attributes: ScimAttributes): string {
   const email = attributes.emails.find((e) => e.primary)?.value ?? attributes.emails[0]?.value ?? (EMAIL_PATTERN.test(attributes.userName) ? attributes.userName : null);
-  if (!email) throw scimBadRequest('invalidValue', 'An e-mail address is required: send emails, or a userName that is an e-mail address.');
+  if (!email) throw scimError('scim_invalid_value', 'An e-mail address is required: send emails, or a userName that is an e-mail address.');
   return email;
 }
 
@@ -306,45 +313,25 @@ const scimErrorResponses = (...statuses: number[]): Record<number, TSchema> => {
   return responses;
 };
 
-const LONE_SURROGATE = /\p{Cs}/u;
-function hasLoneSurrogate(value: unknown): boolean {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value);
-  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
-  if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) if (LONE_SURROGATE.test(key) || hasLoneSurrogate(item)) return true;
-  }
-  return false;
-}
-
 // ---------------------------------------------------------------------------
 // Routes
 // ---------------------------------------------------------------------------
 
 export function scimRoutes(app: FastifyInstance, services: AppServices): void {
   const { actors, config } = services;
-  const askDirectory = <T>(org_id: string, message: unknown) => actors.ask<T>(SCIM_DIRECTORY_KIND, org_id, message);
-  const applySync = async (sync: SummarySync | null | undefined) => {
-    if (sync) await actors.ask(DIRECTORY_KIND, DIRECTORY_KEY, sync);
-  };
+  const askDirectory = <T>(org_id: string, message: ScimDirectoryMessage) => actors.ask<T>(SCIM_DIRECTORY_KIND, org_id, message);
+  /** A read: safe to repeat (cluster failover), changes nothing. */
+  const readDirectory = <T>(org_id: string, message: ScimDirectoryMessage) => actors.ask<T>(SCIM_DIRECTORY_KIND, org_id, message, { readOnly: true });
+  /** A flow of the directory: one ask, answered when the flow ends. */
+  const userFlow = (org_id: string, message: ScimDirectoryMessage) => actors.ask<ScimFlowReply>(SCIM_DIRECTORY_KIND, org_id, message);
 
   // --- Provisioning tokens (B, org owner/admin or platform admin) ----------
   const authenticate = bearerAuthentication(services);
-
-  /** The organization exists and the caller may manage it: 404 for a stranger (and an unknown org), 403 for a plain member. */
-  async function requireOrgAdmin(request: FastifyRequest, org_id: string): Promise<string> {
+  /** The caller, for the organization actor to check: owner or admin (404 for a stranger and an unknown org, 403 for a plain member). */
+  const manager = (request: FastifyRequest): ScimTokenManager => {
     const principal = requirePrincipal(request);
-    await actors.ask(ORGANIZATION_KIND, org_id, { op: 'get' }); // not_found -> 404
-    if (principal.role === 'admin') return principal.user_id;
-    let role: string;
-    try {
-      role = (await actors.ask<{ role: string }>(ORGANIZATION_KIND, org_id, { op: 'get_member', user_id: principal.user_id })).role;
-    } catch (error) {
-      if (isServiceError(error) && error.code === 'not_found') throw new ServiceError('not_found', 'No such organization.');
-      throw error;
-    }
-    if (role !== 'owner' && role !== 'admin') throw new ServiceError('forbidden', 'Only an owner or admin of the organization manages its SCIM tokens.');
-    return principal.user_id;
-  }
+    return { user_id: principal.user_id, platform_admin: principal.role === 'admin' };
+  };
 
   app.post<{ Params: Static<typeof OrgParams>; Body: Static<typeof CreateTokenBody> }>('/api/v1/orgs/:org_id/scim-tokens', {
     onRequest: authenticate,
@@ -359,16 +346,17 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request, reply) => {
     refuseImpersonation(request);
     const { org_id } = request.params;
-    const created_by = await requireOrgAdmin(request, org_id);
     const fresh = newScimToken(org_id);
     const days = request.body.expires_in_days;
     const view = await askDirectory<ScimTokenView>(org_id, {
-      op: 'token-create',
-      token_id: fresh.token_id,
-      name: request.body.name?.trim() || 'SCIM token',
-      secret_hash: fresh.secret_hash,
-      created_by,
-      expires_at_ms: days === undefined ? null : services.clock.now() + days * 86_400_000,
+      op: 'token-manage',
+      by: manager(request),
+      create: {
+        token_id: fresh.token_id,
+        name: request.body.name?.trim() || 'SCIM token',
+        secret_hash: fresh.secret_hash,
+        expires_at_ms: days === undefined ? null : services.clock.now() + days * 86_400_000,
+      },
     });
     reply.code(201);
     return { ...tokenOut(org_id, view), token: fresh.token };
@@ -385,8 +373,20 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
     },
   }, async (request) => {
     const { org_id } = request.params;
-    await requireOrgAdmin(request, org_id);
-    const tokens = await askDirectory<ScimTokenView[]>(org_id, { op: 'token-list' });
+    const by = manager(request);
+    // Reads only (nothing here changes state): the organization and the caller's role, then the list.
+    await actors.ask(ORGANIZATION_KIND, org_id, { op: 'get' }, { readOnly: true }); // not_found -> 404
+    if (!by.platform_admin) {
+      let role: string;
+      try {
+        role = (await actors.ask<{ role: string }>(ORGANIZATION_KIND, org_id, { op: 'get_member', user_id: by.user_id }, { readOnly: true })).role;
+      } catch (error) {
+        if (isServiceError(error) && error.code === 'not_found') throw new ServiceError('not_found', 'No such organization.');
+        throw error;
+      }
+      if (role !== 'owner' && role !== 'admin') throw new ServiceError('forbidden', 'Only an owner or admin of the organization manages its SCIM tokens.');
+    }
+    const tokens = await readDirectory<ScimTokenView[]>(org_id, { op: 'token-list' });
     return { tokens: tokens.map((t) => tokenOut(org_id, t)) };
   });
 
@@ -402,51 +402,15 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     refuseImpersonation(request);
     const { org_id, token_id } = request.params;
-    await requireOrgAdmin(request, org_id);
-    await askDirectory(org_id, { op: 'token-revoke', token_id });
+    await askDirectory(org_id, { op: 'token-manage', by: manager(request), revoke: { token_id } });
     return { message: 'SCIM token revoked.' };
   });
 
   // --- /scim/v2 ---------------------------------------------------------------
   app.register(async (scim) => {
-    // SCIM's media type, parsed like application/json (UTF-8, depth, surrogates).
-    const parseJson = scim.getDefaultJsonParser('error', 'error');
-    scim.addContentTypeParser('application/scim+json', { parseAs: 'buffer' }, (request, body, done) => {
-      const bytes = body as Buffer;
-      if (!isUtf8(bytes)) return done(new ServiceError('BAD_REQUEST', 'The request body is not valid UTF-8.'), undefined);
-      const text = bytes.toString('utf8');
-      if (nestingExceeds(text, JSON_DEPTH_MAX)) return done(new ServiceError('BAD_REQUEST', `The request body nests deeper than ${JSON_DEPTH_MAX} levels.`), undefined);
-      parseJson(request, text, (error, value) => {
-        if (!error && text.includes('\\u') && hasLoneSurrogate(value)) {
-          done(new ServiceError('BAD_REQUEST', 'The request body holds an unpaired UTF-16 surrogate escape.'), undefined);
-          return;
-        }
-        done(error, value);
-      });
-    });
-
-    scim.setErrorHandler((error: FastifyError, request, reply) => {
-      if (isServiceError(error)) {
-        const scimType = (error.details as { scimType?: string } | undefined)?.scimType;
-        if (error.statusCode >= 500) {
-          if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
-          if (error.code === 'internal_error') request.log.error({ err: error }, 'internal error');
-        }
-        if (error.statusCode === 429 && error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
-        return sendScimError(reply, error.statusCode, error.message, scimType ?? (error.code === 'BAD_REQUEST' ? 'invalidValue' : undefined));
-      }
-      if (error.validation) {
-        const issue = error.validation[0];
-        const where = `${error.validationContext ?? 'body'}${issue?.instancePath ? issue.instancePath.replace(/\//g, '.') : ''}`;
-        return sendScimError(reply, 400, `${where} ${issue?.message ?? 'is invalid'}`, error.validationContext === 'body' ? 'invalidSyntax' : 'invalidValue');
-      }
-      const status = error.statusCode ?? 0;
-      if (error instanceof SyntaxError || (status >= 400 && status < 500)) {
-        return sendScimError(reply, status >= 400 && status < 500 ? status : 400, error.message, status === 400 || error instanceof SyntaxError ? 'invalidSyntax' : undefined);
-      }
-      request.log.error({ err: error }, 'unhandled error');
-      return sendScimError(reply, 500, 'Internal server error');
-    });
+    // SCIM's media type, parsed like application/json (UTF-8, depth, surrogates); errors in SCIM's format.
+    addJsonMediaType(scim, 'application/scim+json');
+    useErrorFormat(scim, 'scim');
 
     // Unknown paths under /scim/v2: the plain-text 404 of spec §7 (no SCIM body).
     scim.setNotFoundHandler((_request, reply) => {
@@ -460,8 +424,8 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       const parsed = parseScimToken(header.slice(header.indexOf(' ') + 1).trim());
       if (!parsed) throw unauthorized;
       try {
-        await askDirectory(parsed.org_id, { op: 'token-verify', token_id: parsed.token_id, secret_hash: parsed.secret_hash });
-        await actors.ask(ORGANIZATION_KIND, parsed.org_id, { op: 'get' });
+        await readDirectory(parsed.org_id, { op: 'token-verify', token_id: parsed.token_id, secret_hash: parsed.secret_hash });
+        await actors.ask(ORGANIZATION_KIND, parsed.org_id, { op: 'get' }, { readOnly: true });
       } catch (error) {
         if (isServiceError(error) && (error.code === 'unauthorized' || error.code === 'not_found')) throw unauthorized;
         throw error;
@@ -581,7 +545,7 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       const filter = request.query.filter === undefined || request.query.filter.trim() === '' ? null : parseFilter(request.query.filter);
       const startIndex = Math.max(1, request.query.startIndex ?? 1);
       const count = Math.min(SCIM_COUNT_MAX, Math.max(0, request.query.count ?? SCIM_COUNT_DEFAULT));
-      const page = await askDirectory<ScimUserPage>(org_id, { op: 'user-list', filter, start_index: startIndex, count });
+      const page = await readDirectory<ScimUserPage>(org_id, { op: 'user-list', filter, start_index: startIndex, count });
       const base = baseUrl(request, config.publicBaseUrl);
       return scimSend(reply, 200, {
         schemas: [LIST_SCHEMA],
@@ -604,42 +568,22 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
     }, async (request, reply) => {
       const { org_id } = callerOf(request);
       const { active, ...attributes } = scimAttributes(request.body);
-      const email = platformEmail(attributes);
-      const reserved = await askDirectory<{ user: ScimUserRecord; resumed: boolean }>(org_id, {
-        op: 'user-reserve',
+      // The flow (actors/scim/flows.ts) reserves the userName, creates the platform account and the membership, bans if inactive.
+      const provisioned = await userFlow(org_id, {
+        op: 'user-provision',
         scim_id: randomId('scim_'),
         user_id: randomId('usr_'),
         attributes,
-      });
-      const { id: scim_id, user_id } = reserved.user;
-      try {
-        const { user_id: emailOwner } = await actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login: email });
-        const newUser: NewUser = {
-          id: user_id,
-          email,
+        active,
+        platform: {
+          email: platformEmail(attributes),
           username: platformUsername(attributes.userName),
           display_name: platformDisplayName(attributes),
-          role: 'user',
           // No password matches it (no KDF run here): the user signs in through SSO or a password reset.
           password_hash: UNUSABLE_PASSWORD_HASH,
-        };
-        if (emailOwner !== user_id) {
-          // A resumed create whose platform user already exists skips the claim.
-          if (emailOwner !== null) throw scimBadRequestConflict(`A platform account with the e-mail ${email} already exists.`);
-          await actors.ask(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'claim', user: newUser });
-        }
-        await actors.ask(USER_KIND, user_id, { op: 'create', user: newUser });
-      } catch (error) {
-        await askDirectory(org_id, { op: 'user-abort', scim_id });
-        if (isServiceError(error) && (error.code === 'email_taken' || error.code === 'username_taken')) {
-          throw scimBadRequestConflict(`A platform account with the e-mail ${email} already exists.`);
-        }
-        throw error;
-      }
-      await actors.ask(ORGANIZATION_KIND, org_id, { op: 'add_member', user_id, role: 'member' });
-      if (!active) await deactivatePlatformUser(org_id, user_id);
-      const user = await askDirectory<ScimUserRecord>(org_id, { op: 'user-activate', scim_id, active });
-      const view = scimUserView(user, baseUrl(request, config.publicBaseUrl));
+        },
+      });
+      const view = scimUserView(provisioned.user, baseUrl(request, config.publicBaseUrl));
       reply.header('location', (view.meta as { location: string }).location);
       return scimSend(reply, 201, view);
     });
@@ -649,40 +593,9 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       schema: { tags: ['scim'], summary: 'One user of the organization.', security: bearerSecurity, params: ScimIdParams, response: { 200: ScimUserSchema, ...scimErrorResponses(401, 404, 429, 503) } },
     }, async (request, reply) => {
       const { org_id } = callerOf(request);
-      const user = await askDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
+      const user = await readDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
       return scimSend(reply, 200, scimUserView(user, baseUrl(request, config.publicBaseUrl)));
     });
-
-    /** Ban through the admin path's `ban` message: every token of the user dies at once. Idempotent. */
-    async function deactivatePlatformUser(org_id: string, user_id: string): Promise<void> {
-      try {
-        const result = await actors.ask<{ changed: boolean; sync: SummarySync | null }>(USER_KIND, user_id, {
-          op: 'ban',
-          reason: DEACTIVATION_REASON,
-          banned_by: `scim:${org_id}`,
-        });
-        await applySync(result.sync);
-      } catch (error) {
-        if (!(isServiceError(error) && error.code === 'not_found')) throw error; // a deleted platform user has no access to cut
-      }
-    }
-
-    async function applyChange(org_id: string, scim_id: string, change: ScimChange): Promise<ScimUserRecord> {
-      const result = await askDirectory<ScimUpdateReply>(org_id, { op: 'user-update', scim_id, ...change });
-      if (result.deactivated) await deactivatePlatformUser(org_id, result.user.user_id);
-      if (result.displayName_changed && result.user.displayName !== null) {
-        try {
-          const patched = await actors.ask<{ sync: SummarySync | null }>(USER_KIND, result.user.user_id, {
-            op: 'admin-patch',
-            patch: { display_name: result.user.displayName.slice(0, 100) },
-          });
-          await applySync(patched.sync);
-        } catch (error) {
-          if (!(isServiceError(error) && error.code === 'not_found')) throw error;
-        }
-      }
-      return result.user;
-    }
 
     scim.patch<{ Params: Static<typeof ScimIdParams>; Body: Static<typeof PatchBody> }>('/Users/:id', {
       ...userRoute,
@@ -697,8 +610,8 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
     }, async (request, reply) => {
       const { org_id } = callerOf(request);
       const change = parsePatch(request.body);
-      const user = await applyChange(org_id, request.params.id, change);
-      return scimSend(reply, 200, scimUserView(user, baseUrl(request, config.publicBaseUrl)));
+      const changed = await userFlow(org_id, { op: 'user-change', scim_id: request.params.id, change });
+      return scimSend(reply, 200, scimUserView(changed.user, baseUrl(request, config.publicBaseUrl)));
     });
 
     scim.put<{ Params: Static<typeof ScimIdParams>; Body: Static<typeof ScimUserBody> }>('/Users/:id', {
@@ -714,17 +627,14 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
     }, async (request, reply) => {
       const { org_id } = callerOf(request);
       const attributes = scimAttributes(request.body);
-      const current = await askDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
-      if (attributes.userName.toLowerCase() !== current.userName.toLowerCase()) {
-        throw scimBadRequest('mutability', 'userName cannot be changed.');
-      }
       const fields = lowerKeys(request.body as Record<string, unknown>);
       const change: ScimChange = {};
       // An absent active leaves the user as it is; true keeps an active user active.
       if (fields.get('active') !== undefined && fields.get('active') !== null) change.active = attributes.active;
       if (attributes.displayName !== null) change.displayName = attributes.displayName;
-      const user = await applyChange(org_id, request.params.id, change);
-      return scimSend(reply, 200, scimUserView(user, baseUrl(request, config.publicBaseUrl)));
+      // The directory refuses a userName change (mutability) in the same turn.
+      const changed = await userFlow(org_id, { op: 'user-change', scim_id: request.params.id, change, userName: attributes.userName });
+      return scimSend(reply, 200, scimUserView(changed.user, baseUrl(request, config.publicBaseUrl)));
     });
 
     scim.delete<{ Params: Static<typeof ScimIdParams> }>('/Users/:id', {
@@ -738,21 +648,9 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       },
     }, async (request, reply) => {
       const { org_id } = callerOf(request);
-      const user = await askDirectory<ScimUserRecord>(org_id, { op: 'user-get', scim_id: request.params.id });
-      // Each step is idempotent: a retried DELETE after a crash finishes the job.
-      await actors.ask(ORGANIZATION_KIND, org_id, { op: 'remove_member', user_id: user.user_id });
-      try {
-        const deleted = await actors.ask<{ sync: SummarySync }>(USER_KIND, user.user_id, { op: 'admin-delete' });
-        await applySync(deleted.sync);
-      } catch (error) {
-        if (!(isServiceError(error) && error.code === 'not_found')) throw error;
-      }
-      await askDirectory(org_id, { op: 'user-delete', scim_id: user.id });
+      // Each step of the flow is idempotent: a retried DELETE after a failure finishes the job.
+      await userFlow(org_id, { op: 'user-deprovision', scim_id: request.params.id });
       return reply.code(204).send();
     });
   }, { prefix: '/scim/v2' });
-}
-
-function scimBadRequestConflict(detail: string): ServiceError {
-  return new ServiceError('conflict', detail, { details: { scimType: 'uniqueness' } });
 }

@@ -4,5 +4,5 @@
  * handlers may still chain asks. Only ever shrinks; deleted when empty.
  */
 export const NOT_YET_MIGRATED = new Set([
-  'accounts', 'two-factor', 'linked-accounts', 'scim', 'oauth', 'email-verification', 'cli-login', 'admin', 'api-keys',
+  'accounts', 'two-factor', 'email-verification', 'cli-login', 'admin', 'api-keys',
 ]);

@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  identityIndexKey,
-  initialIdentityIndex,
-  initialIdentityLinks,
-  stepIdentityIndex,
-  stepIdentityLinks,
-  type IdentityIndexMessage,
-  type IdentityIndexState,
-  type IdentityLinksMessage,
-  type IdentityLinksState,
-  type LinkRecord,
-} from '../../actors/linked-accounts/state.js';
+import { initialIdentityIndex, initialIdentityLinks, stepIdentityIndex, stepIdentityLinks, type IdentityIndexState, type IdentityLinksState } from '../../actors/linked-accounts/state.js';
+import { identityIndexKey, type IdentityIndexMessage, type IdentityLinksMessage, type LinkRecord } from '../../actors/linked-accounts/messages.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests: a user's linked accounts, and the index that keeps an external identity on one user. */

@@ -6,10 +6,9 @@ import {
   loadOAuthClient,
   CLIENT_SESSIONS_MAX,
   stepOAuthClient,
-  type OAuthClientMessage,
   type OAuthClientState,
-  type RedeemReply,
 } from '../../actors/oauth/client-state.js';
+import type { OAuthClientMessage, RedeemReply } from '../../actors/oauth/messages.js';
 import { s256Challenge } from '../../actors/oauth/pkce.js';
 
 let ids = 0;

@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ServiceError, type RecordWrite } from '../../runtime/index.js';
+import { errorCodes, ServiceError, type RecordWrite } from '../../runtime/index.js';
 import { parseFilter } from '../../actors/scim/filter.js';
 import { parsePatch } from '../../actors/scim/patch.js';
-import {
-  loadScimDirectory,
-  SCIM_PENDING_LEASE_MS,
-  stepScimDirectory,
-  type ScimAttributes,
-  type ScimDirectoryMessage,
-  type ScimDirectoryState,
-  type ScimUserPage,
-  type ScimUserRecord,
-} from '../../actors/scim/state.js';
+import { loadScimDirectory, stepScimDirectory, type ScimDirectoryState } from '../../actors/scim/state.js';
+import { SCIM_PENDING_LEASE_MS, type ScimAttributes, type ScimDirectoryMessage, type ScimUserPage, type ScimUserRecord } from '../../actors/scim/messages.js';
 import { fixedContext } from '../helpers/step.js';
 
 const T0 = 1_700_000_000_000;
@@ -47,7 +39,7 @@ function scimTypeOf(run: () => unknown): string | undefined {
   try {
     run();
   } catch (error) {
-    if (error instanceof ServiceError) return (error.details as { scimType?: string } | undefined)?.scimType ?? error.code;
+    if (error instanceof ServiceError) return (errorCodes[error.code] as { wire?: string }).wire ?? error.code;
     throw error;
   }
   return undefined;

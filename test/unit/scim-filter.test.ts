@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ServiceError } from '../../runtime/index.js';
+import { errorCodes, ServiceError } from '../../runtime/index.js';
 import { FILTER_DEPTH_MAX, FILTER_LENGTH_MAX, matchesFilter, parseFilter, type FilterSubject } from '../../actors/scim/filter.js';
 
 const babs: FilterSubject = {
@@ -21,8 +21,8 @@ function rejection(filter: string): { scimType: unknown; message: string } {
   } catch (error) {
     expect(error).toBeInstanceOf(ServiceError);
     const e = error as ServiceError;
-    expect(e.code).toBe('BAD_REQUEST');
-    return { scimType: (e.details as { scimType?: unknown }).scimType, message: e.message };
+    expect(e.code).toBe('scim_invalid_filter');
+    return { scimType: (errorCodes[e.code] as { wire?: string }).wire, message: e.message };
   }
   throw new Error(`filter was accepted: ${filter}`);
 }
