@@ -1,3 +1,5 @@
+import type { ErrorCode } from './errors.js';
+
 /**
  * The actor contract. Each actor kind is a definition with a step function:
  * (state, message, context) -> TurnResult. The step function does no I/O and
@@ -33,6 +35,13 @@ export interface TurnContext {
   readonly now: number;
   readonly kind: string;
   readonly key: string;
+  /**
+   * Set when the message arrived through `ask` (unique within this runtime
+   * process); null for `tell`, outbox deliveries and alarms. A turn that
+   * answers later returns `defer: true` and records this id in its persisted
+   * state, so that a later turn can answer it through `replies`.
+   */
+  readonly request_id: string | null;
   /** A fresh opaque, URL-safe id (the one source of randomness for actors). */
   newId(prefix?: string): string;
 }
@@ -62,6 +71,16 @@ export interface ActorEvent {
   data: unknown;
 }
 
+/**
+ * The answer to an ask that an earlier turn deferred: `reply` resolves it,
+ * `error` rejects it with ServiceError(code, message, {details}).
+ */
+export interface DeferredReply {
+  request_id: string;
+  reply?: unknown;
+  error?: { code: ErrorCode; message: string; details?: unknown };
+}
+
 export interface TurnResult<State, Reply> {
   /** The new state. For `snapshot` actors `null` deletes the stored record. */
   state: State;
@@ -71,6 +90,18 @@ export interface TurnResult<State, Reply> {
   alarms?: AlarmChange[];
   sends?: ActorSend[];
   events?: ActorEvent[];
+  /**
+   * The message was asked and this turn answers it later: the asker keeps
+   * waiting (up to limits.deferred_reply_ms_max) instead of getting `reply`.
+   * Ignored for a message that was not asked.
+   */
+  defer?: boolean;
+  /**
+   * Answers to asks this actor deferred earlier (or in this batch), released
+   * after this turn's commit like any reply. An unknown request_id (answered,
+   * timed out, or from before a restart) is ignored.
+   */
+  replies?: DeferredReply[];
 }
 
 interface ActorDefinitionBase<State, Message, Reply> {

@@ -57,6 +57,7 @@ export const errorCodes = {
   shutting_down: { status: 503, description: 'The node is shutting down; retry on another node or later.' },
   not_leader: { status: 503, description: 'Cluster-internal: the node does not lead the partition; the edge retries at the leader. Reaches a client only through the operator API.' },
   partition_unavailable: { status: 503, description: 'No node could serve the partition in time (failover or handoff in progress, or no in-sync replica alive); retry after Retry-After.' },
+  flow_interrupted: { status: 503, description: 'A multi-step operation was interrupted before it answered (node restart or failover); its outcome is durable: retry with the same Idempotency-Key or read the resource.' },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ErrorCode = keyof typeof errorCodes;

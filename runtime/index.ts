@@ -9,6 +9,7 @@ export {
   type ActorSend,
   type AlarmChange,
   type AlarmMessage,
+  type DeferredReply,
   type RecordWrite,
   type RecordsActorDefinition,
   type SnapshotActorDefinition,

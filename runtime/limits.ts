@@ -23,6 +23,13 @@ export const limits = {
   dedup_retention_ms: 24 * 3600_000,
   /** Expired de-duplication records dropped per sweep (every passivate_sweep_interval_ms): 50k per 15 s. */
   dedup_sweep_records_max: 50_000,
+  /**
+   * A deferred ask (a turn returned `defer: true`) not answered within this
+   * long is rejected with flow_interrupted; measured on the runtime's clock.
+   */
+  deferred_reply_ms_max: 10_000,
+  /** Deferred asks one activation may hold; past it a deferring ask is refused with actor_overloaded. */
+  deferred_replies_per_actor_max: 10_000,
   /** Default number of partitions on a node that is not in a cluster. */
   partitions_default: 64,
 } as const;

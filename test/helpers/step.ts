@@ -6,7 +6,7 @@ let idCounter = 0;
 
 /** A turn context at `now`, with deterministic ids (`<prefix>1`, `<prefix>2`, ...). */
 export function fixedContext(now: number, kind = 'test', key = 'k'): TurnContext {
-  return { now, kind, key, newId: (prefix = '') => `${prefix}${++idCounter}` };
+  return { now, kind, key, request_id: null, newId: (prefix = '') => `${prefix}${++idCounter}` };
 }
 
 /** The ServiceError code `run` throws, or undefined if it returns. Other errors propagate. */

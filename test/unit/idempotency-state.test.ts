@@ -15,7 +15,7 @@ const T0 = Date.UTC(2026, 0, 1);
 const response: StoredResponse = { status_code: 200, content_type: 'application/json; charset=utf-8', body: '{"ok":true}' };
 
 function send(state: IdempotencyRecord | null, message: IdempotencyMessage | { op: '$alarm'; name: string; due_ms: number }, now: number) {
-  const context: TurnContext = { now, kind: 'idempotency', key: '["t","k"]', newId: () => 'id' };
+  const context: TurnContext = { now, kind: 'idempotency', key: '["t","k"]', request_id: null, newId: () => 'id' };
   return stepIdempotency(state, message, context);
 }
 

@@ -47,7 +47,7 @@ class EntityHarness {
   }
 
   context(now: number): TurnContext {
-    return { now, kind: 'liveness', key: this.key, newId: (prefix = '') => `${prefix}${++this.ids}` };
+    return { now, kind: 'liveness', key: this.key, request_id: null, newId: (prefix = '') => `${prefix}${++this.ids}` };
   }
 
   step(message: LivenessMessage | { op: '$alarm'; name: string; due_ms: number }, now: number): TurnResult<EntityState, LivenessReply> {

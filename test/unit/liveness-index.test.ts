@@ -18,7 +18,7 @@ class IndexHarness {
   state: IndexState = loadIndex(this.key, []);
 
   step(message: IndexMessage | IndexQuery | { op: '$alarm'; name: string; due_ms: number }, now: number) {
-    const context: TurnContext = { now, kind: LIVENESS_INDEX_KIND, key: this.key, newId: () => 'x' };
+    const context: TurnContext = { now, kind: LIVENESS_INDEX_KIND, key: this.key, request_id: null, newId: () => 'x' };
     const result = stepIndex(this.state, message as IndexMessage, context);
     this.state = result.state;
     for (const write of result.writes ?? []) {
@@ -137,6 +137,7 @@ describe('liveness index fed by entity actors', () => {
         now,
         kind: 'liveness',
         key: livenessActorKey('tenant-a', entity_id),
+        request_id: null,
         newId: (prefix = '') => `${prefix}${++ids}`,
       });
       entity.state = result.state;

@@ -13,7 +13,7 @@ import {
 import { s256Challenge } from '../../actors/oauth/pkce.js';
 
 let ids = 0;
-const ctx = (now: number): TurnContext => ({ now, kind: 'oauth-client', key: 'oc_1', newId: (p = '') => `${p}${++ids}` });
+const ctx = (now: number): TurnContext => ({ now, kind: 'oauth-client', key: 'oc_1', request_id: null, newId: (p = '') => `${p}${++ids}` });
 const VERIFIER = 'v'.repeat(50);
 const REDIRECT = 'https://app.example/cb';
 

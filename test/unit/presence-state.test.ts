@@ -44,7 +44,7 @@ function harness(options: { tenant?: string; id?: string } = {}) {
   const sendKeys: string[] = [];
 
   function turn<R extends PresenceReply>(message: PresenceMessage | { op: '$alarm'; name: string; due_ms: number }, now: number): TurnResult<PresenceState, R> & { reply: R } {
-    const result = stepPresence(state, message, { now, kind: PRESENCE_CONTEXT_KIND, key, newId: (prefix = '') => `${prefix}${++idCounter}` });
+    const result = stepPresence(state, message, { now, kind: PRESENCE_CONTEXT_KIND, key, request_id: null, newId: (prefix = '') => `${prefix}${++idCounter}` });
     state = result.state;
     for (const write of result.writes ?? []) {
       if (write.value === undefined) records.delete(write.subkey);

@@ -10,7 +10,7 @@ import {
 
 /** The subject index's pure step: newest report wins, last_seen never goes back, bounded. */
 const T0 = Date.UTC(2026, 0, 1);
-const context = { now: T0, kind: PRESENCE_SUBJECT_KIND, key: '["t","alice"]', newId: () => 'x' };
+const context = { now: T0, kind: PRESENCE_SUBJECT_KIND, key: '["t","alice"]', request_id: null, newId: () => 'x' };
 
 function seen(overrides: Partial<SubjectSeenMessage> = {}): SubjectSeenMessage {
   return {

@@ -13,7 +13,7 @@ class Directory {
   records = new Map<string, unknown>();
   sent: ActorSend[] = [];
   send<Reply = any>(message: DirectoryMessage): Reply {
-    const result = stepDirectory(this.state, message, { now: this.now, kind: 'waiting-room-directory', key: KEY, newId: () => 'id' });
+    const result = stepDirectory(this.state, message, { now: this.now, kind: 'waiting-room-directory', key: KEY, request_id: null, newId: () => 'id' });
     this.state = result.state;
     for (const write of (result.writes ?? []) as RecordWrite[]) {
       if (write.value === undefined) this.records.delete(write.subkey);

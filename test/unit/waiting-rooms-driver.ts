@@ -25,7 +25,7 @@ export class RoomDriver {
   }
 
   context() {
-    return { now: this.now, kind: 'waiting-room', key: this.key, newId: (prefix = '') => `${prefix}${++idCounter}` };
+    return { now: this.now, kind: 'waiting-room', key: this.key, request_id: null, newId: (prefix = '') => `${prefix}${++idCounter}` };
   }
 
   /** Runs one turn; returns its reply (throws its ServiceError). */

@@ -1,0 +1,158 @@
+import type { ActorDefinition } from './actor.js';
+import { assert } from './assert.js';
+import type { Clock } from './clock.js';
+import type { DeferredAsks } from './deferred-replies.js';
+import { Mailbox } from './mailbox.js';
+import type { RuntimeObserver } from './observer.js';
+import { partitionOf } from './partitioning.js';
+import { keys } from './storage-keys.js';
+import type { Store } from './store.js';
+
+/**
+ * The actors in memory (activations): the kind -> key directory, and how an
+ * activation's state is read from the store. Kept apart from the turn loop
+ * because partition handoff, passivation and the loop all walk the same
+ * directory and must agree on what "in memory" means.
+ */
+
+/** One message in a mailbox, with whoever waits for its outcome. */
+export interface Envelope {
+  message: unknown;
+  resolve?: (reply: unknown) => void;
+  reject?: (error: unknown) => void;
+  /** Set on outbox deliveries: the receiver de-duplicates on it. */
+  messageId?: string;
+  /** Set on asks: the turn sees it as context.request_id and may defer its answer. */
+  requestId?: string;
+}
+
+export interface Activation {
+  readonly partition: number;
+  readonly kind: string;
+  readonly key: string;
+  readonly definition: ActorDefinition;
+  state: unknown;
+  readonly mailbox: Mailbox<Envelope>;
+  /** A batch is running or waiting for its commit. */
+  running: boolean;
+  /** A batch is queued to run. */
+  scheduled: boolean;
+  lastActiveMs: number;
+  /** Asks this actor deferred and has not answered yet (created on the first). */
+  deferred: DeferredAsks | undefined;
+}
+
+/** Nothing runs, nothing waits to run: the activation may leave memory. */
+export function isQuiet(activation: Activation): boolean {
+  return !activation.running && !activation.scheduled && activation.mailbox.length === 0;
+}
+
+/** Asks wait on this activation for a deferred reply. */
+export function holdsDeferredAsks(activation: Activation): boolean {
+  return activation.deferred !== undefined && activation.deferred.size > 0;
+}
+
+export class ActivationTable {
+  /**
+   * kind -> key -> activation. Two levels, so a message costs two map
+   * lookups on strings V8 has already hashed, with no key concatenation;
+   * the partition is computed once, at activation.
+   */
+  private readonly byKind = new Map<string, Map<string, Activation>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly definitions: ReadonlyMap<string, ActorDefinition>,
+    private readonly partitionCount: number,
+    private readonly observer?: RuntimeObserver,
+  ) {}
+
+  get(kind: string, key: string): Activation | undefined {
+    return this.byKind.get(kind)?.get(key);
+  }
+
+  /** The activation of kind + key, loading its state from the store if it is not in memory. */
+  activate(kind: string, key: string): Activation {
+    let byKey = this.byKind.get(kind);
+    const existing = byKey?.get(key);
+    if (existing) return existing;
+    const definition = this.definitions.get(kind);
+    assert(definition, `unknown actor kind ${kind}`);
+    if (!byKey) {
+      byKey = new Map();
+      this.byKind.set(kind, byKey);
+    }
+    const partition = partitionOf(kind, key, this.partitionCount);
+    const activation: Activation = {
+      partition,
+      kind,
+      key,
+      definition,
+      state: this.loadState(definition, partition, key),
+      mailbox: new Mailbox(),
+      running: false,
+      scheduled: false,
+      lastActiveMs: this.clock.now(),
+      deferred: undefined,
+    };
+    byKey.set(key, activation);
+    this.observer?.activated(kind);
+    return activation;
+  }
+
+  /** The actor's state as the store holds it (at activation, and to undo a failed batch). */
+  loadState(definition: ActorDefinition, partition: number, key: string): unknown {
+    if (definition.storage === 'snapshot') {
+      const stored = this.store.get(keys.snapshot(partition, definition.kind, key));
+      return stored === undefined ? definition.initial(key) : stored;
+    }
+    const [start, end] = keys.recordRange(partition, definition.kind, key);
+    const store = this.store;
+    function* records(): Iterable<[string, unknown]> {
+      for (const entry of store.range(start, end)) yield [entry.key[4] as string, entry.value];
+    }
+    return definition.load(key, records());
+  }
+
+  count(): number {
+    let count = 0;
+    for (const byKey of this.byKind.values()) count += byKey.size;
+    return count;
+  }
+
+  *all(): IterableIterator<Activation> {
+    for (const byKey of this.byKind.values()) yield* byKey.values();
+  }
+
+  /** Rejects every deferred ask still waiting (the runtime stops). */
+  interruptDeferredAsks(): void {
+    for (const activation of this.all()) activation.deferred?.interruptAll();
+  }
+
+  hasQueuedMessages(): boolean {
+    for (const byKey of this.byKind.values()) {
+      for (const activation of byKey.values()) if (activation.mailbox.length > 0) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Drops from memory every activation `shouldDrop` selects; returns how
+   * many. Asks a dropped activation deferred can no longer be answered: they
+   * are rejected with flow_interrupted.
+   */
+  dropWhere(shouldDrop: (activation: Activation) => boolean): number {
+    let count = 0;
+    for (const byKey of this.byKind.values()) {
+      for (const [key, activation] of byKey) {
+        if (!shouldDrop(activation)) continue;
+        byKey.delete(key);
+        activation.deferred?.interruptAll();
+        this.observer?.passivated(activation.kind);
+        count++;
+      }
+    }
+    return count;
+  }
+}
