@@ -1,5 +1,5 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import type { NewUser, PublicUser, Role, SummarySync } from './user-state.js';
+import { USER_KIND, USER_QUERY_MAX, type DirectoryMessage, type PublicUser, type UserListQuery } from './messages.js';
 
 /**
  * The user directory: e-mail and username -> user id, so that both stay
@@ -37,23 +37,6 @@ export interface SummaryRecord {
   user: PublicUser | null;
 }
 
-export interface UserListQuery {
-  q?: string;
-  roles?: Role[];
-  banned?: boolean;
-  email_verified?: boolean;
-  page: number;
-  page_size: number;
-}
-
-export type DirectoryMessage =
-  | { op: 'claim'; user: NewUser }
-  | { op: 'lookup'; login: string }
-  | SummarySync
-  | { op: 'reserve'; user_id: string; email?: string; username?: string }
-  | ({ op: 'list' } & UserListQuery);
-
-export const DIRECTORY_KEY = 'global';
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -96,7 +79,7 @@ export function stepDirectory(
         state,
         writes,
         reply: { user_id: message.user.id },
-        sends: [{ kind: 'user', key: message.user.id, message: { op: 'create', user: message.user } }],
+        sends: [{ kind: USER_KIND, key: message.user.id, message: { op: 'create', user: message.user } }],
       };
     }
     case 'lookup': {
@@ -161,9 +144,6 @@ export function stepDirectory(
       return { state };
   }
 }
-
-/** The longest free-text query the admin list accepts. */
-export const USER_QUERY_MAX = 100;
 
 function listOrder(a: PublicUser, b: PublicUser): number {
   return a.created_at_ms - b.created_at_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

@@ -1,4 +1,5 @@
-import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import type { ThrottleAttempt, ThrottleMessage } from './messages.js';
 
 /**
  * Login throttling (issue 4 security): one actor per counted subject, kind
@@ -20,18 +21,7 @@ import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type Tur
  * whose end never arrives (a crash, an unreachable actor) lapses after
  * RESERVATION_TTL_MS.
  */
-export const LOGIN_THROTTLE_KIND = 'login-throttle';
 export const THROTTLE_WINDOW_MS = 15 * 60_000;
-export const ACCOUNT_FAILURES_MAX = 5;
-export const ADDRESS_FAILURES_MAX = 20;
-/**
- * Wrong second-step codes per user (key `2fa:<user id>`). Counted apart from the
- * password failures because a correct password clears those: with one counter,
- * someone holding the password could guess codes without end.
- */
-export const TWO_FACTOR_FAILURES_MAX = 10;
-/** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
-export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
 /** A reservation lapses after this long (far longer than a queued KDF run takes). */
 export const RESERVATION_TTL_MS = 60_000;
 
@@ -42,15 +32,6 @@ export interface ThrottleState {
   /** When each reservation still in flight was made (absent on state stored before reservations). At most `limit`. */
   in_flight_ms?: number[];
 }
-
-export type ThrottleMessage =
-  | { op: 'attempt'; limit: number }
-  | { op: 'count'; reserved_at_ms: number }
-  | { op: 'release'; reserved_at_ms: number }
-  | { op: 'reset'; reserved_at_ms: number };
-
-/** The reply to `attempt`: a reservation (named by its time, for count/release/reset), or wait and ask again. */
-export type ThrottleAttempt = { admitted: true; reserved_at_ms: number } | { admitted: false };
 
 export function initialThrottleState(): ThrottleState {
   return { window_start_ms: null, failures: 0 };
@@ -126,10 +107,3 @@ export function stepThrottle(state: ThrottleState, message: ThrottleMessage | Al
     }
   }
 }
-
-export const loginThrottleActor: SnapshotActorDefinition<ThrottleState, ThrottleMessage, unknown> = {
-  kind: LOGIN_THROTTLE_KIND,
-  storage: 'snapshot',
-  initial: initialThrottleState,
-  step: stepThrottle,
-};

@@ -1,12 +1,210 @@
+import { ServiceError } from '../../runtime/index.js';
+
 /**
- * The accounts area's public surface: what other layers and areas import.
- * Definitions live beside it; this file names the ones others may use.
+ * The accounts area's public surface: the kinds (user, user-directory,
+ * login-throttle), how their keys are built, the messages they take and the
+ * views they answer with. Other layers and areas import this file only; the
+ * pure TOTP helpers are re-exported from totp.ts by name.
  */
-export { DIRECTORY_KIND, USER_KIND } from './actor.js';
-export { DIRECTORY_KEY, USER_QUERY_MAX } from './directory-state.js';
-export type { UserListQuery } from './directory-state.js';
-export { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, REGISTRATIONS_PER_ADDRESS_MAX, TWO_FACTOR_FAILURES_MAX } from './login-throttle-state.js';
-export type { ThrottleAttempt } from './login-throttle-state.js';
 export { base32Decode, base32Encode, otpauthUri, totp } from './totp.js';
-export { sessionUserId, ssoRequiredError } from './user-state.js';
-export type { AdminPatch, BanRecord, Credentials, NewUser, PublicUser, Role, SessionPrincipal, SessionView, SummarySync } from './user-state.js';
+
+export const USER_KIND = 'user';
+export const DIRECTORY_KIND = 'user-directory';
+
+/** One user actor per user id; one directory actor for every user, under this key. */
+export interface UserListQuery {
+  q?: string;
+  roles?: Role[];
+  banned?: boolean;
+  email_verified?: boolean;
+  page: number;
+  page_size: number;
+}
+
+
+export type DirectoryMessage =
+  | { op: 'claim'; user: NewUser }
+  | { op: 'lookup'; login: string }
+  | SummarySync
+  | { op: 'reserve'; user_id: string; email?: string; username?: string }
+  | ({ op: 'list' } & UserListQuery);
+
+
+export const DIRECTORY_KEY = 'global';
+
+
+/** The longest free-text query the admin list accepts. */
+export const USER_QUERY_MAX = 100;
+
+
+export type Role = 'user' | 'admin';
+
+/** 403 `sso_required`: password login is gated by an organization's SSO policy (docs/api/organizations.md). */
+export function ssoRequiredError(organization_name: string | null): ServiceError {
+  return new ServiceError('sso_required', `The organization "${organization_name}" requires single sign-on: sign in through its identity provider.`);
+}
+
+
+export interface BanRecord {
+  reason: string;
+  banned_at_ms: number;
+  banned_by: string;
+}
+
+
+/** The directory message that keeps the admin list in step with this user. */
+export interface SummarySync {
+  op: 'sync';
+  user_id: string;
+  rev: number;
+  /** null: the user was deleted. */
+  user: PublicUser | null;
+  /** Names this user no longer uses: the directory frees them if they still point here. */
+  release: { email?: string; username?: string };
+}
+
+
+export interface AdminPatch {
+  display_name?: string;
+  role?: Role;
+  email_verified?: boolean;
+  email?: string;
+  username?: string;
+}
+
+
+export interface SessionView {
+  id: string;
+  user_id: string;
+  active: boolean;
+  created_at_ms: number;
+  expires_at_ms: number;
+  ip_address: string;
+  user_agent: string;
+  impersonated_by: string | null;
+}
+
+
+export interface NewUser {
+  id: string;
+  email: string;
+  username: string;
+  display_name: string;
+  role: Role;
+  password_hash: string;
+}
+
+
+/** A code as typed: digits for TOTP, and the hash of its normalised form for backup codes. */
+export interface PresentedCode {
+  code: string;
+  code_hash: string;
+}
+
+/** What opening a session needs: the hash of the edge's refresh secret, its lifetime and the client. */
+export interface SessionRequest {
+  refresh_hash: string;
+  ttl_seconds: number;
+  ip_address: string;
+  user_agent: string;
+}
+
+export type UserMessage =
+  | { op: 'create'; user: NewUser }
+  | { op: 'get' }
+  | { op: 'credentials' }
+  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
+  | { op: 'authenticate'; session_id: string }
+  | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
+  | { op: 'end-session'; session_id: string }
+  | { op: '2fa-setup'; secret_b32: string; backup_hashes: string[] }
+  | { op: '2fa-verify-setup'; code: string }
+  | { op: '2fa-status' }
+  | { op: '2fa-disable'; presented: PresentedCode }
+  | { op: '2fa-regenerate'; presented: PresentedCode; backup_hashes: string[] }
+  | ({
+      op: '2fa-login';
+      challenge_id: string;
+      presented: PresentedCode;
+      /** The organization enforcing SSO on the user now (the edge asks before this turn); absent or null: none. */
+      sso_required_by?: { name: string | null } | null;
+    } & SessionRequest)
+  | { op: 'admin-detail' }
+  | { op: 'admin-patch'; patch: AdminPatch }
+  | { op: 'ban'; reason: string; banned_by: string }
+  | { op: 'unban' }
+  | { op: 'admin-delete' }
+  | { op: 'list-sessions' }
+  | { op: 'admin-end-session'; session_id: string }
+  | { op: 'email-verify-send'; token_hash: string }
+  | { op: 'email-verify-confirm'; token_hash: string }
+  | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
+  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number };
+
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  username: string;
+  display_name: string;
+  role: Role;
+  email_verified: boolean;
+  two_factor_enabled: boolean;
+  banned: boolean;
+  created_at_ms: number;
+}
+
+
+export interface SessionPrincipal {
+  user_id: string;
+  session_id: string;
+  role: Role;
+  /** When the session ends by itself (a cache of this answer must not outlive it). */
+  expires_at_ms: number;
+  /** The admin who opened this session by impersonation, null for the user's own sessions. */
+  impersonated_by: string | null;
+}
+
+
+export interface Credentials {
+  user_id: string;
+  password_hash: string;
+  banned: boolean;
+  two_factor_enabled: boolean;
+}
+
+
+/**
+ * Session ids carry their user: `ses_<user id>~<random>`, so an admin can end a
+ * session by id alone. Ids from before this format (`ses_<random>`) give null.
+ */
+export function sessionUserId(session_id: string): string | null {
+  if (!session_id.startsWith('ses_')) return null;
+  const tilde = session_id.indexOf('~');
+  if (tilde <= 4) return null;
+  return session_id.slice(4, tilde);
+}
+
+
+// --- Login throttle (actors/accounts/login-throttle-state.ts) -----------------
+
+export const LOGIN_THROTTLE_KIND = 'login-throttle';
+export const ACCOUNT_FAILURES_MAX = 5;
+export const ADDRESS_FAILURES_MAX = 20;
+/**
+ * Wrong second-step codes per user (key `2fa:<user id>`). Counted apart from the
+ * password failures because a correct password clears those: with one counter,
+ * someone holding the password could guess codes without end.
+ */
+export const TWO_FACTOR_FAILURES_MAX = 10;
+/** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
+export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
+export type ThrottleMessage =
+  | { op: 'attempt'; limit: number }
+  | { op: 'count'; reserved_at_ms: number }
+  | { op: 'release'; reserved_at_ms: number }
+  | { op: 'reset'; reserved_at_ms: number };
+
+/** The reply to `attempt`: a reservation (named by its time, for count/release/reset), or wait and ask again. */
+export type ThrottleAttempt = { admitted: true; reserved_at_ms: number } | { admitted: false };
+

@@ -8,16 +8,31 @@ import {
   emptyTwoFactor,
   recordChallenge,
   verifyCode,
-  type PresentedCode,
   type TwoFactorState,
 } from './two-factor.js';
+import {
+  DIRECTORY_KEY,
+  DIRECTORY_KIND,
+  ssoRequiredError,
+  type AdminPatch,
+  type BanRecord,
+  type Credentials,
+  type PublicUser,
+  type Role,
+  type SessionPrincipal,
+  type SessionRequest,
+  type SessionView,
+  type SummarySync,
+  type UserMessage,
+} from './messages.js';
+
+export { sessionUserId } from './messages.js';
 
 /**
  * One user: profile, password hash and sessions, as one actor (kind `user`,
  * key = user id). Pure domain logic; the edge hashes passwords and secrets,
  * so nothing here is slow or random beyond context.newId.
  */
-export type Role = 'user' | 'admin';
 
 export interface UserRecord {
   id: string;
@@ -81,124 +96,6 @@ export const EMAIL_VERIFICATION_RESEND_MS = 60_000;
 export const IMPERSONATION_SESSION_TTL_MS = 3600_000;
 /** Impersonation challenges kept per user (older ones are forgotten). */
 const IMPERSONATION_CHALLENGES_KEPT = 10;
-
-/** 403 `sso_required`: password login is gated by an organization's SSO policy (docs/api/organizations.md). */
-export function ssoRequiredError(organization_name: string | null): ServiceError {
-  return new ServiceError('sso_required', `The organization "${organization_name}" requires single sign-on: sign in through its identity provider.`);
-}
-
-export interface BanRecord {
-  reason: string;
-  banned_at_ms: number;
-  banned_by: string;
-}
-
-/** The directory message that keeps the admin list in step with this user. */
-export interface SummarySync {
-  op: 'sync';
-  user_id: string;
-  rev: number;
-  /** null: the user was deleted. */
-  user: PublicUser | null;
-  /** Names this user no longer uses: the directory frees them if they still point here. */
-  release: { email?: string; username?: string };
-}
-
-export interface AdminPatch {
-  display_name?: string;
-  role?: Role;
-  email_verified?: boolean;
-  email?: string;
-  username?: string;
-}
-
-export interface SessionView {
-  id: string;
-  user_id: string;
-  active: boolean;
-  created_at_ms: number;
-  expires_at_ms: number;
-  ip_address: string;
-  user_agent: string;
-  impersonated_by: string | null;
-}
-
-interface SessionRequest {
-  refresh_hash: string;
-  ttl_seconds: number;
-  ip_address: string;
-  user_agent: string;
-}
-
-export interface NewUser {
-  id: string;
-  email: string;
-  username: string;
-  display_name: string;
-  role: Role;
-  password_hash: string;
-}
-
-export type UserMessage =
-  | { op: 'create'; user: NewUser }
-  | { op: 'get' }
-  | { op: 'credentials' }
-  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
-  | { op: 'authenticate'; session_id: string }
-  | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
-  | { op: 'end-session'; session_id: string }
-  | { op: '2fa-setup'; secret_b32: string; backup_hashes: string[] }
-  | { op: '2fa-verify-setup'; code: string }
-  | { op: '2fa-status' }
-  | { op: '2fa-disable'; presented: PresentedCode }
-  | { op: '2fa-regenerate'; presented: PresentedCode; backup_hashes: string[] }
-  | ({
-      op: '2fa-login';
-      challenge_id: string;
-      presented: PresentedCode;
-      /** The organization enforcing SSO on the user now (the edge asks before this turn); absent or null: none. */
-      sso_required_by?: { name: string | null } | null;
-    } & SessionRequest)
-  | { op: 'admin-detail' }
-  | { op: 'admin-patch'; patch: AdminPatch }
-  | { op: 'ban'; reason: string; banned_by: string }
-  | { op: 'unban' }
-  | { op: 'admin-delete' }
-  | { op: 'list-sessions' }
-  | { op: 'admin-end-session'; session_id: string }
-  | { op: 'email-verify-send'; token_hash: string }
-  | { op: 'email-verify-confirm'; token_hash: string }
-  | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
-  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number };
-
-export interface PublicUser {
-  id: string;
-  email: string;
-  username: string;
-  display_name: string;
-  role: Role;
-  email_verified: boolean;
-  two_factor_enabled: boolean;
-  banned: boolean;
-  created_at_ms: number;
-}
-
-export interface SessionPrincipal {
-  user_id: string;
-  session_id: string;
-  role: Role;
-  /** When the session ends by itself (a cache of this answer must not outlive it). */
-  expires_at_ms: number;
-  /** The admin who opened this session by impersonation, null for the user's own sessions. */
-  impersonated_by: string | null;
-}
-
-export interface Credentials {
-  user_id: string;
-  password_hash: string;
-  banned: boolean;
-  two_factor_enabled: boolean;
-}
 
 /** Sessions kept per user; the oldest ended or expired ones go first. */
 export const SESSIONS_PER_USER_MAX = 100;
@@ -453,7 +350,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       return {
         state: { user: null, sessions: {}, summary_rev: rev, deleted_at_ms: now, ban: null },
         reply: { sync },
-        sends: [{ kind: 'user-directory', key: 'global', message: sync }],
+        sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }],
       };
     }
 
@@ -528,17 +425,6 @@ function impersonationTtlSeconds(ttl_seconds: number): number {
   return Math.min(ttl_seconds, IMPERSONATION_SESSION_TTL_MS / 1000);
 }
 
-/**
- * Session ids carry their user: `ses_<user id>~<random>`, so an admin can end a
- * session by id alone. Ids from before this format (`ses_<random>`) give null.
- */
-export function sessionUserId(session_id: string): string | null {
-  if (!session_id.startsWith('ses_')) return null;
-  const tilde = session_id.indexOf('~');
-  if (tilde <= 4) return null;
-  return session_id.slice(4, tilde);
-}
-
 export function sessionView(user_id: string, session: SessionRecord, now_ms: number): SessionView {
   return {
     id: session.id,
@@ -565,7 +451,7 @@ function summarized(state: UserState, reply: unknown, release: SummarySync['rele
   return {
     state: { ...state, summary_rev: rev },
     reply: withSync ? { ...(reply as object), sync } : reply,
-    sends: [{ kind: 'user-directory', key: 'global', message: sync }],
+    sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }],
   };
 }
 

@@ -1,4 +1,5 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { API_KEY_KIND, type IndexPage, type UserApiKeysMessage } from './messages.js';
 
 /**
  * The per-user index of API keys (kind `user-api-keys`, key = user id): one
@@ -17,18 +18,6 @@ export interface IndexEntry {
 
 export interface UserApiKeysState {
   entries: Map<string, IndexEntry>;
-}
-
-export type UserApiKeysMessage =
-  | { op: 'add'; api_key_id: string; created_at_ms: number; limit: number }
-  | { op: 'remove'; api_key_id: string }
-  | { op: 'list'; page: number; page_size: number }
-  /** How many keys the user holds (for an admin's UserDetail.api_key_count). */
-  | { op: 'count' };
-
-export interface IndexPage {
-  api_key_ids: string[];
-  total: number;
 }
 
 export function loadUserApiKeys(_key: string, records: Iterable<[string, unknown]>): UserApiKeysState {

@@ -1,4 +1,5 @@
-import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type CliMessage, type CliStatus, type PollReply } from './messages.js';
 import { sameHash } from '../same-hash.js';
 
 /**
@@ -8,11 +9,6 @@ import { sameHash } from '../same-hash.js';
  * then the user id exactly once (the edge opens the session and returns the
  * tokens). Expires after CLI_SESSION_TTL_MS (alarm; reads compare with now).
  */
-export const CLI_LOGIN_KIND = 'cli-login';
-export const CLI_SESSION_TTL_MS = 10 * 60_000;
-export const CLI_POLL_INTERVAL_S = 5;
-
-export type CliStatus = 'pending' | 'completed' | 'delivered';
 
 export interface CliSession {
   id: string;
@@ -28,14 +24,6 @@ export interface CliSession {
 export interface CliState {
   session: CliSession | null;
 }
-
-export type CliMessage =
-  | { op: 'create'; id: string; poll_hash: string; user_code: string }
-  | { op: 'complete'; user_id: string }
-  | { op: 'poll'; poll_hash: string }
-  | { op: 'info' };
-
-export type PollReply = { status: 'pending' } | { status: 'completed'; user_id: string };
 
 export function initialCliState(): CliState {
   return { session: null };
@@ -99,10 +87,3 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
       return { state };
   }
 }
-
-export const cliLoginActor: SnapshotActorDefinition<CliState, CliMessage, unknown> = {
-  kind: CLI_LOGIN_KIND,
-  storage: 'snapshot',
-  initial: initialCliState,
-  step: stepCli,
-};

@@ -1,16 +1,16 @@
 import fc from 'fast-check';
+import { type DirectoryMessage, sessionUserId, type NewUser, type PublicUser, type SessionView, type SummarySync, type UserMessage } from '../../actors/accounts/messages.js';
 import { describe, expect, it } from 'vitest';
 import type { TurnContext } from '../../runtime/index.js';
-import { listUsers, loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState } from '../../actors/accounts/directory-state.js';
+import {
+  listUsers,
+  loadDirectory,
+  stepDirectory,
+  type DirectoryState,
+} from '../../actors/accounts/directory-state.js';
 import {
   initialUserState,
-  sessionUserId,
   stepUser,
-  type NewUser,
-  type PublicUser,
-  type SessionView,
-  type SummarySync,
-  type UserMessage,
   type UserState,
 } from '../../actors/accounts/user-state.js';
 import { splitValues } from '../../http/routes/admin.js';

@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { loadUserApiKeys, stepUserApiKeys, type IndexPage, type UserApiKeysState } from '../../actors/api-keys/index-state.js';
+import { loadUserApiKeys, stepUserApiKeys, type UserApiKeysState } from '../../actors/api-keys/index-state.js';
 import {
   LAST_USED_WRITE_INTERVAL_MS,
   USER_API_KEYS_KIND,
-  stepApiKey,
-  initialApiKeyState,
   type ApiKeyMessage,
-  type ApiKeyState,
   type ApiKeyView,
+  type IndexPage,
   type VerifiedKey,
-} from '../../actors/api-keys/state.js';
+} from '../../actors/api-keys/messages.js';
+import { initialApiKeyState, stepApiKey, type ApiKeyState } from '../../actors/api-keys/state.js';
 import { parseApiKey, newApiKey, requiredScope, scopeAllows } from '../../http/auth/api-keys.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, initialCliState, stepCli, type CliMessage, type CliState } from '../../actors/cli-login/state.js';
+import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type CliMessage } from '../../actors/cli-login/messages.js';
+import { initialCliState, stepCli, type CliState } from '../../actors/cli-login/state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests: the CLI login session. */
