@@ -89,7 +89,9 @@ export function stepDirectory(
     }
     case 'sync': {
       const current = state.summaries.get(message.user_id);
-      if (current && current.rev >= message.rev) return { state, reply: { applied: false } };
+      // The user actor holds an admin's reply until this answer (read-your-writes); a newer summary applied already counts.
+      const sends = message.ack ? [{ kind: USER_KIND, key: message.user_id, message: { op: 'sync-applied', rev: message.rev } }] : undefined;
+      if (current && current.rev >= message.rev) return { state, reply: { applied: false }, sends };
       const summary: SummaryRecord = { rev: message.rev, user: message.user };
       const at = current?.user ? listedIndex(state.listed, current.user) : -1;
       if (at >= 0 && message.user && listOrder(current!.user!, message.user) === 0) {
@@ -111,30 +113,38 @@ export function stepDirectory(
         state.byUsername.delete(username);
         writes.push({ subkey: `u:${username}`, value: undefined });
       }
-      return { state, writes, reply: { applied: true } };
+      return { state, writes, reply: { applied: true }, sends };
     }
 
     case 'reserve': {
-      // A deleted user's tombstone refuses; a user without a summary yet (the
-      // edge checked it exists) may reserve.
+      if (message.flow_id === undefined) return reserve(state, message);
+      // A rename flow of the user actor: the outcome goes back to it through the outbox.
+      const flow_id = message.flow_id;
+      let result: TurnResult<DirectoryState, unknown>;
+      try {
+        result = reserve(state, message);
+      } catch (error) {
+        if (!(error instanceof ServiceError)) throw error;
+        const refused = { op: 'reserved', flow_id, error: { code: error.code, message: error.message } };
+        return { state, sends: [{ kind: USER_KIND, key: message.user_id, message: refused }] };
+      }
+      return { ...result, sends: [{ kind: USER_KIND, key: message.user_id, message: { op: 'reserved', flow_id } }] };
+    }
+
+    case 'release': {
       const summary = state.summaries.get(message.user_id);
-      if (summary && !summary.user) throw new ServiceError('not_found', 'No such user.');
+      const writes: RecordWrite[] = [];
       const email = message.email === undefined ? undefined : normalizeEmail(message.email);
       const username = message.username === undefined ? undefined : normalizeUsername(message.username);
-      const emailOwner = email === undefined ? undefined : state.byEmail.get(email);
-      const usernameOwner = username === undefined ? undefined : state.byUsername.get(username);
-      if (emailOwner !== undefined && emailOwner !== message.user_id) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
-      if (usernameOwner !== undefined && usernameOwner !== message.user_id) throw new ServiceError('username_taken', 'A user with this username already exists.');
-      const writes: RecordWrite[] = [];
-      if (email !== undefined && emailOwner === undefined) {
-        state.byEmail.set(email, message.user_id);
-        writes.push({ subkey: `e:${email}`, value: message.user_id });
+      if (email !== undefined && state.byEmail.get(email) === message.user_id && normalizeEmail(summary?.user?.email ?? '') !== email) {
+        state.byEmail.delete(email);
+        writes.push({ subkey: `e:${email}`, value: undefined });
       }
-      if (username !== undefined && usernameOwner === undefined) {
-        state.byUsername.set(username, message.user_id);
-        writes.push({ subkey: `u:${username}`, value: message.user_id });
+      if (username !== undefined && state.byUsername.get(username) === message.user_id && normalizeUsername(summary?.user?.username ?? '') !== username) {
+        state.byUsername.delete(username);
+        writes.push({ subkey: `u:${username}`, value: undefined });
       }
-      return { state, writes, reply: { reserved: true } };
+      return { state, writes, reply: { released: writes.length } };
     }
 
     case 'list':
@@ -143,6 +153,28 @@ export function stepDirectory(
     case '$alarm':
       return { state };
   }
+}
+
+/** Claims a user's new names. A deleted user's tombstone refuses; a user without a summary yet may reserve. */
+function reserve(state: DirectoryState, message: { user_id: string; email?: string; username?: string }): TurnResult<DirectoryState, unknown> {
+  const summary = state.summaries.get(message.user_id);
+  if (summary && !summary.user) throw new ServiceError('not_found', 'No such user.');
+  const email = message.email === undefined ? undefined : normalizeEmail(message.email);
+  const username = message.username === undefined ? undefined : normalizeUsername(message.username);
+  const emailOwner = email === undefined ? undefined : state.byEmail.get(email);
+  const usernameOwner = username === undefined ? undefined : state.byUsername.get(username);
+  if (emailOwner !== undefined && emailOwner !== message.user_id) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
+  if (usernameOwner !== undefined && usernameOwner !== message.user_id) throw new ServiceError('username_taken', 'A user with this username already exists.');
+  const writes: RecordWrite[] = [];
+  if (email !== undefined && emailOwner === undefined) {
+    state.byEmail.set(email, message.user_id);
+    writes.push({ subkey: `e:${email}`, value: message.user_id });
+  }
+  if (username !== undefined && usernameOwner === undefined) {
+    state.byUsername.set(username, message.user_id);
+    writes.push({ subkey: `u:${username}`, value: message.user_id });
+  }
+  return { state, writes, reply: { reserved: true } };
 }
 
 function listOrder(a: PublicUser, b: PublicUser): number {

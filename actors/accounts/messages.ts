@@ -26,7 +26,10 @@ export type DirectoryMessage =
   | { op: 'claim'; user: NewUser }
   | { op: 'lookup'; login: string }
   | SummarySync
-  | { op: 'reserve'; user_id: string; email?: string; username?: string }
+  /** Claims new names for a user; with `flow_id` (the user actor's rename flow) the outcome is sent back as `reserved`. */
+  | { op: 'reserve'; user_id: string; email?: string; username?: string; flow_id?: string }
+  /** Compensation of a reserve whose rename did not happen: frees the names if they still point at the user and it does not use them. */
+  | { op: 'release'; user_id: string; email?: string; username?: string }
   | ({ op: 'list' } & UserListQuery);
 
 
@@ -61,6 +64,8 @@ export interface SummarySync {
   user: PublicUser | null;
   /** Names this user no longer uses: the directory frees them if they still point here. */
   release: { email?: string; username?: string };
+  /** Answer with `sync-applied` once applied (or superseded): the user actor holds a reply until then (read-your-writes). */
+  ack?: boolean;
 }
 
 
@@ -117,6 +122,7 @@ export type UserMessage =
   | { op: 'authenticate'; session_id: string }
   | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
   | { op: 'end-session'; session_id: string }
+  /** Answers `{email}` (the account the authenticator shows). */
   | { op: '2fa-setup'; secret_b32: string; backup_hashes: string[] }
   | { op: '2fa-verify-setup'; code: string }
   | { op: '2fa-status' }
@@ -130,7 +136,14 @@ export type UserMessage =
       sso_required_by?: { name: string | null } | null;
     } & SessionRequest)
   | { op: 'admin-detail' }
+  /**
+   * A new e-mail or username is first reserved in the directory (through the
+   * outbox: `reserved` comes back), then applied. Like ban, unban, admin-delete
+   * and email-verify-confirm, answered once the directory shows the change.
+   */
   | { op: 'admin-patch'; patch: AdminPatch }
+  | { op: 'reserved'; flow_id: string; error?: { code: 'email_taken' | 'username_taken' | 'not_found'; message: string } }
+  | { op: 'sync-applied'; rev: number }
   | { op: 'ban'; reason: string; banned_by: string }
   | { op: 'unban' }
   | { op: 'admin-delete' }
@@ -139,7 +152,19 @@ export type UserMessage =
   | { op: 'email-verify-send'; token_hash: string }
   | { op: 'email-verify-confirm'; token_hash: string }
   | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
-  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number };
+  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number }
+  /**
+   * An admin signs in as this user, checked in one turn: another admin or a
+   * banned user is refused (403); a user with two-factor gets a challenge
+   * (valid `challenge_ttl_seconds`), any other a session recording
+   * `impersonated_by`.
+   */
+  | ({ op: 'admin-impersonate'; admin_id: string; challenge_ttl_seconds: number } & SessionRequest);
+
+/** The reply to `admin-impersonate`. */
+export type ImpersonationStart =
+  | { requires_2fa: false; session_id: string; user: PublicUser }
+  | { requires_2fa: true; challenge_id: string; user: PublicUser };
 
 
 export interface PublicUser {

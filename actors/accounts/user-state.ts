@@ -1,4 +1,4 @@
-import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type DeferredReply, type ErrorCode, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
 import {
   beginSetup,
@@ -16,6 +16,7 @@ import {
   ssoRequiredError,
   type AdminPatch,
   type BanRecord,
+  type ImpersonationStart,
   type Credentials,
   type PublicUser,
   type Role,
@@ -77,6 +78,13 @@ export interface UserState {
   email_verification?: EmailVerification | null;
   /** Two-factor challenges opened by an admin impersonation: [challenge_id, admin_id, expires_at_ms]. */
   impersonation_challenges?: [string, string, number][];
+  /**
+   * Asks answered once the directory has applied summary `rev` (read-your-writes
+   * for the admin list): [request_id, rev, reply]. Absent: none.
+   */
+  awaiting_sync?: [string, number, unknown][];
+  /** Renames waiting for the directory to reserve their names, by flow id. Absent: none. */
+  renames?: Record<string, { request_id: string | null; patch: AdminPatch }>;
 }
 
 export interface EmailVerification {
@@ -96,6 +104,8 @@ export const EMAIL_VERIFICATION_RESEND_MS = 60_000;
 export const IMPERSONATION_SESSION_TTL_MS = 3600_000;
 /** Impersonation challenges kept per user (older ones are forgotten). */
 const IMPERSONATION_CHALLENGES_KEPT = 10;
+/** Replies held for the directory, and renames in flight, per user (beyond: answered at once / refused busy). */
+const AWAITING_SYNC_MAX = 64;
 
 /** Sessions kept per user; the oldest ended or expired ones go first. */
 export const SESSIONS_PER_USER_MAX = 100;
@@ -238,9 +248,9 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     }
 
     case '2fa-setup': {
-      requireUser(state);
+      const user = requireUser(state);
       const two_factor = beginSetup(twoFactorOf(state), message.secret_b32, message.backup_hashes);
-      return { state: { ...state, two_factor }, reply: null };
+      return { state: { ...state, two_factor }, reply: { email: user.email } };
     }
 
     case '2fa-verify-setup': {
@@ -309,18 +319,45 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     }
 
     case 'admin-patch': {
-      const user = requireUser(state);
+      requireUser(state);
       const patch = message.patch;
-      const next: UserRecord = { ...user, updated_at_ms: now };
-      if (patch.display_name !== undefined) next.display_name = patch.display_name;
-      if (patch.role !== undefined) next.role = patch.role;
-      if (patch.email_verified !== undefined) next.email_verified = patch.email_verified;
-      if (patch.email !== undefined) next.email = patch.email;
-      if (patch.username !== undefined) next.username = patch.username;
-      const release: SummarySync['release'] = {};
-      if (next.email.toLowerCase() !== user.email.toLowerCase()) release.email = user.email;
-      if (next.username.toLowerCase() !== user.username.toLowerCase()) release.username = user.username;
-      return summarized({ ...state, user: next }, { user: publicUser(next) }, release, true);
+      if (patch.email === undefined && patch.username === undefined) return applyPatch(state, patch, now, context.request_id);
+      // New names are claimed first (the directory keeps them unique), then applied when `reserved` comes back.
+      const renames = state.renames ?? {};
+      if (Object.keys(renames).length >= AWAITING_SYNC_MAX) throw new ServiceError('server_busy', 'Too many renames of this user in flight.');
+      const flow_id = context.newId('ren_');
+      return {
+        state: { ...state, renames: { ...renames, [flow_id]: { request_id: context.request_id, patch } } },
+        sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: { op: 'reserve', user_id: context.key, email: patch.email, username: patch.username, flow_id } }],
+        defer: true,
+      };
+    }
+
+    case 'reserved': {
+      const renames = state.renames ?? {};
+      const flow = renames[message.flow_id];
+      if (!flow) return { state };
+      const { [message.flow_id]: _done, ...rest } = renames;
+      const next: UserState = { ...state, renames: Object.keys(rest).length > 0 ? rest : undefined };
+      const answer = (error: { code: ErrorCode; message: string }): DeferredReply[] => (flow.request_id ? [{ request_id: flow.request_id, error }] : []);
+      if (message.error) return { state: next, replies: answer(message.error) };
+      if (!next.user) {
+        // Deleted while the names were reserved: give them back (compensation).
+        const release = { op: 'release', user_id: context.key, email: flow.patch.email, username: flow.patch.username };
+        return { state: next, replies: answer({ code: 'not_found', message: 'No such user.' }), sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: release }] };
+      }
+      return applyPatch(next, flow.patch, now, flow.request_id);
+    }
+
+    case 'sync-applied': {
+      const awaiting = state.awaiting_sync ?? [];
+      const ready = awaiting.filter(([, rev]) => rev <= message.rev);
+      if (ready.length === 0) return { state };
+      const kept = awaiting.filter(([, rev]) => rev > message.rev);
+      return {
+        state: { ...state, awaiting_sync: kept.length > 0 ? kept : undefined },
+        replies: ready.map(([request_id, , reply]) => ({ request_id, reply })),
+      };
     }
 
     case 'ban': {
@@ -333,25 +370,20 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       for (const [id, session] of Object.entries(state.sessions)) {
         sessions[id] = session.ended_at_ms === null ? { ...session, ended_at_ms: now } : session;
       }
-      return summarized({ ...state, user: { ...user, banned: true, updated_at_ms: now }, ban, sessions }, { changed: true }, {}, true);
+      return summarized({ ...state, user: { ...user, banned: true, updated_at_ms: now }, ban, sessions }, { changed: true }, {}, { waiter: context.request_id });
     }
 
     case 'unban': {
       const user = requireUser(state);
       if (!user.banned) return { state, reply: { changed: false, sync: null } };
-      return summarized({ ...state, user: { ...user, banned: false, updated_at_ms: now }, ban: null }, { changed: true }, {}, true);
+      return summarized({ ...state, user: { ...user, banned: false, updated_at_ms: now }, ban: null }, { changed: true }, {}, { waiter: context.request_id });
     }
 
     case 'admin-delete': {
       const user = requireUser(state);
       // Every session ends with the user: `authenticate` and `refresh` find no user.
-      const rev = (state.summary_rev ?? 0) + 1;
-      const sync: SummarySync = { op: 'sync', user_id: user.id, rev, user: null, release: { email: user.email, username: user.username } };
-      return {
-        state: { user: null, sessions: {}, summary_rev: rev, deleted_at_ms: now, ban: null },
-        reply: { sync },
-        sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }],
-      };
+      const tombstone: UserState = { user: null, sessions: {}, summary_rev: state.summary_rev, deleted_at_ms: now, ban: null, awaiting_sync: state.awaiting_sync, renames: state.renames };
+      return summarySent(tombstone, user.id, null, { email: user.email, username: user.username }, {}, { waiter: context.request_id });
     }
 
     case 'list-sessions': {
@@ -396,13 +428,32 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         throw new ServiceError('invalid_verification_token', 'The verification link is not valid, expired or was already used.');
       }
       const verified: UserRecord = { ...user, email_verified: true, updated_at_ms: now };
-      return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, true);
+      return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, { waiter: context.request_id });
     }
 
     case 'impersonate': {
       const user = requireUser(state);
       if (user.two_factor_enabled) throw new ServiceError('conflict', 'The user has two-factor enabled: use impersonate-2fa.');
       return openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
+    }
+
+    case 'admin-impersonate': {
+      const user = requireUser(state);
+      if (user.role === 'admin') throw new ServiceError('forbidden', 'Admins cannot be impersonated.');
+      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
+      if (user.two_factor_enabled) {
+        const challenge_id = context.newId('chl_');
+        const kept = (state.impersonation_challenges ?? []).filter(([, , expires]) => expires > now);
+        const impersonation_challenges: [string, string, number][] = [
+          ...kept,
+          [challenge_id, message.admin_id, now + message.challenge_ttl_seconds * 1000] as [string, string, number],
+        ].slice(-IMPERSONATION_CHALLENGES_KEPT);
+        const reply: ImpersonationStart = { requires_2fa: true, challenge_id, user: publicUser(user) };
+        return { state: { ...state, impersonation_challenges }, reply };
+      }
+      const opened = openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
+      const reply: ImpersonationStart = { requires_2fa: false, ...(opened.reply as { session_id: string; user: PublicUser }) };
+      return { state: opened.state, reply };
     }
 
     case 'impersonate-2fa': {
@@ -441,18 +492,57 @@ export function sessionView(user_id: string, session: SessionRecord, now_ms: num
 /**
  * A turn that changed what the admin list shows: bumps the summary revision
  * and sends the new summary to the directory (ordered by revision there, so a
- * late delivery never undoes a newer one). The reply carries the same message
- * under `sync` so the edge can apply it at once (read-your-writes).
+ * late delivery never undoes a newer one). With `waiter` (the ask of an admin
+ * change), the reply is held until the directory answers `sync-applied`, so
+ * the admin list shows the change once the caller has its answer; the reply
+ * also carries the summary under `sync`.
  */
-function summarized(state: UserState, reply: unknown, release: SummarySync['release'], withSync = false): TurnResult<UserState, unknown> {
+function summarized(state: UserState, reply: unknown, release: SummarySync['release'], hold?: Hold): TurnResult<UserState, unknown> {
   const user = state.user!;
+  return summarySent(state, user.id, publicUser(user), release, reply, hold);
+}
+
+/** An admin change: its reply carries the summary, and is held for the directory when it was asked (`waiter`). */
+interface Hold {
+  waiter: string | null;
+}
+
+function summarySent(
+  state: UserState,
+  user_id: string,
+  user: PublicUser | null,
+  release: SummarySync['release'],
+  reply: unknown,
+  hold?: Hold,
+): TurnResult<UserState, unknown> {
   const rev = (state.summary_rev ?? 0) + 1;
-  const sync: SummarySync = { op: 'sync', user_id: user.id, rev, user: publicUser(user), release };
+  const sync: SummarySync = { op: 'sync', user_id, rev, user, release };
+  const awaiting = state.awaiting_sync ?? [];
+  if (!hold) return { state: { ...state, summary_rev: rev }, reply, sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }] };
+  const full = { ...(reply as object), sync };
+  if (hold.waiter === null || awaiting.length >= AWAITING_SYNC_MAX) {
+    return { state: { ...state, summary_rev: rev }, reply: full, sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }] };
+  }
   return {
-    state: { ...state, summary_rev: rev },
-    reply: withSync ? { ...(reply as object), sync } : reply,
-    sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }],
+    state: { ...state, summary_rev: rev, awaiting_sync: [...awaiting, [hold.waiter, rev, full]] },
+    sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: { ...sync, ack: true } }],
+    defer: true,
   };
+}
+
+/** An admin's (or SCIM's) patch, applied: names no longer used are released by the summary. */
+function applyPatch(state: UserState, patch: AdminPatch, now: number, waiter: string | null): TurnResult<UserState, unknown> {
+  const user = requireUser(state);
+  const next: UserRecord = { ...user, updated_at_ms: now };
+  if (patch.display_name !== undefined) next.display_name = patch.display_name;
+  if (patch.role !== undefined) next.role = patch.role;
+  if (patch.email_verified !== undefined) next.email_verified = patch.email_verified;
+  if (patch.email !== undefined) next.email = patch.email;
+  if (patch.username !== undefined) next.username = patch.username;
+  const release: SummarySync['release'] = {};
+  if (next.email.toLowerCase() !== user.email.toLowerCase()) release.email = user.email;
+  if (next.username.toLowerCase() !== user.username.toLowerCase()) release.username = user.username;
+  return summarized({ ...state, user: next }, { user: publicUser(next) }, release, { waiter });
 }
 
 function twoFactorOf(state: UserState): TwoFactorState {

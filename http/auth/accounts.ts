@@ -2,7 +2,7 @@ import { ServiceError } from '../../runtime/index.js';
 import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
 import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
 import { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, TWO_FACTOR_FAILURES_MAX, type ThrottleAttempt } from '../../actors/accounts/messages.js';
-import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/accounts/messages.js';
+import { ssoRequiredError, type Credentials, type ImpersonationStart, type NewUser, type PublicUser, type Role, type UserMessage } from '../../actors/accounts/messages.js';
 import { ORGANIZATION_KIND, USER_ORGS_KIND } from '../../actors/organizations/messages.js';
 import { type Membership } from '../../actors/organizations/messages.js';
 import { randomId } from '../../runtime/index.js';
@@ -323,29 +323,32 @@ export class Accounts {
     return this.tokenBody(challenge.user_id, outcome.session_id!, refresh.secret, outcome.user!);
   }
 
-  /** Admin impersonation of a user without two-factor: a session recording `impersonated_by`. */
-  async openImpersonationSession(user_id: string, admin_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
-    const { actors, config } = this.services;
+  /**
+   * Admin impersonation, one ask: the user actor refuses another admin or a banned user (403),
+   * opens a session recording `impersonated_by` (at most 1 h), or, for a user with two-factor,
+   * a challenge it remembers as this admin's, so /auth/2fa/verify records `impersonated_by`.
+   */
+  async impersonate(
+    user_id: string,
+    admin_id: string,
+    client: ClientInfo,
+  ): Promise<{ requires_2fa: false; tokens: TokenBody & { user: PublicUser } } | { requires_2fa: true; two_factor_token: string; user: PublicUser }> {
+    const { actors, config, tokens } = this.services;
     const refresh = newRefreshSecret();
-    const opened = await actors.ask<{ session_id: string; user: PublicUser }>(USER_KIND, user_id, {
-      op: 'impersonate',
+    const started = await actors.ask<ImpersonationStart>(USER_KIND, user_id, {
+      op: 'admin-impersonate',
       admin_id,
+      challenge_ttl_seconds: TWO_FACTOR_CHALLENGE_TTL_SECONDS,
       refresh_hash: refresh.hash,
       ttl_seconds: config.refreshTokenTtlSeconds,
       ip_address: client.ip_address,
       user_agent: client.user_agent,
-    });
-    return this.tokenBody(user_id, opened.session_id, refresh.secret, opened.user);
-  }
-
-  /**
-   * Admin impersonation of a user with two-factor: a challenge the user actor
-   * remembers as opened by this admin, so /auth/2fa/verify records `impersonated_by`.
-   */
-  async impersonationChallenge(user_id: string, admin_id: string): Promise<string> {
-    const challenge_id = randomId('chl_');
-    await this.services.actors.ask(USER_KIND, user_id, { op: 'impersonate-2fa', admin_id, challenge_id, ttl_seconds: TWO_FACTOR_CHALLENGE_TTL_SECONDS });
-    return this.services.tokens.signTwoFactorChallenge(user_id, challenge_id, TWO_FACTOR_CHALLENGE_TTL_SECONDS);
+    } satisfies UserMessage);
+    if (started.requires_2fa) {
+      const two_factor_token = await tokens.signTwoFactorChallenge(user_id, started.challenge_id, TWO_FACTOR_CHALLENGE_TTL_SECONDS);
+      return { requires_2fa: true, two_factor_token, user: started.user };
+    }
+    return { requires_2fa: false, tokens: await this.tokenBody(user_id, started.session_id, refresh.secret, started.user) };
   }
 
   private async tokenBody(user_id: string, session_id: string, refreshSecret: string, user: PublicUser): Promise<TokenBody & { user: PublicUser }> {

@@ -3,7 +3,6 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { USER_KIND } from '../../actors/accounts/messages.js';
 import { base32Encode, otpauthUri } from '../../actors/accounts/messages.js';
-import { type PublicUser } from '../../actors/accounts/messages.js';
 import { Accounts, normalizeBackupCode, presentedCode } from '../auth/accounts.js';
 import { hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
@@ -57,9 +56,8 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     const principal = requirePrincipal(request);
     const secret = base32Encode(randomBytes(SECRET_BYTES));
     const backup = newBackupCodes();
-    await ask(principal.user_id, { op: '2fa-setup', secret_b32: secret, backup_hashes: backup.hashes });
-    const user = await ask<PublicUser>(principal.user_id, { op: 'get' });
-    return { secret, qr_code_uri: otpauthUri(secret, user.email, services.config.issuer), backup_codes: backup.codes };
+    const { email } = await ask<{ email: string }>(principal.user_id, { op: '2fa-setup', secret_b32: secret, backup_hashes: backup.hashes });
+    return { secret, qr_code_uri: otpauthUri(secret, email, services.config.issuer), backup_codes: backup.codes };
   });
 
   app.post<{ Body: Static<typeof CodeBody> }>('/api/v1/auth/2fa/totp/verify-setup', {
