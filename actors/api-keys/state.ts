@@ -48,6 +48,30 @@ export function stepApiKey(
   message: ApiKeyMessage | AlarmMessage,
   context: TurnContext,
 ): TurnResult<ApiKeyState, unknown> {
+  if ((message.op === 'create' || message.op === 'delete') && message.flow_id !== undefined) return answeringIndex(state, message, context, message.flow_id);
+  return stepKey(state, message, context);
+}
+
+/**
+ * A create or delete sent by the owner's index (its flow): the outcome, the
+ * key's view or the refusal, goes back to the index through the outbox.
+ */
+function answeringIndex(state: ApiKeyState, message: ApiKeyMessage, context: TurnContext, flow_id: string): TurnResult<ApiKeyState, unknown> {
+  const index = (message as { user_id: string }).user_id;
+  let result: TurnResult<ApiKeyState, unknown>;
+  try {
+    result = stepKey(state, message, context);
+  } catch (error) {
+    if (!(error instanceof ServiceError) || (error.code !== 'not_found' && error.code !== 'conflict')) throw error;
+    const answer: KeyAnswer = { op: 'key-answer', flow_id, error: { code: error.code, message: error.message } };
+    return { state, sends: [{ kind: USER_API_KEYS_KIND, key: index, message: answer }] };
+  }
+  const answer: KeyAnswer = { op: 'key-answer', flow_id, view: result.reply as ApiKeyView };
+  // The index removes its entry when it gets the answer: no separate `remove`.
+  return { state: result.state, reply: result.reply, sends: [{ kind: USER_API_KEYS_KIND, key: index, message: answer }] };
+}
+
+function stepKey(state: ApiKeyState, message: ApiKeyMessage | AlarmMessage, context: TurnContext): TurnResult<ApiKeyState, unknown> {
   const now = context.now;
   switch (message.op) {
     case 'create': {

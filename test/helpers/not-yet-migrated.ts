@@ -4,6 +4,6 @@
  * handlers may still chain asks. Only ever shrinks; deleted when empty.
  */
 export const NOT_YET_MIGRATED = new Set([
-  'accounts', 'two-factor', 'linked-accounts', 'scim', 'oauth', 'email-verification', 'cli-login', 'admin',
-  'organizations', 'api-keys', 'liveness', 'presence', 'waiting-rooms',
+  'accounts', 'linked-accounts', 'scim', 'oauth', 'cli-login',
+  'organizations', 'liveness', 'presence', 'waiting-rooms',
 ]);
