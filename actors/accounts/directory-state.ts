@@ -1,5 +1,5 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { USER_KIND, USER_QUERY_MAX, type DirectoryMessage, type PublicUser, type UserListQuery } from './messages.js';
+import { LOGIN_FLOW_KIND, USER_KIND, USER_QUERY_MAX, type DirectoryMessage, type LoginFlowMessage, type PublicUser, type UserListQuery } from './messages.js';
 
 /**
  * The user directory: e-mail and username -> user id, so that both stay
@@ -67,8 +67,16 @@ export function stepDirectory(
     case 'claim': {
       const email = normalizeEmail(message.user.email);
       const username = normalizeUsername(message.user.username);
-      if (state.byEmail.has(email)) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
-      if (state.byUsername.has(username)) throw new ServiceError('username_taken', 'A user with this username already exists.');
+      const taken = state.byEmail.has(email)
+        ? new ServiceError('email_taken', 'A user with this e-mail already exists.')
+        : state.byUsername.has(username)
+          ? new ServiceError('username_taken', 'A user with this username already exists.')
+          : null;
+      if (taken && message.flow !== undefined) {
+        const refused: LoginFlowMessage = { op: 'claimed', error: { code: taken.code, message: taken.message } };
+        return { state, sends: [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: refused }] };
+      }
+      if (taken) throw taken;
       state.byEmail.set(email, message.user.id);
       state.byUsername.set(username, message.user.id);
       const writes: RecordWrite[] = [
@@ -79,12 +87,19 @@ export function stepDirectory(
         state,
         writes,
         reply: { user_id: message.user.id },
-        sends: [{ kind: USER_KIND, key: message.user.id, message: { op: 'create', user: message.user } }],
+        sends: [
+          { kind: USER_KIND, key: message.user.id, message: { op: 'create', user: message.user } },
+          ...(message.flow === undefined ? [] : [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: { op: 'claimed' } satisfies LoginFlowMessage }]),
+        ],
       };
     }
     case 'lookup': {
       const login = message.login.trim().toLowerCase();
       const user_id = state.byEmail.get(login) ?? state.byUsername.get(login) ?? null;
+      if (message.flow !== undefined) {
+        const found: LoginFlowMessage = { op: 'looked-up', user_id };
+        return { state, reply: { user_id }, sends: [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: found }] };
+      }
       return { state, reply: { user_id } };
     }
     case 'sync': {

@@ -1,4 +1,4 @@
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, type ErrorCode } from '../../runtime/index.js';
 
 /**
  * The accounts area's public surface: the kinds (user, user-directory,
@@ -23,8 +23,10 @@ export interface UserListQuery {
 
 
 export type DirectoryMessage =
-  | { op: 'claim'; user: NewUser }
-  | { op: 'lookup'; login: string }
+  /** With `flow` (a registration's login flow), the outcome goes back to it as `claimed`. */
+  | { op: 'claim'; user: NewUser; flow?: string }
+  /** With `flow` (a login flow), the answer goes back to it as `looked-up`. */
+  | { op: 'lookup'; login: string; flow?: string }
   | SummarySync
   /** Claims new names for a user; with `flow_id` (the user actor's rename flow) the outcome is sent back as `reserved`. */
   | { op: 'reserve'; user_id: string; email?: string; username?: string; flow_id?: string }
@@ -114,7 +116,13 @@ export interface SessionRequest {
   user_agent: string;
 }
 
-export type UserMessage =
+/**
+ * A user message a login flow sends (`flow`: its key) is answered to the flow
+ * as `user-answer` through the outbox, a refusal included.
+ */
+export type UserMessage = UserOp & { flow?: string };
+
+type UserOp =
   | { op: 'create'; user: NewUser }
   | { op: 'get' }
   | { op: 'credentials' }
@@ -226,6 +234,10 @@ export const TWO_FACTOR_FAILURES_MAX = 10;
 export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
 export type ThrottleMessage =
   | { op: 'attempt'; limit: number }
+  /** A login flow's reservation: answered `throttle` through the outbox, at once or when a place frees. */
+  | { op: 'take'; limit: number; flow: string }
+  /** The flow stopped waiting (its own deadline): leave the queue. */
+  | { op: 'give-up'; flow: string }
   | { op: 'count'; reserved_at_ms: number }
   | { op: 'release'; reserved_at_ms: number }
   | { op: 'reset'; reserved_at_ms: number };
@@ -233,3 +245,68 @@ export type ThrottleMessage =
 /** The reply to `attempt`: a reservation (named by its time, for count/release/reset), or wait and ask again. */
 export type ThrottleAttempt = { admitted: true; reserved_at_ms: number } | { admitted: false };
 
+/** The answer to `take`: a reservation (named by its time, for count/release/reset), or refused until the window ends. */
+export type ThrottleOutcome = { admitted: true; reserved_at_ms: number } | { admitted: false; retry_after_seconds: number };
+
+
+
+// --- Login flows (actors/accounts/flows.ts) ---------------------------------
+
+/**
+ * One login flow per attempt (key: a fresh id from the edge): password login,
+ * registration, the second login step and the two-factor code checks. The
+ * flow reserves the throttle places (account or second-step subject first,
+ * then the address), gets what the check needs, and after the check (at the
+ * edge for a password, in the user actor for a code) counts, clears or hands
+ * back the places and opens the session. Every decision is the flow's; the
+ * edge only runs the password KDF and signs tokens.
+ */
+export const LOGIN_FLOW_KIND = 'login-flow';
+
+/** Why a flow refused: the edge throws ServiceError(code, message, {retryAfterSeconds}). */
+export interface FlowRefusal {
+  code: ErrorCode;
+  message: string;
+  retry_after_seconds?: number;
+}
+
+/** Every answer of a login flow: a value, or a refusal (kept a value so Retry-After survives the deferred reply). */
+export type FlowAnswer<T> = { ok: true; value: T } | { ok: false; refusal: FlowRefusal };
+
+/** The two-factor operations of the user actor a flow runs under the second-step throttle. */
+export type CodeCheck = Extract<UserMessage, { op: '2fa-login' | '2fa-disable' | '2fa-regenerate' }>;
+
+export type LoginFlowMessage =
+  // Asked by the edge.
+  /** Password login, first step: answers {user_id, password_hash} (null hash: no usable password) once the places are reserved. */
+  | { op: 'login'; login: string; ip_address: string | null }
+  /** Password login, second step: the KDF's verdict; answers the session, or requires_2fa. */
+  | { op: 'password-checked'; verified: boolean; sso_required_by: { name: string | null } | null; session: SessionRequest }
+  /** Registration, first step: answers null once the address's place is reserved (no address or limit 0: at once). */
+  | { op: 'register'; ip_address: string | null; limit: number }
+  /** Registration, second step: claims the names, creates the user, opens the session (if asked); answers {user, session_id}. */
+  | { op: 'create-user'; user: NewUser; session: SessionRequest | null }
+  /** A two-factor code judged by the user actor under the second-step throttle; answers the user actor's reply. */
+  | { op: 'code-check'; user_id: string; ip_address: string | null; check: CodeCheck }
+  /** The edge could not run its check (the KDF was busy): every place is handed back. */
+  | { op: 'abandon' }
+  // Answers of other actors, through the outbox.
+  | { op: 'looked-up'; user_id: string | null }
+  | { op: 'throttle'; subject: string; outcome: ThrottleOutcome }
+  | { op: 'claimed'; error?: FlowRefusal }
+  | { op: 'user-answer'; reply?: unknown; error?: FlowRefusal };
+
+/** The first answer of a password login. */
+export interface LoginBegun {
+  user_id: string | null;
+  password_hash: string | null;
+}
+
+/** The last answer of a password login. */
+export type LoginDone = { requires_2fa: true; user_id: string } | { requires_2fa: false; session_id: string; user: PublicUser };
+
+/** The last answer of a registration. */
+export interface Registered {
+  user: PublicUser;
+  session_id: string | null;
+}

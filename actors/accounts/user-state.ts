@@ -13,10 +13,12 @@ import {
 import {
   DIRECTORY_KEY,
   DIRECTORY_KIND,
+  LOGIN_FLOW_KIND,
   ssoRequiredError,
   type AdminPatch,
   type BanRecord,
   type ImpersonationStart,
+  type LoginFlowMessage,
   type Credentials,
   type PublicUser,
   type Role,
@@ -151,6 +153,25 @@ function prunedSessions(sessions: Record<string, SessionRecord>, now_ms: number)
 }
 
 export function stepUser(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
+  if (message.op !== '$alarm' && message.flow !== undefined) return answeringFlow(state, message, message.flow, context);
+  return stepUserOp(state, message, context);
+}
+
+/** A login flow's message: the reply, or the refusal, goes back to the flow through the outbox. */
+function answeringFlow(state: UserState, message: UserMessage, flow: string, context: TurnContext): TurnResult<UserState, unknown> {
+  let result: TurnResult<UserState, unknown>;
+  try {
+    result = stepUserOp(state, message, context);
+  } catch (error) {
+    if (!(error instanceof ServiceError)) throw error;
+    const refused: LoginFlowMessage = { op: 'user-answer', error: { code: error.code, message: error.message, retry_after_seconds: error.retryAfterSeconds } };
+    return { state, sends: [{ kind: LOGIN_FLOW_KIND, key: flow, message: refused }] };
+  }
+  const answered: LoginFlowMessage = { op: 'user-answer', reply: result.reply };
+  return { ...result, sends: [...(result.sends ?? []), { kind: LOGIN_FLOW_KIND, key: flow, message: answered }] };
+}
+
+function stepUserOp(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
   const now = context.now;
   switch (message.op) {
     case 'create': {

@@ -96,7 +96,8 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     },
   }, async (request) => {
     const user_id = refuseImpersonation(request).user_id;
-    await accounts.throttledCodeCheck(user_id, request.ip, () => ask(user_id, { op: '2fa-disable', presented: presentedCode(request.body.code) }));
+    // Judged by the user actor inside a login flow, under the second-step throttle.
+    await accounts.checkCode(user_id, request.ip, { op: '2fa-disable', presented: presentedCode(request.body.code) });
     return { message: 'Two-factor authentication disabled.' };
   });
 
@@ -113,9 +114,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     refuseImpersonation(request);
     const backup = newBackupCodes();
     const user_id = requirePrincipal(request).user_id;
-    await accounts.throttledCodeCheck(user_id, request.ip, () =>
-      ask(user_id, { op: '2fa-regenerate', presented: presentedCode(request.body.code), backup_hashes: backup.hashes }),
-    );
+    await accounts.checkCode(user_id, request.ip, { op: '2fa-regenerate', presented: presentedCode(request.body.code), backup_hashes: backup.hashes });
     return { backup_codes: backup.codes };
   });
 }
