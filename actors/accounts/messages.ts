@@ -118,9 +118,10 @@ export interface SessionRequest {
 
 /**
  * A user message a login flow sends (`flow`: its key) is answered to the flow
- * as `user-answer` through the outbox, a refusal included.
+ * as `user-answer` through the outbox, a refusal included; `reply_to` names
+ * another coordinator (the CLI login) that takes the same `user-answer`.
  */
-export type UserMessage = UserOp & { flow?: string };
+export type UserMessage = UserOp & { flow?: string; reply_to?: { kind: string; key: string } };
 
 type UserOp =
   | { op: 'create'; user: NewUser }

@@ -153,22 +153,24 @@ function prunedSessions(sessions: Record<string, SessionRecord>, now_ms: number)
 }
 
 export function stepUser(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
-  if (message.op !== '$alarm' && message.flow !== undefined) return answeringFlow(state, message, message.flow, context);
+  if (message.op !== '$alarm' && (message.flow !== undefined || message.reply_to !== undefined)) {
+    return answeringFlow(state, message, message.reply_to ?? { kind: LOGIN_FLOW_KIND, key: message.flow! }, context);
+  }
   return stepUserOp(state, message, context);
 }
 
 /** A login flow's message: the reply, or the refusal, goes back to the flow through the outbox. */
-function answeringFlow(state: UserState, message: UserMessage, flow: string, context: TurnContext): TurnResult<UserState, unknown> {
+function answeringFlow(state: UserState, message: UserMessage, to: { kind: string; key: string }, context: TurnContext): TurnResult<UserState, unknown> {
   let result: TurnResult<UserState, unknown>;
   try {
     result = stepUserOp(state, message, context);
   } catch (error) {
     if (!(error instanceof ServiceError)) throw error;
     const refused: LoginFlowMessage = { op: 'user-answer', error: { code: error.code, message: error.message, retry_after_seconds: error.retryAfterSeconds } };
-    return { state, sends: [{ kind: LOGIN_FLOW_KIND, key: flow, message: refused }] };
+    return { state, sends: [{ kind: to.kind, key: to.key, message: refused }] };
   }
   const answered: LoginFlowMessage = { op: 'user-answer', reply: result.reply };
-  return { ...result, sends: [...(result.sends ?? []), { kind: LOGIN_FLOW_KIND, key: flow, message: answered }] };
+  return { ...result, sends: [...(result.sends ?? []), { kind: to.kind, key: to.key, message: answered }] };
 }
 
 function stepUserOp(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {

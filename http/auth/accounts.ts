@@ -238,6 +238,11 @@ export class Accounts {
     return { requires_2fa: false, tokens: await this.tokenBody(user_id, started.session_id, refresh.secret, started.user) };
   }
 
+  /** The tokens of a session a flow opened (the CLI login's): the access token signed here. */
+  tokensFor(user_id: string, session_id: string, refreshSecret: string, user: PublicUser): Promise<TokenBody & { user: PublicUser }> {
+    return this.tokenBody(user_id, session_id, refreshSecret, user);
+  }
+
   private async tokenBody(user_id: string, session_id: string, refreshSecret: string, user: PublicUser): Promise<TokenBody & { user: PublicUser }> {
     const access = await this.services.tokens.signAccessToken(user_id, session_id);
     return {

@@ -4,6 +4,6 @@
  * handlers may still chain asks. Only ever shrinks; deleted when empty.
  */
 export const NOT_YET_MIGRATED = new Set([
-  'linked-accounts', 'scim', 'oauth', 'cli-login',
+  'linked-accounts', 'scim', 'oauth',
   'organizations', 'liveness', 'presence', 'waiting-rooms',
 ]);
