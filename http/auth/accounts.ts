@@ -11,10 +11,12 @@ import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from './password
 import { formatRefreshToken, hashSecret, newRefreshSecret, parseRefreshToken, type TokenBody } from './tokens.js';
 
 /**
- * Account flows that span actors: registration (directory claim, then the
- * user), login (lookup, password check on the thread pool, new session) and
- * refresh rotation. The edge does the slow and random parts (KDF, secrets);
- * the actors hold the state.
+ * The edge's part of the account operations. Login, registration and the
+ * two-factor code checks are login flows (actors/accounts/flows.ts), which
+ * make every decision (throttle, ban, SSO, session); the edge runs only what
+ * cannot run in a pure turn: the password KDF on the thread pool between the
+ * flow's two asks, the random secrets, and signing tokens. Refresh, logout,
+ * impersonation and /me are one ask of the user actor each.
  */
 export interface ClientInfo {
   ip_address: string;
