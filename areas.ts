@@ -1,9 +1,8 @@
 import type { ActorDefinition } from './runtime/index.js';
 import type { AreaRoutes } from './http/area-routes.js';
-import { directoryActor, userActor } from './actors/accounts/actor.js';
-import { loginThrottleActor } from './actors/accounts/login-throttle-state.js';
+import { directoryActor, loginFlowActor, loginThrottleActor, userActor } from './actors/accounts/actor.js';
 import { apiKeyActor, userApiKeysActor } from './actors/api-keys/actor.js';
-import { cliLoginActor } from './actors/cli-login/state.js';
+import { cliLoginActor } from './actors/cli-login/actor.js';
 import { idempotencyActor } from './actors/idempotency/state.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
@@ -49,7 +48,7 @@ export interface Area {
 }
 
 export const areas: Area[] = [
-  { name: 'accounts', actors: [userActor, directoryActor, loginThrottleActor], routes: authRoutes },
+  { name: 'accounts', actors: [userActor, directoryActor, loginThrottleActor, loginFlowActor], routes: authRoutes },
   { name: 'two-factor', actors: [], routes: twoFactorRoutes },
   { name: 'linked-accounts', actors: [identityLinksActor, identityIndexActor], routes: linkedAccountRoutes },
   { name: 'scim', actors: [scimDirectoryActor], routes: scimRoutes },

@@ -1,6 +1,6 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import type { NewUser, PublicUser, Role, SummarySync } from './user-state.js';
-import { answerFlowCall, type FlowCall } from '../flow-call.js';
+import { LOGIN_FLOW_KIND, USER_KIND, USER_QUERY_MAX, type DirectoryMessage, type LoginFlowMessage, type PublicUser, type UserListQuery } from './messages.js';
+import { answerFlowCall } from '../flow-call.js';
 
 /**
  * The user directory: e-mail and username -> user id, so that both stay
@@ -38,25 +38,6 @@ export interface SummaryRecord {
   user: PublicUser | null;
 }
 
-export interface UserListQuery {
-  q?: string;
-  roles?: Role[];
-  banned?: boolean;
-  email_verified?: boolean;
-  page: number;
-  page_size: number;
-}
-
-export type DirectoryMessage =
-  | { op: 'claim'; user: NewUser }
-  | { op: 'lookup'; login: string }
-  | SummarySync
-  | { op: 'reserve'; user_id: string; email?: string; username?: string }
-  | ({ op: 'list' } & UserListQuery)
-  /** A flow's step (SCIM provisioning): any message above, answered through the outbox (actors/flow-call.ts). */
-  | FlowCall<DirectoryMessage>;
-
-export const DIRECTORY_KEY = 'global';
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -87,8 +68,16 @@ export function stepDirectory(
     case 'claim': {
       const email = normalizeEmail(message.user.email);
       const username = normalizeUsername(message.user.username);
-      if (state.byEmail.has(email)) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
-      if (state.byUsername.has(username)) throw new ServiceError('username_taken', 'A user with this username already exists.');
+      const taken = state.byEmail.has(email)
+        ? new ServiceError('email_taken', 'A user with this e-mail already exists.')
+        : state.byUsername.has(username)
+          ? new ServiceError('username_taken', 'A user with this username already exists.')
+          : null;
+      if (taken && message.flow !== undefined) {
+        const refused: LoginFlowMessage = { op: 'claimed', error: { code: taken.code, message: taken.message } };
+        return { state, sends: [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: refused }] };
+      }
+      if (taken) throw taken;
       state.byEmail.set(email, message.user.id);
       state.byUsername.set(username, message.user.id);
       const writes: RecordWrite[] = [
@@ -99,17 +88,26 @@ export function stepDirectory(
         state,
         writes,
         reply: { user_id: message.user.id },
-        sends: [{ kind: 'user', key: message.user.id, message: { op: 'create', user: message.user } }],
+        sends: [
+          { kind: USER_KIND, key: message.user.id, message: { op: 'create', user: message.user } },
+          ...(message.flow === undefined ? [] : [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: { op: 'claimed' } satisfies LoginFlowMessage }]),
+        ],
       };
     }
     case 'lookup': {
       const login = message.login.trim().toLowerCase();
       const user_id = state.byEmail.get(login) ?? state.byUsername.get(login) ?? null;
+      if (message.flow !== undefined) {
+        const found: LoginFlowMessage = { op: 'looked-up', user_id };
+        return { state, reply: { user_id }, sends: [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: found }] };
+      }
       return { state, reply: { user_id } };
     }
     case 'sync': {
       const current = state.summaries.get(message.user_id);
-      if (current && current.rev >= message.rev) return { state, reply: { applied: false } };
+      // The user actor holds an admin's reply until this answer (read-your-writes); a newer summary applied already counts.
+      const sends = message.ack ? [{ kind: USER_KIND, key: message.user_id, message: { op: 'sync-applied', rev: message.rev } }] : undefined;
+      if (current && current.rev >= message.rev) return { state, reply: { applied: false }, sends };
       const summary: SummaryRecord = { rev: message.rev, user: message.user };
       const at = current?.user ? listedIndex(state.listed, current.user) : -1;
       if (at >= 0 && message.user && listOrder(current!.user!, message.user) === 0) {
@@ -131,30 +129,38 @@ export function stepDirectory(
         state.byUsername.delete(username);
         writes.push({ subkey: `u:${username}`, value: undefined });
       }
-      return { state, writes, reply: { applied: true } };
+      return { state, writes, reply: { applied: true }, sends };
     }
 
     case 'reserve': {
-      // A deleted user's tombstone refuses; a user without a summary yet (the
-      // edge checked it exists) may reserve.
+      if (message.flow_id === undefined) return reserve(state, message);
+      // A rename flow of the user actor: the outcome goes back to it through the outbox.
+      const flow_id = message.flow_id;
+      let result: TurnResult<DirectoryState, unknown>;
+      try {
+        result = reserve(state, message);
+      } catch (error) {
+        if (!(error instanceof ServiceError)) throw error;
+        const refused = { op: 'reserved', flow_id, error: { code: error.code, message: error.message } };
+        return { state, sends: [{ kind: USER_KIND, key: message.user_id, message: refused }] };
+      }
+      return { ...result, sends: [{ kind: USER_KIND, key: message.user_id, message: { op: 'reserved', flow_id } }] };
+    }
+
+    case 'release': {
       const summary = state.summaries.get(message.user_id);
-      if (summary && !summary.user) throw new ServiceError('not_found', 'No such user.');
+      const writes: RecordWrite[] = [];
       const email = message.email === undefined ? undefined : normalizeEmail(message.email);
       const username = message.username === undefined ? undefined : normalizeUsername(message.username);
-      const emailOwner = email === undefined ? undefined : state.byEmail.get(email);
-      const usernameOwner = username === undefined ? undefined : state.byUsername.get(username);
-      if (emailOwner !== undefined && emailOwner !== message.user_id) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
-      if (usernameOwner !== undefined && usernameOwner !== message.user_id) throw new ServiceError('username_taken', 'A user with this username already exists.');
-      const writes: RecordWrite[] = [];
-      if (email !== undefined && emailOwner === undefined) {
-        state.byEmail.set(email, message.user_id);
-        writes.push({ subkey: `e:${email}`, value: message.user_id });
+      if (email !== undefined && state.byEmail.get(email) === message.user_id && normalizeEmail(summary?.user?.email ?? '') !== email) {
+        state.byEmail.delete(email);
+        writes.push({ subkey: `e:${email}`, value: undefined });
       }
-      if (username !== undefined && usernameOwner === undefined) {
-        state.byUsername.set(username, message.user_id);
-        writes.push({ subkey: `u:${username}`, value: message.user_id });
+      if (username !== undefined && state.byUsername.get(username) === message.user_id && normalizeUsername(summary?.user?.username ?? '') !== username) {
+        state.byUsername.delete(username);
+        writes.push({ subkey: `u:${username}`, value: undefined });
       }
-      return { state, writes, reply: { reserved: true } };
+      return { state, writes, reply: { released: writes.length } };
     }
 
     case 'list':
@@ -169,8 +175,27 @@ export function stepDirectory(
   }
 }
 
-/** The longest free-text query the admin list accepts. */
-export const USER_QUERY_MAX = 100;
+/** Claims a user's new names. A deleted user's tombstone refuses; a user without a summary yet may reserve. */
+function reserve(state: DirectoryState, message: { user_id: string; email?: string; username?: string }): TurnResult<DirectoryState, unknown> {
+  const summary = state.summaries.get(message.user_id);
+  if (summary && !summary.user) throw new ServiceError('not_found', 'No such user.');
+  const email = message.email === undefined ? undefined : normalizeEmail(message.email);
+  const username = message.username === undefined ? undefined : normalizeUsername(message.username);
+  const emailOwner = email === undefined ? undefined : state.byEmail.get(email);
+  const usernameOwner = username === undefined ? undefined : state.byUsername.get(username);
+  if (emailOwner !== undefined && emailOwner !== message.user_id) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
+  if (usernameOwner !== undefined && usernameOwner !== message.user_id) throw new ServiceError('username_taken', 'A user with this username already exists.');
+  const writes: RecordWrite[] = [];
+  if (email !== undefined && emailOwner === undefined) {
+    state.byEmail.set(email, message.user_id);
+    writes.push({ subkey: `e:${email}`, value: message.user_id });
+  }
+  if (username !== undefined && usernameOwner === undefined) {
+    state.byUsername.set(username, message.user_id);
+    writes.push({ subkey: `u:${username}`, value: message.user_id });
+  }
+  return { state, writes, reply: { reserved: true } };
+}
 
 function listOrder(a: PublicUser, b: PublicUser): number {
   return a.created_at_ms - b.created_at_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

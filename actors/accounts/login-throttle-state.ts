@@ -1,4 +1,5 @@
-import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type ActorSend, type AlarmChange, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { LOGIN_FLOW_KIND, type LoginFlowMessage, type ThrottleAttempt, type ThrottleMessage, type ThrottleOutcome } from './messages.js';
 
 /**
  * Login throttling (issue 4 security): one actor per counted subject, kind
@@ -7,31 +8,23 @@ import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type Tur
  * attempt; once `limit` attempts are counted in it, `attempt` refuses (429
  * rate_limited, Retry-After = rest of the window).
  *
- * `attempt` is atomic and reserves a place before the edge runs the slow
- * check (the password KDF, a code), so a burst of simultaneous guesses cannot
- * all pass a check that has not yet seen the others' outcomes: counted
- * attempts plus reservations never exceed the limit. While they would, the
- * attempt is not admitted (`admitted: false`, nothing changes) and the edge
- * asks again shortly: the reservations in flight end within a KDF run, and
- * legitimate simultaneous sign-ins from one address get through. Each
+ * `take` (from a login flow, actors/accounts/flows.ts) is atomic and
+ * reserves a place before the slow check runs (the password KDF, a code), so
+ * a burst of simultaneous guesses cannot all pass a check that has not yet
+ * seen the others' outcomes: counted attempts plus reservations never exceed
+ * the limit. While they would, the flow waits in this actor's queue (bounded,
+ * first come first served) and is answered through the outbox when a
+ * reservation ends: the reservations in flight end within a KDF run, so
+ * legitimate simultaneous sign-ins from one address get through, and once
+ * the count reaches the limit every waiter is refused. (`attempt` is the same
+ * check for an asker, answering `admitted: false` instead of queueing.) Each
  * reservation ends with `count` (a wrong password or code, or a registration:
  * it counts), `release` (it does not: no check ran, or it was not a guess) or
  * `reset` (a correct password or code: the count is cleared). A reservation
  * whose end never arrives (a crash, an unreachable actor) lapses after
  * RESERVATION_TTL_MS.
  */
-export const LOGIN_THROTTLE_KIND = 'login-throttle';
 export const THROTTLE_WINDOW_MS = 15 * 60_000;
-export const ACCOUNT_FAILURES_MAX = 5;
-export const ADDRESS_FAILURES_MAX = 20;
-/**
- * Wrong second-step codes per user (key `2fa:<user id>`). Counted apart from the
- * password failures because a correct password clears those: with one counter,
- * someone holding the password could guess codes without end.
- */
-export const TWO_FACTOR_FAILURES_MAX = 10;
-/** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
-export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
 /** A reservation lapses after this long (far longer than a queued KDF run takes). */
 export const RESERVATION_TTL_MS = 60_000;
 
@@ -41,22 +34,26 @@ export interface ThrottleState {
   failures: number;
   /** When each reservation still in flight was made (absent on state stored before reservations). At most `limit`. */
   in_flight_ms?: number[];
+  /** Flows waiting for a place, oldest first (absent: none). At most WAITERS_MAX. */
+  waiting?: ThrottleWaiter[];
 }
 
-export type ThrottleMessage =
-  | { op: 'attempt'; limit: number }
-  | { op: 'count'; reserved_at_ms: number }
-  | { op: 'release'; reserved_at_ms: number }
-  | { op: 'reset'; reserved_at_ms: number };
+export interface ThrottleWaiter {
+  /** The login flow's key. */
+  flow: string;
+  limit: number;
+}
 
-/** The reply to `attempt`: a reservation (named by its time, for count/release/reset), or wait and ask again. */
-export type ThrottleAttempt = { admitted: true; reserved_at_ms: number } | { admitted: false };
+/** Flows queued per subject; beyond, a new one is refused at once (429, Retry-After 1). */
+export const WAITERS_MAX = 256;
 
 export function initialThrottleState(): ThrottleState {
   return { window_start_ms: null, failures: 0 };
 }
 
 const WINDOW_ALARM = 'window';
+/** Due when the oldest reservation lapses while flows wait, so a lost reservation cannot hold them. */
+const LAPSE_ALARM = 'lapse';
 
 /** The state as of `now`: an ended window is gone, and so are lapsed reservations. */
 function live(state: ThrottleState, now: number): ThrottleState {
@@ -83,7 +80,69 @@ function settled(previous: ThrottleState, next: ThrottleState): TurnResult<Throt
   return { state: next, reply: null };
 }
 
+/** The seconds until the window ends (at least 1). */
+function retryAfter(state: ThrottleState, now: number): number {
+  return Math.max(1, Math.ceil(((state.window_start_ms ?? now) + THROTTLE_WINDOW_MS - now) / 1000));
+}
+
+function answer(context: TurnContext, flow: string, outcome: ThrottleOutcome): ActorSend {
+  const message: LoginFlowMessage = { op: 'throttle', subject: context.key, outcome };
+  return { kind: LOGIN_FLOW_KIND, key: flow, message };
+}
+
+/**
+ * One turn of the throttle: the counting ops (stepCounts) see the state
+ * without its queue; afterwards the queue is served, oldest first, with the
+ * places that turn freed (or refused, once the count reached the limit).
+ */
 export function stepThrottle(state: ThrottleState, message: ThrottleMessage | AlarmMessage, context: TurnContext): TurnResult<ThrottleState, unknown> {
+  const { waiting = [], ...counts } = state;
+  if (message.op === 'give-up') {
+    const kept = waiting.filter((w) => w.flow !== message.flow);
+    if (kept.length === waiting.length) return { state, reply: null };
+    return { state: { ...counts, ...(kept.length > 0 ? { waiting: kept } : {}) }, reply: null };
+  }
+  if (message.op === 'take') {
+    const waiter: ThrottleWaiter = { flow: message.flow, limit: message.limit };
+    if (waiting.some((w) => w.flow === message.flow)) return { state, reply: null };
+    const current = live(counts, context.now);
+    if (current.window_start_ms !== null && current.failures >= message.limit) {
+      return { state, reply: null, sends: [answer(context, message.flow, { admitted: false, retry_after_seconds: retryAfter(current, context.now) })] };
+    }
+    if (waiting.length >= WAITERS_MAX) return { state, reply: null, sends: [answer(context, message.flow, { admitted: false, retry_after_seconds: 1 })] };
+    return served({ state: counts, reply: null }, [...waiting, waiter], context);
+  }
+  if (waiting.length === 0) return stepCounts(state, message, context);
+  return served(stepCounts(counts, message, context), waiting, context);
+}
+
+/** Admits the waiters the places allow, in order; refuses them all once the count is at their limit. */
+function served(result: TurnResult<ThrottleState, unknown>, waiting: ThrottleWaiter[], context: TurnContext): TurnResult<ThrottleState, unknown> {
+  const now = context.now;
+  let current = live(result.state, now);
+  const sends: ActorSend[] = [...(result.sends ?? [])];
+  const alarms: AlarmChange[] = [...(result.alarms ?? [])];
+  const queue = [...waiting];
+  while (queue.length > 0) {
+    const waiter = queue[0];
+    const in_flight_ms = current.in_flight_ms ?? [];
+    if (current.window_start_ms !== null && current.failures >= waiter.limit) {
+      sends.push(answer(context, waiter.flow, { admitted: false, retry_after_seconds: retryAfter(current, now) }));
+    } else if (current.failures + in_flight_ms.length < waiter.limit) {
+      if (current.window_start_ms === null) alarms.push({ name: WINDOW_ALARM, due_ms: now + THROTTLE_WINDOW_MS });
+      current = { window_start_ms: current.window_start_ms ?? now, failures: current.failures, in_flight_ms: [...in_flight_ms, now] };
+      sends.push(answer(context, waiter.flow, { admitted: true, reserved_at_ms: now }));
+    } else {
+      break;
+    }
+    queue.shift();
+  }
+  if (queue.length === 0) return { ...result, state: current, sends, alarms: [...alarms, { name: LAPSE_ALARM, due_ms: null }] };
+  const oldest = Math.min(...(current.in_flight_ms ?? [now]));
+  return { ...result, state: { ...current, waiting: queue }, sends, alarms: [...alarms, { name: LAPSE_ALARM, due_ms: oldest + RESERVATION_TTL_MS }] };
+}
+
+function stepCounts(state: ThrottleState, message: Exclude<ThrottleMessage, { op: 'take' } | { op: 'give-up' }> | AlarmMessage, context: TurnContext): TurnResult<ThrottleState, unknown> {
   const now = context.now;
   switch (message.op) {
     case 'attempt': {
@@ -126,10 +185,3 @@ export function stepThrottle(state: ThrottleState, message: ThrottleMessage | Al
     }
   }
 }
-
-export const loginThrottleActor: SnapshotActorDefinition<ThrottleState, ThrottleMessage, unknown> = {
-  kind: LOGIN_THROTTLE_KIND,
-  storage: 'snapshot',
-  initial: initialThrottleState,
-  step: stepThrottle,
-};

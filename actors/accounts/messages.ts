@@ -1,12 +1,318 @@
+import type { FlowCall } from '../flow-call.js';
+import { ServiceError, type ErrorCode } from '../../runtime/index.js';
+
 /**
- * The accounts area's public surface: what other layers and areas import.
- * Definitions live beside it; this file names the ones others may use.
+ * The accounts area's public surface: the kinds (user, user-directory,
+ * login-throttle), how their keys are built, the messages they take and the
+ * views they answer with. Other layers and areas import this file only; the
+ * pure TOTP helpers are re-exported from totp.ts by name.
  */
-export { DIRECTORY_KIND, USER_KIND } from './actor.js';
-export { DIRECTORY_KEY, USER_QUERY_MAX } from './directory-state.js';
-export type { UserListQuery } from './directory-state.js';
-export { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, REGISTRATIONS_PER_ADDRESS_MAX, TWO_FACTOR_FAILURES_MAX } from './login-throttle-state.js';
-export type { ThrottleAttempt } from './login-throttle-state.js';
 export { base32Decode, base32Encode, otpauthUri, totp } from './totp.js';
-export { sessionUserId, ssoRequiredError } from './user-state.js';
-export type { AdminPatch, BanRecord, Credentials, NewUser, PublicUser, Role, SessionPrincipal, SessionView, SummarySync } from './user-state.js';
+
+export const USER_KIND = 'user';
+export const DIRECTORY_KIND = 'user-directory';
+
+/** One user actor per user id; one directory actor for every user, under this key. */
+export interface UserListQuery {
+  q?: string;
+  roles?: Role[];
+  banned?: boolean;
+  email_verified?: boolean;
+  page: number;
+  page_size: number;
+}
+
+
+export type DirectoryMessage =
+  /** With `flow` (a registration's login flow), the outcome goes back to it as `claimed`. */
+  | { op: 'claim'; user: NewUser; flow?: string }
+  /** With `flow` (a login flow), the answer goes back to it as `looked-up`. */
+  | { op: 'lookup'; login: string; flow?: string }
+  | SummarySync
+  /** Claims new names for a user; with `flow_id` (the user actor's rename flow) the outcome is sent back as `reserved`. */
+  | { op: 'reserve'; user_id: string; email?: string; username?: string; flow_id?: string }
+  /** Compensation of a reserve whose rename did not happen: frees the names if they still point at the user and it does not use them. */
+  | { op: 'release'; user_id: string; email?: string; username?: string }
+  | ({ op: 'list' } & UserListQuery)
+  /** A flow's step (SCIM provisioning, the OAuth token endpoint): any message above, answered through the outbox (actors/flow-call.ts). */
+  | FlowCall<DirectoryMessage>;
+
+
+export const DIRECTORY_KEY = 'global';
+
+
+/** The longest free-text query the admin list accepts. */
+export const USER_QUERY_MAX = 100;
+
+
+export type Role = 'user' | 'admin';
+
+/** 403 `sso_required`: password login is gated by an organization's SSO policy (docs/api/organizations.md). */
+export function ssoRequiredError(organization_name: string | null): ServiceError {
+  return new ServiceError('sso_required', `The organization "${organization_name}" requires single sign-on: sign in through its identity provider.`);
+}
+
+
+export interface BanRecord {
+  reason: string;
+  banned_at_ms: number;
+  banned_by: string;
+}
+
+
+/** The directory message that keeps the admin list in step with this user. */
+export interface SummarySync {
+  op: 'sync';
+  user_id: string;
+  rev: number;
+  /** null: the user was deleted. */
+  user: PublicUser | null;
+  /** Names this user no longer uses: the directory frees them if they still point here. */
+  release: { email?: string; username?: string };
+  /** Answer with `sync-applied` once applied (or superseded): the user actor holds a reply until then (read-your-writes). */
+  ack?: boolean;
+}
+
+
+export interface AdminPatch {
+  display_name?: string;
+  role?: Role;
+  email_verified?: boolean;
+  email?: string;
+  username?: string;
+}
+
+
+export interface SessionView {
+  id: string;
+  user_id: string;
+  active: boolean;
+  created_at_ms: number;
+  expires_at_ms: number;
+  ip_address: string;
+  user_agent: string;
+  impersonated_by: string | null;
+}
+
+
+export interface NewUser {
+  id: string;
+  email: string;
+  username: string;
+  display_name: string;
+  role: Role;
+  password_hash: string;
+}
+
+
+/** A code as typed: digits for TOTP, and the hash of its normalised form for backup codes. */
+export interface PresentedCode {
+  code: string;
+  code_hash: string;
+}
+
+/** What opening a session needs: the hash of the edge's refresh secret, its lifetime and the client. */
+export interface SessionRequest {
+  refresh_hash: string;
+  ttl_seconds: number;
+  ip_address: string;
+  user_agent: string;
+}
+
+/**
+ * A user message a login flow sends (`flow`: its key) is answered to the flow
+ * as `user-answer` through the outbox, a refusal included; `reply_to` names
+ * another coordinator (the CLI login) that takes the same `user-answer`.
+ */
+export type UserMessage = UserOp & { flow?: string; reply_to?: { kind: string; key: string } };
+
+type UserOp =
+  | { op: 'create'; user: NewUser }
+  | { op: 'get' }
+  | { op: 'credentials' }
+  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
+  | { op: 'authenticate'; session_id: string }
+  | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
+  | { op: 'end-session'; session_id: string }
+  /** Answers `{email}` (the account the authenticator shows). */
+  | { op: '2fa-setup'; secret_b32: string; backup_hashes: string[] }
+  | { op: '2fa-verify-setup'; code: string }
+  | { op: '2fa-status' }
+  | { op: '2fa-disable'; presented: PresentedCode }
+  | { op: '2fa-regenerate'; presented: PresentedCode; backup_hashes: string[] }
+  | ({
+      op: '2fa-login';
+      challenge_id: string;
+      presented: PresentedCode;
+      /** The organization enforcing SSO on the user now (the edge asks before this turn); absent or null: none. */
+      sso_required_by?: { name: string | null } | null;
+    } & SessionRequest)
+  | { op: 'admin-detail' }
+  /**
+   * A new e-mail or username is first reserved in the directory (through the
+   * outbox: `reserved` comes back), then applied. Like ban, unban, admin-delete
+   * and email-verify-confirm, answered once the directory shows the change.
+   */
+  | { op: 'admin-patch'; patch: AdminPatch }
+  | { op: 'reserved'; flow_id: string; error?: { code: 'email_taken' | 'username_taken' | 'not_found'; message: string } }
+  | { op: 'sync-applied'; rev: number }
+  | { op: 'ban'; reason: string; banned_by: string }
+  | { op: 'unban' }
+  | { op: 'admin-delete' }
+  | { op: 'list-sessions' }
+  | { op: 'admin-end-session'; session_id: string }
+  | { op: 'email-verify-send'; token_hash: string }
+  | { op: 'email-verify-confirm'; token_hash: string }
+  | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
+  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number }
+  /**
+   * An admin signs in as this user, checked in one turn: another admin or a
+   * banned user is refused (403); a user with two-factor gets a challenge
+   * (valid `challenge_ttl_seconds`), any other a session recording
+   * `impersonated_by`.
+   */
+  | ({ op: 'admin-impersonate'; admin_id: string; challenge_ttl_seconds: number } & SessionRequest)
+  /** A flow's step (SCIM provisioning, the OAuth token endpoint): any message above, answered through the outbox (actors/flow-call.ts). */
+  | FlowCall<UserMessage>;
+
+/** The reply to `admin-impersonate`. */
+export type ImpersonationStart =
+  | { requires_2fa: false; session_id: string; user: PublicUser }
+  | { requires_2fa: true; challenge_id: string; user: PublicUser };
+
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  username: string;
+  display_name: string;
+  role: Role;
+  email_verified: boolean;
+  two_factor_enabled: boolean;
+  banned: boolean;
+  created_at_ms: number;
+}
+
+
+export interface SessionPrincipal {
+  user_id: string;
+  session_id: string;
+  role: Role;
+  /** When the session ends by itself (a cache of this answer must not outlive it). */
+  expires_at_ms: number;
+  /** The admin who opened this session by impersonation, null for the user's own sessions. */
+  impersonated_by: string | null;
+}
+
+
+export interface Credentials {
+  user_id: string;
+  password_hash: string;
+  banned: boolean;
+  two_factor_enabled: boolean;
+}
+
+
+/**
+ * Session ids carry their user: `ses_<user id>~<random>`, so an admin can end a
+ * session by id alone. Ids from before this format (`ses_<random>`) give null.
+ */
+export function sessionUserId(session_id: string): string | null {
+  if (!session_id.startsWith('ses_')) return null;
+  const tilde = session_id.indexOf('~');
+  if (tilde <= 4) return null;
+  return session_id.slice(4, tilde);
+}
+
+
+// --- Login throttle (actors/accounts/login-throttle-state.ts) -----------------
+
+export const LOGIN_THROTTLE_KIND = 'login-throttle';
+export const ACCOUNT_FAILURES_MAX = 5;
+export const ADDRESS_FAILURES_MAX = 20;
+/**
+ * Wrong second-step codes per user (key `2fa:<user id>`). Counted apart from the
+ * password failures because a correct password clears those: with one counter,
+ * someone holding the password could guess codes without end.
+ */
+export const TWO_FACTOR_FAILURES_MAX = 10;
+/** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
+export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
+export type ThrottleMessage =
+  | { op: 'attempt'; limit: number }
+  /** A login flow's reservation: answered `throttle` through the outbox, at once or when a place frees. */
+  | { op: 'take'; limit: number; flow: string }
+  /** The flow stopped waiting (its own deadline): leave the queue. */
+  | { op: 'give-up'; flow: string }
+  | { op: 'count'; reserved_at_ms: number }
+  | { op: 'release'; reserved_at_ms: number }
+  | { op: 'reset'; reserved_at_ms: number };
+
+/** The reply to `attempt`: a reservation (named by its time, for count/release/reset), or wait and ask again. */
+export type ThrottleAttempt = { admitted: true; reserved_at_ms: number } | { admitted: false };
+
+/** The answer to `take`: a reservation (named by its time, for count/release/reset), or refused until the window ends. */
+export type ThrottleOutcome = { admitted: true; reserved_at_ms: number } | { admitted: false; retry_after_seconds: number };
+
+
+
+// --- Login flows (actors/accounts/flows.ts) ---------------------------------
+
+/**
+ * One login flow per attempt (key: a fresh id from the edge): password login,
+ * registration, the second login step and the two-factor code checks. The
+ * flow reserves the throttle places (account or second-step subject first,
+ * then the address), gets what the check needs, and after the check (at the
+ * edge for a password, in the user actor for a code) counts, clears or hands
+ * back the places and opens the session. Every decision is the flow's; the
+ * edge only runs the password KDF and signs tokens.
+ */
+export const LOGIN_FLOW_KIND = 'login-flow';
+
+/** Why a flow refused: the edge throws ServiceError(code, message, {retryAfterSeconds}). */
+export interface FlowRefusal {
+  code: ErrorCode;
+  message: string;
+  retry_after_seconds?: number;
+}
+
+/** Every answer of a login flow: a value, or a refusal (kept a value so Retry-After survives the deferred reply). */
+export type FlowAnswer<T> = { ok: true; value: T } | { ok: false; refusal: FlowRefusal };
+
+/** The two-factor operations of the user actor a flow runs under the second-step throttle. */
+export type CodeCheck = Extract<UserMessage, { op: '2fa-login' | '2fa-disable' | '2fa-regenerate' }>;
+
+export type LoginFlowMessage =
+  // Asked by the edge.
+  /** Password login, first step: answers {user_id, password_hash} (null hash: no usable password) once the places are reserved. */
+  | { op: 'login'; login: string; ip_address: string | null }
+  /** Password login, second step: the KDF's verdict; answers the session, or requires_2fa. */
+  | { op: 'password-checked'; verified: boolean; sso_required_by: { name: string | null } | null; session: SessionRequest }
+  /** Registration, first step: answers null once the address's place is reserved (no address or limit 0: at once). */
+  | { op: 'register'; ip_address: string | null; limit: number }
+  /** Registration, second step: claims the names, creates the user, opens the session (if asked); answers {user, session_id}. */
+  | { op: 'create-user'; user: NewUser; session: SessionRequest | null }
+  /** A two-factor code judged by the user actor under the second-step throttle; answers the user actor's reply. */
+  | { op: 'code-check'; user_id: string; ip_address: string | null; check: CodeCheck }
+  /** The edge could not run its check (the KDF was busy): every place is handed back. */
+  | { op: 'abandon' }
+  // Answers of other actors, through the outbox.
+  | { op: 'looked-up'; user_id: string | null }
+  | { op: 'throttle'; subject: string; outcome: ThrottleOutcome }
+  | { op: 'claimed'; error?: FlowRefusal }
+  | { op: 'user-answer'; reply?: unknown; error?: FlowRefusal };
+
+/** The first answer of a password login. */
+export interface LoginBegun {
+  user_id: string | null;
+  password_hash: string | null;
+}
+
+/** The last answer of a password login. */
+export type LoginDone = { requires_2fa: true; user_id: string } | { requires_2fa: false; session_id: string; user: PublicUser };
+
+/** The last answer of a registration. */
+export interface Registered {
+  user: PublicUser;
+  session_id: string | null;
+}

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '../../runtime/index.js';
+import type { PresentedCode } from './messages.js';
 import { base32Decode, matchTotp } from './totp.js';
 
 /**
@@ -31,10 +32,7 @@ export function emptyTwoFactor(): TwoFactorState {
 }
 
 /** A code presented by the user: the digits (for TOTP) and the hash of its normalised form (for backup codes). */
-export interface PresentedCode {
-  code: string;
-  code_hash: string;
-}
+export type { PresentedCode };
 
 type Verdict = { ok: true; state: TwoFactorState } | { ok: false };
 

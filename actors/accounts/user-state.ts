@@ -1,6 +1,6 @@
-import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type DeferredReply, type ErrorCode, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
-import { answerFlowCall, type FlowCall } from '../flow-call.js';
+import { answerFlowCall } from '../flow-call.js';
 import {
   beginSetup,
   CHALLENGE_FAILURES_MAX,
@@ -9,16 +9,34 @@ import {
   emptyTwoFactor,
   recordChallenge,
   verifyCode,
-  type PresentedCode,
   type TwoFactorState,
 } from './two-factor.js';
+import {
+  DIRECTORY_KEY,
+  DIRECTORY_KIND,
+  LOGIN_FLOW_KIND,
+  ssoRequiredError,
+  type AdminPatch,
+  type BanRecord,
+  type ImpersonationStart,
+  type LoginFlowMessage,
+  type Credentials,
+  type PublicUser,
+  type Role,
+  type SessionPrincipal,
+  type SessionRequest,
+  type SessionView,
+  type SummarySync,
+  type UserMessage,
+} from './messages.js';
+
+export { sessionUserId } from './messages.js';
 
 /**
  * One user: profile, password hash and sessions, as one actor (kind `user`,
  * key = user id). Pure domain logic; the edge hashes passwords and secrets,
  * so nothing here is slow or random beyond context.newId.
  */
-export type Role = 'user' | 'admin';
 
 export interface UserRecord {
   id: string;
@@ -63,6 +81,13 @@ export interface UserState {
   email_verification?: EmailVerification | null;
   /** Two-factor challenges opened by an admin impersonation: [challenge_id, admin_id, expires_at_ms]. */
   impersonation_challenges?: [string, string, number][];
+  /**
+   * Asks answered once the directory has applied summary `rev` (read-your-writes
+   * for the admin list): [request_id, rev, reply]. Absent: none.
+   */
+  awaiting_sync?: [string, number, unknown][];
+  /** Renames waiting for the directory to reserve their names, by flow id. Absent: none. */
+  renames?: Record<string, { request_id: string | null; patch: AdminPatch }>;
 }
 
 export interface EmailVerification {
@@ -82,126 +107,8 @@ export const EMAIL_VERIFICATION_RESEND_MS = 60_000;
 export const IMPERSONATION_SESSION_TTL_MS = 3600_000;
 /** Impersonation challenges kept per user (older ones are forgotten). */
 const IMPERSONATION_CHALLENGES_KEPT = 10;
-
-/** 403 `sso_required`: password login is gated by an organization's SSO policy (docs/api/organizations.md). */
-export function ssoRequiredError(organization_name: string | null): ServiceError {
-  return new ServiceError('sso_required', `The organization "${organization_name}" requires single sign-on: sign in through its identity provider.`);
-}
-
-export interface BanRecord {
-  reason: string;
-  banned_at_ms: number;
-  banned_by: string;
-}
-
-/** The directory message that keeps the admin list in step with this user. */
-export interface SummarySync {
-  op: 'sync';
-  user_id: string;
-  rev: number;
-  /** null: the user was deleted. */
-  user: PublicUser | null;
-  /** Names this user no longer uses: the directory frees them if they still point here. */
-  release: { email?: string; username?: string };
-}
-
-export interface AdminPatch {
-  display_name?: string;
-  role?: Role;
-  email_verified?: boolean;
-  email?: string;
-  username?: string;
-}
-
-export interface SessionView {
-  id: string;
-  user_id: string;
-  active: boolean;
-  created_at_ms: number;
-  expires_at_ms: number;
-  ip_address: string;
-  user_agent: string;
-  impersonated_by: string | null;
-}
-
-interface SessionRequest {
-  refresh_hash: string;
-  ttl_seconds: number;
-  ip_address: string;
-  user_agent: string;
-}
-
-export interface NewUser {
-  id: string;
-  email: string;
-  username: string;
-  display_name: string;
-  role: Role;
-  password_hash: string;
-}
-
-export type UserMessage =
-  | { op: 'create'; user: NewUser }
-  | { op: 'get' }
-  | { op: 'credentials' }
-  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
-  | { op: 'authenticate'; session_id: string }
-  | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
-  | { op: 'end-session'; session_id: string }
-  | { op: '2fa-setup'; secret_b32: string; backup_hashes: string[] }
-  | { op: '2fa-verify-setup'; code: string }
-  | { op: '2fa-status' }
-  | { op: '2fa-disable'; presented: PresentedCode }
-  | { op: '2fa-regenerate'; presented: PresentedCode; backup_hashes: string[] }
-  | ({
-      op: '2fa-login';
-      challenge_id: string;
-      presented: PresentedCode;
-      /** The organization enforcing SSO on the user now (the edge asks before this turn); absent or null: none. */
-      sso_required_by?: { name: string | null } | null;
-    } & SessionRequest)
-  | { op: 'admin-detail' }
-  | { op: 'admin-patch'; patch: AdminPatch }
-  | { op: 'ban'; reason: string; banned_by: string }
-  | { op: 'unban' }
-  | { op: 'admin-delete' }
-  | { op: 'list-sessions' }
-  | { op: 'admin-end-session'; session_id: string }
-  | { op: 'email-verify-send'; token_hash: string }
-  | { op: 'email-verify-confirm'; token_hash: string }
-  | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
-  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number }
-  /** A flow's step (SCIM provisioning, the OAuth token endpoint): any message above, answered through the outbox (actors/flow-call.ts). */
-  | FlowCall<UserMessage>;
-
-export interface PublicUser {
-  id: string;
-  email: string;
-  username: string;
-  display_name: string;
-  role: Role;
-  email_verified: boolean;
-  two_factor_enabled: boolean;
-  banned: boolean;
-  created_at_ms: number;
-}
-
-export interface SessionPrincipal {
-  user_id: string;
-  session_id: string;
-  role: Role;
-  /** When the session ends by itself (a cache of this answer must not outlive it). */
-  expires_at_ms: number;
-  /** The admin who opened this session by impersonation, null for the user's own sessions. */
-  impersonated_by: string | null;
-}
-
-export interface Credentials {
-  user_id: string;
-  password_hash: string;
-  banned: boolean;
-  two_factor_enabled: boolean;
-}
+/** Replies held for the directory, and renames in flight, per user (beyond: answered at once / refused busy). */
+const AWAITING_SYNC_MAX = 64;
 
 /** Sessions kept per user; the oldest ended or expired ones go first. */
 export const SESSIONS_PER_USER_MAX = 100;
@@ -247,6 +154,28 @@ function prunedSessions(sessions: Record<string, SessionRecord>, now_ms: number)
 }
 
 export function stepUser(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
+  // A flow-call carries its own reply_to (actors/flow-call.ts); the login flow's `flow`/`reply_to` are for plain ops.
+  if (message.op !== '$alarm' && message.op !== 'flow-call' && (message.flow !== undefined || message.reply_to !== undefined)) {
+    return answeringFlow(state, message, message.reply_to ?? { kind: LOGIN_FLOW_KIND, key: message.flow! }, context);
+  }
+  return stepUserOp(state, message, context);
+}
+
+/** A login flow's message: the reply, or the refusal, goes back to the flow through the outbox. */
+function answeringFlow(state: UserState, message: UserMessage, to: { kind: string; key: string }, context: TurnContext): TurnResult<UserState, unknown> {
+  let result: TurnResult<UserState, unknown>;
+  try {
+    result = stepUserOp(state, message, context);
+  } catch (error) {
+    if (!(error instanceof ServiceError)) throw error;
+    const refused: LoginFlowMessage = { op: 'user-answer', error: { code: error.code, message: error.message, retry_after_seconds: error.retryAfterSeconds } };
+    return { state, sends: [{ kind: to.kind, key: to.key, message: refused }] };
+  }
+  const answered: LoginFlowMessage = { op: 'user-answer', reply: result.reply };
+  return { ...result, sends: [...(result.sends ?? []), { kind: to.kind, key: to.key, message: answered }] };
+}
+
+function stepUserOp(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
   const now = context.now;
   switch (message.op) {
     case 'create': {
@@ -344,9 +273,9 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     }
 
     case '2fa-setup': {
-      requireUser(state);
+      const user = requireUser(state);
       const two_factor = beginSetup(twoFactorOf(state), message.secret_b32, message.backup_hashes);
-      return { state: { ...state, two_factor }, reply: null };
+      return { state: { ...state, two_factor }, reply: { email: user.email } };
     }
 
     case '2fa-verify-setup': {
@@ -415,18 +344,45 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     }
 
     case 'admin-patch': {
-      const user = requireUser(state);
+      requireUser(state);
       const patch = message.patch;
-      const next: UserRecord = { ...user, updated_at_ms: now };
-      if (patch.display_name !== undefined) next.display_name = patch.display_name;
-      if (patch.role !== undefined) next.role = patch.role;
-      if (patch.email_verified !== undefined) next.email_verified = patch.email_verified;
-      if (patch.email !== undefined) next.email = patch.email;
-      if (patch.username !== undefined) next.username = patch.username;
-      const release: SummarySync['release'] = {};
-      if (next.email.toLowerCase() !== user.email.toLowerCase()) release.email = user.email;
-      if (next.username.toLowerCase() !== user.username.toLowerCase()) release.username = user.username;
-      return summarized({ ...state, user: next }, { user: publicUser(next) }, release, true);
+      if (patch.email === undefined && patch.username === undefined) return applyPatch(state, patch, now, context.request_id);
+      // New names are claimed first (the directory keeps them unique), then applied when `reserved` comes back.
+      const renames = state.renames ?? {};
+      if (Object.keys(renames).length >= AWAITING_SYNC_MAX) throw new ServiceError('server_busy', 'Too many renames of this user in flight.');
+      const flow_id = context.newId('ren_');
+      return {
+        state: { ...state, renames: { ...renames, [flow_id]: { request_id: context.request_id, patch } } },
+        sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: { op: 'reserve', user_id: context.key, email: patch.email, username: patch.username, flow_id } }],
+        defer: true,
+      };
+    }
+
+    case 'reserved': {
+      const renames = state.renames ?? {};
+      const flow = renames[message.flow_id];
+      if (!flow) return { state };
+      const { [message.flow_id]: _done, ...rest } = renames;
+      const next: UserState = { ...state, renames: Object.keys(rest).length > 0 ? rest : undefined };
+      const answer = (error: { code: ErrorCode; message: string }): DeferredReply[] => (flow.request_id ? [{ request_id: flow.request_id, error }] : []);
+      if (message.error) return { state: next, replies: answer(message.error) };
+      if (!next.user) {
+        // Deleted while the names were reserved: give them back (compensation).
+        const release = { op: 'release', user_id: context.key, email: flow.patch.email, username: flow.patch.username };
+        return { state: next, replies: answer({ code: 'not_found', message: 'No such user.' }), sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: release }] };
+      }
+      return applyPatch(next, flow.patch, now, flow.request_id);
+    }
+
+    case 'sync-applied': {
+      const awaiting = state.awaiting_sync ?? [];
+      const ready = awaiting.filter(([, rev]) => rev <= message.rev);
+      if (ready.length === 0) return { state };
+      const kept = awaiting.filter(([, rev]) => rev > message.rev);
+      return {
+        state: { ...state, awaiting_sync: kept.length > 0 ? kept : undefined },
+        replies: ready.map(([request_id, , reply]) => ({ request_id, reply })),
+      };
     }
 
     case 'ban': {
@@ -439,25 +395,20 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       for (const [id, session] of Object.entries(state.sessions)) {
         sessions[id] = session.ended_at_ms === null ? { ...session, ended_at_ms: now } : session;
       }
-      return summarized({ ...state, user: { ...user, banned: true, updated_at_ms: now }, ban, sessions }, { changed: true }, {}, true);
+      return summarized({ ...state, user: { ...user, banned: true, updated_at_ms: now }, ban, sessions }, { changed: true }, {}, { waiter: context.request_id });
     }
 
     case 'unban': {
       const user = requireUser(state);
       if (!user.banned) return { state, reply: { changed: false, sync: null } };
-      return summarized({ ...state, user: { ...user, banned: false, updated_at_ms: now }, ban: null }, { changed: true }, {}, true);
+      return summarized({ ...state, user: { ...user, banned: false, updated_at_ms: now }, ban: null }, { changed: true }, {}, { waiter: context.request_id });
     }
 
     case 'admin-delete': {
       const user = requireUser(state);
       // Every session ends with the user: `authenticate` and `refresh` find no user.
-      const rev = (state.summary_rev ?? 0) + 1;
-      const sync: SummarySync = { op: 'sync', user_id: user.id, rev, user: null, release: { email: user.email, username: user.username } };
-      return {
-        state: { user: null, sessions: {}, summary_rev: rev, deleted_at_ms: now, ban: null },
-        reply: { sync },
-        sends: [{ kind: 'user-directory', key: 'global', message: sync }],
-      };
+      const tombstone: UserState = { user: null, sessions: {}, summary_rev: state.summary_rev, deleted_at_ms: now, ban: null, awaiting_sync: state.awaiting_sync, renames: state.renames };
+      return summarySent(tombstone, user.id, null, { email: user.email, username: user.username }, {}, { waiter: context.request_id });
     }
 
     case 'list-sessions': {
@@ -502,13 +453,32 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         throw new ServiceError('invalid_verification_token', 'The verification link is not valid, expired or was already used.');
       }
       const verified: UserRecord = { ...user, email_verified: true, updated_at_ms: now };
-      return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, true);
+      return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, { waiter: context.request_id });
     }
 
     case 'impersonate': {
       const user = requireUser(state);
       if (user.two_factor_enabled) throw new ServiceError('conflict', 'The user has two-factor enabled: use impersonate-2fa.');
       return openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
+    }
+
+    case 'admin-impersonate': {
+      const user = requireUser(state);
+      if (user.role === 'admin') throw new ServiceError('forbidden', 'Admins cannot be impersonated.');
+      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
+      if (user.two_factor_enabled) {
+        const challenge_id = context.newId('chl_');
+        const kept = (state.impersonation_challenges ?? []).filter(([, , expires]) => expires > now);
+        const impersonation_challenges: [string, string, number][] = [
+          ...kept,
+          [challenge_id, message.admin_id, now + message.challenge_ttl_seconds * 1000] as [string, string, number],
+        ].slice(-IMPERSONATION_CHALLENGES_KEPT);
+        const reply: ImpersonationStart = { requires_2fa: true, challenge_id, user: publicUser(user) };
+        return { state: { ...state, impersonation_challenges }, reply };
+      }
+      const opened = openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
+      const reply: ImpersonationStart = { requires_2fa: false, ...(opened.reply as { session_id: string; user: PublicUser }) };
+      return { state: opened.state, reply };
     }
 
     case 'impersonate-2fa': {
@@ -535,17 +505,6 @@ function impersonationTtlSeconds(ttl_seconds: number): number {
   return Math.min(ttl_seconds, IMPERSONATION_SESSION_TTL_MS / 1000);
 }
 
-/**
- * Session ids carry their user: `ses_<user id>~<random>`, so an admin can end a
- * session by id alone. Ids from before this format (`ses_<random>`) give null.
- */
-export function sessionUserId(session_id: string): string | null {
-  if (!session_id.startsWith('ses_')) return null;
-  const tilde = session_id.indexOf('~');
-  if (tilde <= 4) return null;
-  return session_id.slice(4, tilde);
-}
-
 export function sessionView(user_id: string, session: SessionRecord, now_ms: number): SessionView {
   return {
     id: session.id,
@@ -562,18 +521,57 @@ export function sessionView(user_id: string, session: SessionRecord, now_ms: num
 /**
  * A turn that changed what the admin list shows: bumps the summary revision
  * and sends the new summary to the directory (ordered by revision there, so a
- * late delivery never undoes a newer one). The reply carries the same message
- * under `sync` so the edge can apply it at once (read-your-writes).
+ * late delivery never undoes a newer one). With `waiter` (the ask of an admin
+ * change), the reply is held until the directory answers `sync-applied`, so
+ * the admin list shows the change once the caller has its answer; the reply
+ * also carries the summary under `sync`.
  */
-function summarized(state: UserState, reply: unknown, release: SummarySync['release'], withSync = false): TurnResult<UserState, unknown> {
+function summarized(state: UserState, reply: unknown, release: SummarySync['release'], hold?: Hold): TurnResult<UserState, unknown> {
   const user = state.user!;
+  return summarySent(state, user.id, publicUser(user), release, reply, hold);
+}
+
+/** An admin change: its reply carries the summary, and is held for the directory when it was asked (`waiter`). */
+interface Hold {
+  waiter: string | null;
+}
+
+function summarySent(
+  state: UserState,
+  user_id: string,
+  user: PublicUser | null,
+  release: SummarySync['release'],
+  reply: unknown,
+  hold?: Hold,
+): TurnResult<UserState, unknown> {
   const rev = (state.summary_rev ?? 0) + 1;
-  const sync: SummarySync = { op: 'sync', user_id: user.id, rev, user: publicUser(user), release };
+  const sync: SummarySync = { op: 'sync', user_id, rev, user, release };
+  const awaiting = state.awaiting_sync ?? [];
+  if (!hold) return { state: { ...state, summary_rev: rev }, reply, sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }] };
+  const full = { ...(reply as object), sync };
+  if (hold.waiter === null || awaiting.length >= AWAITING_SYNC_MAX) {
+    return { state: { ...state, summary_rev: rev }, reply: full, sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: sync }] };
+  }
   return {
-    state: { ...state, summary_rev: rev },
-    reply: withSync ? { ...(reply as object), sync } : reply,
-    sends: [{ kind: 'user-directory', key: 'global', message: sync }],
+    state: { ...state, summary_rev: rev, awaiting_sync: [...awaiting, [hold.waiter, rev, full]] },
+    sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: { ...sync, ack: true } }],
+    defer: true,
   };
+}
+
+/** An admin's (or SCIM's) patch, applied: names no longer used are released by the summary. */
+function applyPatch(state: UserState, patch: AdminPatch, now: number, waiter: string | null): TurnResult<UserState, unknown> {
+  const user = requireUser(state);
+  const next: UserRecord = { ...user, updated_at_ms: now };
+  if (patch.display_name !== undefined) next.display_name = patch.display_name;
+  if (patch.role !== undefined) next.role = patch.role;
+  if (patch.email_verified !== undefined) next.email_verified = patch.email_verified;
+  if (patch.email !== undefined) next.email = patch.email;
+  if (patch.username !== undefined) next.username = patch.username;
+  const release: SummarySync['release'] = {};
+  if (next.email.toLowerCase() !== user.email.toLowerCase()) release.email = user.email;
+  if (next.username.toLowerCase() !== user.username.toLowerCase()) release.username = user.username;
+  return summarized({ ...state, user: next }, { user: publicUser(next) }, release, { waiter });
 }
 
 function twoFactorOf(state: UserState): TwoFactorState {

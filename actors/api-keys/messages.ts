@@ -1,7 +1,88 @@
 /**
- * The api-keys area's public surface: what other layers and areas import.
- * Definitions live beside it; this file names the ones others may use.
+ * The api-keys area's public surface: the kinds (api-key, user-api-keys), the
+ * messages they take and the views they answer with. Other layers import
+ * this file only.
+ *
+ * Creating and deleting a key are flows coordinated by the owner's index
+ * (actors/api-keys/index-state.ts): the index reserves (or frees) its entry in
+ * the same turn that checks the cap, and talks to the key actor through the
+ * outbox; the route's one ask is answered when the key actor has answered.
  */
-export { API_KEY_KIND, USER_API_KEYS_KIND } from './actor.js';
-export type { IndexPage } from './index-state.js';
-export type { ApiKeyView, VerifiedKey } from './state.js';
+export const API_KEY_KIND = 'api-key';
+export const USER_API_KEYS_KIND = 'user-api-keys';
+/** `last_used_at` is written at most once per this interval per key. */
+export const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+
+export interface ApiKeyRecord {
+  api_key_id: string;
+  user_id: string;
+  /**
+   * The organization the key acts for (its tenant), or null: the key acts for
+   * its user. Fixed at creation; absent on keys stored before it existed (null).
+   */
+  org_id?: string | null;
+  name: string;
+  scopes: string[];
+  key_hash: string;
+  key_prefix: string;
+  created_at_ms: number;
+  expires_at_ms: number | null;
+  last_used_at_ms: number | null;
+  revoked: boolean;
+  updated_at_ms: number;
+}
+
+/** What the owner sees: everything but the hash. */
+export type ApiKeyView = Omit<ApiKeyRecord, 'key_hash'>;
+
+/** The reply of a successful `verify`. */
+export interface VerifiedKey {
+  api_key_id: string;
+  user_id: string;
+  org_id: string | null;
+  scopes: string[];
+}
+
+/** What a new key is made of (the edge makes the secret and hashes it). */
+export interface NewKey {
+  /** Checked by the edge: the user is a member of it. */
+  org_id: string | null;
+  name: string;
+  scopes: string[];
+  key_hash: string;
+  key_prefix: string;
+  expires_at_ms: number | null;
+}
+
+export type ApiKeyMessage =
+  /** `flow_id`: sent by the owner's index, which gets a `key-answer` back. */
+  | ({ op: 'create'; user_id: string; flow_id?: string } & NewKey)
+  | { op: 'get'; user_id: string }
+  | { op: 'update'; user_id: string; name?: string; scopes?: string[]; revoked?: boolean }
+  | { op: 'delete'; user_id: string; flow_id?: string }
+  | { op: 'verify'; key_hash: string };
+
+export interface IndexPage {
+  api_key_ids: string[];
+  total: number;
+}
+
+/** The key actor's answer to a flow of the index: the key's view, or why not. */
+export interface KeyAnswer {
+  op: 'key-answer';
+  flow_id: string;
+  view?: ApiKeyView;
+  error?: { code: 'not_found' | 'conflict'; message: string };
+}
+
+export type UserApiKeysMessage =
+  /** Create flow: checks the cap and reserves the entry in this turn, then creates the key; answers with its ApiKeyView. */
+  | { op: 'create'; api_key_id: string; limit: number; key: NewKey }
+  /** Delete flow: deletes the key (404 if not the user's), then drops the entry; answers with the deleted key's view. */
+  | { op: 'delete'; api_key_id: string }
+  | KeyAnswer
+  | { op: 'add'; api_key_id: string; created_at_ms: number; limit: number }
+  | { op: 'remove'; api_key_id: string }
+  | { op: 'list'; page: number; page_size: number }
+  /** How many keys the user holds (for an admin's UserDetail.api_key_count). */
+  | { op: 'count' };

@@ -1,5 +1,14 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
+import {
+  LAST_USED_WRITE_INTERVAL_MS,
+  USER_API_KEYS_KIND,
+  type ApiKeyMessage,
+  type ApiKeyRecord,
+  type ApiKeyView,
+  type KeyAnswer,
+  type VerifiedKey,
+} from './messages.js';
 
 /**
  * One API key (spec doc 1 §2 ApiKey, §4.2). The actor key is the key id (the
@@ -11,59 +20,8 @@ import { sameHash } from '../same-hash.js';
  * Revoking is one-way (`update` with `revoked: true`); deleting removes the
  * record and tells the owner's index (`user-api-keys`) through the outbox.
  */
-export const API_KEY_KIND = 'api-key';
-export const USER_API_KEYS_KIND = 'user-api-keys';
-/** `last_used_at` is written at most once per this interval per key. */
-export const LAST_USED_WRITE_INTERVAL_MS = 60_000;
-
-export interface ApiKeyRecord {
-  api_key_id: string;
-  user_id: string;
-  /**
-   * The organization the key acts for (its tenant), or null: the key acts for
-   * its user. Fixed at creation; absent on keys stored before it existed (null).
-   */
-  org_id?: string | null;
-  name: string;
-  scopes: string[];
-  key_hash: string;
-  key_prefix: string;
-  created_at_ms: number;
-  expires_at_ms: number | null;
-  last_used_at_ms: number | null;
-  revoked: boolean;
-  updated_at_ms: number;
-}
 
 export type ApiKeyState = ApiKeyRecord | null;
-
-/** What the owner sees: everything but the hash. */
-export type ApiKeyView = Omit<ApiKeyRecord, 'key_hash'>;
-
-/** The reply of a successful `verify`. */
-export interface VerifiedKey {
-  api_key_id: string;
-  user_id: string;
-  org_id: string | null;
-  scopes: string[];
-}
-
-export type ApiKeyMessage =
-  | {
-      op: 'create';
-      user_id: string;
-      /** Checked by the edge: the user is a member of it. */
-      org_id: string | null;
-      name: string;
-      scopes: string[];
-      key_hash: string;
-      key_prefix: string;
-      expires_at_ms: number | null;
-    }
-  | { op: 'get'; user_id: string }
-  | { op: 'update'; user_id: string; name?: string; scopes?: string[]; revoked?: boolean }
-  | { op: 'delete'; user_id: string }
-  | { op: 'verify'; key_hash: string };
 
 export function initialApiKeyState(): ApiKeyState {
   return null;
@@ -90,6 +48,30 @@ export function stepApiKey(
   message: ApiKeyMessage | AlarmMessage,
   context: TurnContext,
 ): TurnResult<ApiKeyState, unknown> {
+  if ((message.op === 'create' || message.op === 'delete') && message.flow_id !== undefined) return answeringIndex(state, message, context, message.flow_id);
+  return stepKey(state, message, context);
+}
+
+/**
+ * A create or delete sent by the owner's index (its flow): the outcome, the
+ * key's view or the refusal, goes back to the index through the outbox.
+ */
+function answeringIndex(state: ApiKeyState, message: ApiKeyMessage, context: TurnContext, flow_id: string): TurnResult<ApiKeyState, unknown> {
+  const index = (message as { user_id: string }).user_id;
+  let result: TurnResult<ApiKeyState, unknown>;
+  try {
+    result = stepKey(state, message, context);
+  } catch (error) {
+    if (!(error instanceof ServiceError) || (error.code !== 'not_found' && error.code !== 'conflict')) throw error;
+    const answer: KeyAnswer = { op: 'key-answer', flow_id, error: { code: error.code, message: error.message } };
+    return { state, sends: [{ kind: USER_API_KEYS_KIND, key: index, message: answer }] };
+  }
+  const answer: KeyAnswer = { op: 'key-answer', flow_id, view: result.reply as ApiKeyView };
+  // The index removes its entry when it gets the answer: no separate `remove`.
+  return { state: result.state, reply: result.reply, sends: [{ kind: USER_API_KEYS_KIND, key: index, message: answer }] };
+}
+
+function stepKey(state: ApiKeyState, message: ApiKeyMessage | AlarmMessage, context: TurnContext): TurnResult<ApiKeyState, unknown> {
   const now = context.now;
   switch (message.op) {
     case 'create': {

@@ -1,4 +1,6 @@
-import { ServiceError, type AlarmMessage, type SnapshotActorDefinition, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { USER_KIND } from '../accounts/messages.js';
+import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type CliMessage, type CliStatus, type PollReply } from './messages.js';
 import { sameHash } from '../same-hash.js';
 
 /**
@@ -8,11 +10,6 @@ import { sameHash } from '../same-hash.js';
  * then the user id exactly once (the edge opens the session and returns the
  * tokens). Expires after CLI_SESSION_TTL_MS (alarm; reads compare with now).
  */
-export const CLI_LOGIN_KIND = 'cli-login';
-export const CLI_SESSION_TTL_MS = 10 * 60_000;
-export const CLI_POLL_INTERVAL_S = 5;
-
-export type CliStatus = 'pending' | 'completed' | 'delivered';
 
 export interface CliSession {
   id: string;
@@ -23,19 +20,13 @@ export interface CliSession {
   status: CliStatus;
   user_id: string | null;
   last_poll_ms: number | null;
+  /** The poll waiting for the session the user actor is opening (absent: none). */
+  delivering?: string | null;
 }
 
 export interface CliState {
   session: CliSession | null;
 }
-
-export type CliMessage =
-  | { op: 'create'; id: string; poll_hash: string; user_code: string }
-  | { op: 'complete'; user_id: string }
-  | { op: 'poll'; poll_hash: string }
-  | { op: 'info' };
-
-export type PollReply = { status: 'pending' } | { status: 'completed'; user_id: string };
 
 export function initialCliState(): CliState {
   return { session: null };
@@ -85,10 +76,28 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
         return { state: { session: { ...session, last_poll_ms: now } }, reply: { status: 'pending' } satisfies PollReply };
       }
       // Single delivery: the user id leaves once, then the session is spent.
+      if (message.session) {
+        // The user actor opens the session (it refuses a banned user) and answers here; the poll waits for it.
+        const open = { op: 'open-session', ...message.session, reply_to: { kind: context.kind, key: context.key } };
+        return {
+          state: { session: { ...session, status: 'delivered', last_poll_ms: now, delivering: context.request_id } },
+          sends: [{ kind: USER_KIND, key: session.user_id!, message: open }],
+          defer: true,
+        };
+      }
       return {
         state: { session: { ...session, status: 'delivered', last_poll_ms: now } },
         reply: { status: 'completed', user_id: session.user_id! } satisfies PollReply,
       };
+    }
+    case 'user-answer': {
+      const session = state.session;
+      const request_id = session?.delivering;
+      if (!session || !request_id) return { state };
+      const next: CliState = { session: { ...session, delivering: null } };
+      if (message.error) return { state: next, replies: [{ request_id, error: message.error }] };
+      const reply: PollReply = { status: 'completed', user_id: session.user_id!, session_id: message.reply!.session_id, user: message.reply!.user };
+      return { state: next, replies: [{ request_id, reply }] };
     }
     case 'info': {
       const session = liveSession(state, now);
@@ -99,10 +108,3 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
       return { state };
   }
 }
-
-export const cliLoginActor: SnapshotActorDefinition<CliState, CliMessage, unknown> = {
-  kind: CLI_LOGIN_KIND,
-  storage: 'snapshot',
-  initial: initialCliState,
-  step: stepCli,
-};

@@ -1,8 +1,8 @@
 import { ServiceError } from '../../runtime/index.js';
 import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
 import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
-import { ACCOUNT_FAILURES_MAX, ADDRESS_FAILURES_MAX, LOGIN_THROTTLE_KIND, TWO_FACTOR_FAILURES_MAX, type ThrottleAttempt } from '../../actors/accounts/messages.js';
-import { ssoRequiredError, type Credentials, type NewUser, type PublicUser, type Role } from '../../actors/accounts/messages.js';
+import { LOGIN_FLOW_KIND, type CodeCheck, type FlowAnswer, type LoginBegun, type LoginDone, type LoginFlowMessage, type Registered, type SessionRequest } from '../../actors/accounts/messages.js';
+import { type ImpersonationStart, type NewUser, type PublicUser, type Role, type UserMessage } from '../../actors/accounts/messages.js';
 import { USER_ORGS_KIND } from '../../actors/organizations/messages.js';
 import { randomId } from '../../runtime/index.js';
 import type { AppServices } from '../services.js';
@@ -10,10 +10,12 @@ import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from './password
 import { formatRefreshToken, hashSecret, newRefreshSecret, parseRefreshToken, type TokenBody } from './tokens.js';
 
 /**
- * Account flows that span actors: registration (directory claim, then the
- * user), login (lookup, password check on the thread pool, new session) and
- * refresh rotation. The edge does the slow and random parts (KDF, secrets);
- * the actors hold the state.
+ * The edge's part of the account operations. Login, registration and the
+ * two-factor code checks are login flows (actors/accounts/flows.ts), which
+ * make every decision (throttle, ban, SSO, session); the edge runs only what
+ * cannot run in a pure turn: the password KDF on the thread pool between the
+ * flow's two asks, the random secrets, and signing tokens. Refresh, logout,
+ * impersonation and /me are one ask of the user actor each.
  */
 export interface ClientInfo {
   ip_address: string;
@@ -41,139 +43,111 @@ export function normalizeBackupCode(code: string): string {
   return code.toLowerCase().replace(/[\s-]/g, '');
 }
 
-interface ThrottleSubject {
-  key: string;
-  limit: number;
-}
-
-/** A place reserved on one subject for an attempt in flight (see actors/accounts/login-throttle-state.ts). */
-interface Reservation {
-  subject: ThrottleSubject;
-  reserved_at_ms: number;
-}
-
-/**
- * While a subject's reservations fill its limit, an attempt waits for one to end (a KDF run) and
- * asks again, every THROTTLE_POLL_MS, at most THROTTLE_POLLS_MAX times; then 429 with Retry-After 1.
- */
-const THROTTLE_POLL_MS = 25;
-const THROTTLE_POLLS_MAX = 200;
-
-/** A failure the node caused (busy, unavailable partition, defect) rather than the caller's input. */
-function isServerFailure(error: unknown): boolean {
-  return !(error instanceof ServiceError) || error.statusCode >= 500;
-}
-
-/** The account subject (password or second-step counter) first, then the address (when known). */
-function throttleSubjects(account: string, ip_address: string | undefined, step: 'password' | 'two_factor' = 'password'): ThrottleSubject[] {
-  const subjects: ThrottleSubject[] = [
-    step === 'password' ? { key: `acct:${account}`, limit: ACCOUNT_FAILURES_MAX } : { key: `2fa:${account}`, limit: TWO_FACTOR_FAILURES_MAX },
-  ];
-  if (ip_address) subjects.push({ key: `ip:${ip_address}`, limit: ADDRESS_FAILURES_MAX });
-  return subjects;
+/** A login flow's answer, as the edge sees it: the value, or the refusal thrown as a ServiceError. */
+function settled<T>(answer: FlowAnswer<T>): T {
+  if (answer.ok) return answer.value;
+  const { code, message, retry_after_seconds } = answer.refusal;
+  throw new ServiceError(code, message, retry_after_seconds === undefined ? {} : { retryAfterSeconds: retry_after_seconds });
 }
 
 export class Accounts {
   constructor(private readonly services: AppServices) {}
 
-  /**
-   * With a client address (POST /auth/register) and REGISTRATIONS_PER_ADDRESS_MAX
-   * above 0, throttled per address: every registration counts, also one refused
-   * as a duplicate (it cost a KDF run), except one the node failed to process
-   * (5xx); at the limit 429 `rate_limited` before any hashing.
-   */
-  async register(input: Registration, ip_address?: string): Promise<PublicUser> {
-    const limit = this.services.config.registrationsPerAddressMax;
-    const reserved = ip_address && limit > 0 ? await this.throttleAttempt([{ key: `reg:${ip_address}`, limit }]) : [];
-    let user: PublicUser;
-    try {
-      user = await this.createUser(input);
-    } catch (error) {
-      // The request's own error is the answer, whatever happens to the throttle call.
-      await (isServerFailure(error) ? this.throttleRelease(reserved) : this.throttleCount(reserved)).catch(() => undefined);
-      throw error;
-    }
-    // The account exists: a throttle actor that cannot be reached must not turn that into an error
-    // (the reservation then lapses uncounted).
-    await this.throttleCount(reserved).catch(() => undefined);
-    return user;
+  /** Asks a login flow (actors/accounts/flows.ts): one flow per attempt, keyed by a fresh id. */
+  private askFlow<T>(flow: string, message: LoginFlowMessage): Promise<FlowAnswer<T>> {
+    return this.services.actors.ask<FlowAnswer<T>>(LOGIN_FLOW_KIND, flow, message);
   }
 
-  private async createUser(input: Registration): Promise<PublicUser> {
-    const { actors, config } = this.services;
+  /** The edge could not run its check (a busy KDF): the flow hands its places back. Best effort: they lapse anyway. */
+  private async abandon(flow: string): Promise<void> {
+    await this.askFlow(flow, { op: 'abandon' }).catch(() => undefined);
+  }
+
+  /**
+   * Creates an account, and opens a session for it when `client` is given. With a client address
+   * and REGISTRATIONS_PER_ADDRESS_MAX above 0, throttled per address by the flow: every
+   * registration counts, also one refused as a duplicate (it cost a KDF run), except one the node
+   * failed to process (a busy KDF); at the limit 429 `rate_limited` before any hashing.
+   * Two asks of one flow around the KDF: reserve, then claim + create + session.
+   */
+  async register(input: Registration, ip_address?: string): Promise<PublicUser> {
+    return (await this.createAccount(input, ip_address, null)).created.user;
+  }
+
+  private async createAccount(input: Registration, ip_address: string | undefined, client: ClientInfo | null): Promise<{ created: Registered; refresh_secret: string | null }> {
+    const { config } = this.services;
+    const flow = randomId('lgf_');
+    settled(await this.askFlow<null>(flow, { op: 'register', ip_address: ip_address ?? null, limit: config.registrationsPerAddressMax }));
+    let password_hash: string;
+    try {
+      password_hash = await hashPassword(input.password, config.passwordKdfCostLog2);
+    } catch (error) {
+      await this.abandon(flow);
+      throw error;
+    }
     const user: NewUser = {
       id: randomId('usr_'),
       email: input.email.trim(),
       username: input.username.trim(),
       display_name: input.display_name?.trim() || input.username.trim(),
       role: input.role ?? 'user',
-      password_hash: await hashPassword(input.password, config.passwordKdfCostLog2),
+      password_hash,
     };
-    await actors.ask(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'claim', user });
-    // The directory's outbox creates the user too; asking directly lets the
-    // reply wait for it. `create` is idempotent, so the second one is a no-op.
-    return actors.ask<PublicUser>(USER_KIND, user.id, { op: 'create', user });
+    const refresh = client ? newRefreshSecret() : null;
+    const session = client && refresh ? this.sessionRequest(refresh.hash, client) : null;
+    const created = settled(await this.askFlow<Registered>(flow, { op: 'create-user', user, session }));
+    return { created, refresh_secret: refresh?.secret ?? null };
+  }
+
+  /** Registration and sign-in (POST /auth/register): the tokens of the new account's first session. */
+  async registerAndSignIn(input: Registration, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
+    const { created, refresh_secret } = await this.createAccount(input, client.ip_address, client);
+    return this.tokenBody(created.user.id, created.session_id!, refresh_secret!, created.user);
   }
 
   async findUserId(login: string): Promise<string | null> {
-    const { user_id } = await this.services.actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login });
+    const { user_id } = await this.services.actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login }, { readOnly: true });
     return user_id;
   }
 
   /**
-   * Checks the password; the same error, after the same work, for an unknown login, an account
-   * without a usable password (SCIM-provisioned) and a wrong password.
-   * Throttled per account and per client address (429 `rate_limited`): the attempt reserves a
-   * place on both before the KDF runs, so concurrent guesses cannot pass together; a wrong
-   * password is counted on both, a right one clears the account's count and hands the address's
-   * place back.
+   * Password login. The same error, after the same work, for an unknown login, an account without
+   * a usable password (SCIM-provisioned) and a wrong password. Throttled per account and per
+   * client address (429 `rate_limited`) by a login flow: its first ask reserves a place on both
+   * and answers the password hash, the edge runs the KDF on its thread pool, and the second ask
+   * hands the verdict to the flow, which counts a wrong password on both, clears the account's
+   * count for a right one (the address gets its place back), refuses a banned account (403) or an
+   * SSO-gated one (403 `sso_required`, checked after the password so it reveals nothing to
+   * someone without it), and opens the session or answers that two-factor is required.
    */
-  async verifyLogin(login: string, password: string, ip_address?: string): Promise<Credentials> {
-    const user_id = await this.findUserId(login);
-    const reserved = await this.throttleAttempt(throttleSubjects(user_id ?? `login:${login.trim().toLowerCase()}`, ip_address));
-    let credentials: Credentials | null;
+  async login(login: string, password: string, client: ClientInfo): Promise<{ requires_2fa: true; two_factor_token: string } | ({ requires_2fa: false } & TokenBody & { user: PublicUser })> {
+    const { config } = this.services;
+    const flow = randomId('lgf_');
+    const begun = settled(await this.askFlow<LoginBegun>(flow, { op: 'login', login, ip_address: client.ip_address || null }));
+    let verified: boolean;
+    let sso_required_by: { name: string | null } | null = null;
     try {
-      credentials = await this.checkPassword(user_id, password);
+      verified = await verifyPassword(password, begun.password_hash ?? UNUSABLE_PASSWORD_HASH, config.passwordKdfCostLog2);
+      verified = verified && begun.password_hash !== null;
+      if (verified && begun.user_id) sso_required_by = await this.ssoEnforcedBy(begun.user_id);
     } catch (error) {
       // The password was not checked (a busy node, an unavailable partition): not a guess.
-      await this.throttleRelease(reserved);
+      await this.abandon(flow);
       throw error;
     }
-    if (!credentials) {
-      await this.throttleCount(reserved);
-      throw new ServiceError('invalid_credentials', 'Invalid login or password.');
-    }
-    if (credentials.banned) {
-      await this.throttleRelease(reserved);
-      throw new ServiceError('forbidden', 'This account is banned.');
-    }
-    await this.throttleSucceeded(reserved);
-    await this.checkSsoPolicy(credentials.user_id);
-    return credentials;
-  }
-
-  /** The user's credentials if the password is theirs, else null: after one KDF run either way. */
-  private async checkPassword(user_id: string | null, password: string): Promise<Credentials | null> {
-    const cost = this.services.config.passwordKdfCostLog2;
-    if (!user_id) {
-      await verifyPassword(password, UNUSABLE_PASSWORD_HASH, cost);
-      return null;
-    }
-    const credentials = await this.services.actors.ask<Credentials>(USER_KIND, user_id, { op: 'credentials' });
-    return (await verifyPassword(password, credentials.password_hash, cost)) ? credentials : null;
+    const refresh = newRefreshSecret();
+    const done = settled(
+      await this.askFlow<LoginDone>(flow, { op: 'password-checked', verified, sso_required_by, session: this.sessionRequest(refresh.hash, client) }),
+    );
+    if (done.requires_2fa) return { requires_2fa: true, two_factor_token: await this.twoFactorChallenge(done.user_id) };
+    return { requires_2fa: false, ...(await this.tokenBody(done.user.id, done.session_id, refresh.secret, done.user)) };
   }
 
   /**
-   * SSO policy (docs/api/organizations.md): a member of an organization that
-   * enforces SSO, and is not on its exempt list, may not sign in with a
-   * password (403 `sso_required`). Checked after the password, so it reveals
-   * nothing to someone without it; existing sessions and refresh keep working.
+   * SSO policy (docs/api/organizations.md): the first organization of the user that enforces SSO
+   * on them (not exempt), or null. Read-only reads of the organizations area, handed to the flow
+   * or the user actor, which apply the policy.
    */
-  async checkSsoPolicy(user_id: string): Promise<void> {
-    const enforcing = await this.ssoEnforcedBy(user_id);
-    if (enforcing !== null) throw ssoRequiredError(enforcing.name);
-  }
-
   /**
    * The first organization of the user that enforces SSO on them (not exempt), or null: one read
    * of user-orgs, which keeps each organization's name and policy (actors/organizations/messages.ts).
@@ -184,86 +158,17 @@ export class Accounts {
   }
 
   /**
-   * Reserves a place on every subject for one attempt, atomically per subject (429 `rate_limited`
-   * once a subject's count reached its limit). All or none: when one subject refuses or is full
-   * of reservations in flight, the places taken on the others are handed back; a full subject
-   * is asked again shortly (bounded), since reservations end within a KDF run.
+   * A two-factor code checked outside login (2FA disable, backup code regeneration), by the user
+   * actor inside a login flow, under the same per-user second-step throttle as /auth/2fa/verify
+   * (and the address's count): a wrong code (400 `invalid_two_factor_code`) is counted, a right
+   * one clears the second-step count; any other outcome hands the place back. One ask.
    */
-  private async throttleAttempt(subjects: ThrottleSubject[]): Promise<Reservation[]> {
-    const { actors } = this.services;
-    for (let poll = 0; ; poll++) {
-      const results = await Promise.allSettled(subjects.map((s) => actors.ask<ThrottleAttempt>(LOGIN_THROTTLE_KIND, s.key, { op: 'attempt', limit: s.limit })));
-      const reserved: Reservation[] = [];
-      const refusals: unknown[] = [];
-      let full = false;
-      results.forEach((result, i) => {
-        if (result.status === 'rejected') refusals.push(result.reason);
-        else if (result.value.admitted) reserved.push({ subject: subjects[i], reserved_at_ms: result.value.reserved_at_ms });
-        else full = true;
-      });
-      if (refusals.length === 0 && !full) return reserved;
-      await this.throttleRelease(reserved);
-      if (refusals.length > 0) {
-        // A node failure outranks a refusal; of several refusals, the longest wait is the true one.
-        throw (
-          refusals.find(isServerFailure) ??
-          refusals.reduce((a, b) => (((b as ServiceError).retryAfterSeconds ?? 0) > ((a as ServiceError).retryAfterSeconds ?? 0) ? b : a))
-        );
-      }
-      if (poll >= THROTTLE_POLLS_MAX) throw new ServiceError('rate_limited', 'Too many attempts in progress; try again shortly.', { retryAfterSeconds: 1 });
-      await new Promise((resolve) => setTimeout(resolve, THROTTLE_POLL_MS));
-    }
+  async checkCode<T>(user_id: string, ip_address: string, check: CodeCheck): Promise<T> {
+    return settled(await this.askFlow<T>(randomId('lgf_'), { op: 'code-check', user_id, ip_address: ip_address || null, check }));
   }
 
-  /** The attempts count: a wrong password or code, or a registration. */
-  private async throttleCount(reserved: Reservation[]): Promise<void> {
-    const { actors } = this.services;
-    await Promise.all(reserved.map((r) => actors.ask(LOGIN_THROTTLE_KIND, r.subject.key, { op: 'count', reserved_at_ms: r.reserved_at_ms })));
-  }
-
-  /**
-   * Hands reserved places back: the check did not happen, or was no guess. Best effort: if a
-   * throttle actor cannot be reached, the reservation lapses by itself (RESERVATION_TTL_MS) and
-   * the request answers with its own outcome.
-   */
-  private async throttleRelease(reserved: Reservation[]): Promise<void> {
-    const { actors } = this.services;
-    await Promise.all(
-      reserved.map((r) => actors.ask(LOGIN_THROTTLE_KIND, r.subject.key, { op: 'release', reserved_at_ms: r.reserved_at_ms }).catch(() => undefined)),
-    );
-  }
-
-  /**
-   * A correct password or code: its own count (the first subject, account or second step) is
-   * cleared; the address only gets this place back, so an address that guesses across
-   * accounts stays counted.
-   */
-  private async throttleSucceeded(reserved: Reservation[]): Promise<void> {
-    const [own, ...others] = reserved;
-    await Promise.all([
-      this.services.actors.ask(LOGIN_THROTTLE_KIND, own.subject.key, { op: 'reset', reserved_at_ms: own.reserved_at_ms }),
-      this.throttleRelease(others),
-    ]);
-  }
-
-  /**
-   * A two-factor code checked outside login (`check`: 2FA disable, backup code regeneration),
-   * under the same per-user second-step throttle as /auth/2fa/verify (and the address's count):
-   * reserved before the check, a wrong code (400 `invalid_two_factor_code`) is counted, a
-   * right one clears the second-step count; any other outcome hands the place back.
-   */
-  async throttledCodeCheck<T>(user_id: string, ip_address: string, check: () => Promise<T>): Promise<T> {
-    const reserved = await this.throttleAttempt(throttleSubjects(user_id, ip_address, 'two_factor'));
-    let result: T;
-    try {
-      result = await check();
-    } catch (error) {
-      const wrongCode = error instanceof ServiceError && error.code === 'invalid_two_factor_code';
-      await (wrongCode ? this.throttleCount(reserved) : this.throttleRelease(reserved));
-      throw error;
-    }
-    await this.throttleSucceeded(reserved);
-    return result;
+  private sessionRequest(refresh_hash: string, client: ClientInfo): SessionRequest {
+    return { refresh_hash, ttl_seconds: this.services.config.refreshTokenTtlSeconds, ip_address: client.ip_address, user_agent: client.user_agent };
   }
 
   async openSession(user_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
@@ -291,59 +196,51 @@ export class Accounts {
    * user actor applies it (403 `sso_required`) to every challenge but an admin impersonation's.
    */
   async completeTwoFactorLogin(two_factor_token: string, code: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
-    const { actors, tokens, config } = this.services;
+    const { tokens } = this.services;
     const challenge = await tokens.verifyTwoFactorChallenge(two_factor_token);
-    const reserved = await this.throttleAttempt(throttleSubjects(challenge.user_id, client.ip_address, 'two_factor'));
+    const sso_required_by = await this.ssoEnforcedBy(challenge.user_id);
     const refresh = newRefreshSecret();
-    let outcome: { ok: boolean; session_id?: string; user?: PublicUser };
-    try {
-      const enforcing = await this.ssoEnforcedBy(challenge.user_id);
-      outcome = await actors.ask<{ ok: boolean; session_id?: string; user?: PublicUser }>(USER_KIND, challenge.user_id, {
-        op: '2fa-login',
-        challenge_id: challenge.challenge_id,
-        presented: presentedCode(code),
-        sso_required_by: enforcing === null ? null : { name: enforcing.name },
-        refresh_hash: refresh.hash,
-        ttl_seconds: config.refreshTokenTtlSeconds,
-        ip_address: client.ip_address,
-        user_agent: client.user_agent,
-      });
-    } catch (error) {
-      // No code was judged (SSO required, a busy node): not a guess.
-      await this.throttleRelease(reserved);
-      throw error;
-    }
-    if (!outcome.ok) {
-      await this.throttleCount(reserved);
-      throw new ServiceError('invalid_credentials', 'Invalid two-factor code.');
-    }
-    await this.throttleSucceeded(reserved);
-    return this.tokenBody(challenge.user_id, outcome.session_id!, refresh.secret, outcome.user!);
+    const opened = await this.checkCode<{ ok: true; session_id: string; user: PublicUser }>(challenge.user_id, client.ip_address, {
+      op: '2fa-login',
+      challenge_id: challenge.challenge_id,
+      presented: presentedCode(code),
+      sso_required_by,
+      ...this.sessionRequest(refresh.hash, client),
+    });
+    return this.tokenBody(challenge.user_id, opened.session_id, refresh.secret, opened.user);
   }
 
-  /** Admin impersonation of a user without two-factor: a session recording `impersonated_by`. */
-  async openImpersonationSession(user_id: string, admin_id: string, client: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
-    const { actors, config } = this.services;
+  /**
+   * Admin impersonation, one ask: the user actor refuses another admin or a banned user (403),
+   * opens a session recording `impersonated_by` (at most 1 h), or, for a user with two-factor,
+   * a challenge it remembers as this admin's, so /auth/2fa/verify records `impersonated_by`.
+   */
+  async impersonate(
+    user_id: string,
+    admin_id: string,
+    client: ClientInfo,
+  ): Promise<{ requires_2fa: false; tokens: TokenBody & { user: PublicUser } } | { requires_2fa: true; two_factor_token: string; user: PublicUser }> {
+    const { actors, config, tokens } = this.services;
     const refresh = newRefreshSecret();
-    const opened = await actors.ask<{ session_id: string; user: PublicUser }>(USER_KIND, user_id, {
-      op: 'impersonate',
+    const started = await actors.ask<ImpersonationStart>(USER_KIND, user_id, {
+      op: 'admin-impersonate',
       admin_id,
+      challenge_ttl_seconds: TWO_FACTOR_CHALLENGE_TTL_SECONDS,
       refresh_hash: refresh.hash,
       ttl_seconds: config.refreshTokenTtlSeconds,
       ip_address: client.ip_address,
       user_agent: client.user_agent,
-    });
-    return this.tokenBody(user_id, opened.session_id, refresh.secret, opened.user);
+    } satisfies UserMessage);
+    if (started.requires_2fa) {
+      const two_factor_token = await tokens.signTwoFactorChallenge(user_id, started.challenge_id, TWO_FACTOR_CHALLENGE_TTL_SECONDS);
+      return { requires_2fa: true, two_factor_token, user: started.user };
+    }
+    return { requires_2fa: false, tokens: await this.tokenBody(user_id, started.session_id, refresh.secret, started.user) };
   }
 
-  /**
-   * Admin impersonation of a user with two-factor: a challenge the user actor
-   * remembers as opened by this admin, so /auth/2fa/verify records `impersonated_by`.
-   */
-  async impersonationChallenge(user_id: string, admin_id: string): Promise<string> {
-    const challenge_id = randomId('chl_');
-    await this.services.actors.ask(USER_KIND, user_id, { op: 'impersonate-2fa', admin_id, challenge_id, ttl_seconds: TWO_FACTOR_CHALLENGE_TTL_SECONDS });
-    return this.services.tokens.signTwoFactorChallenge(user_id, challenge_id, TWO_FACTOR_CHALLENGE_TTL_SECONDS);
+  /** The tokens of a session a flow opened (the CLI login's): the access token signed here. */
+  tokensFor(user_id: string, session_id: string, refreshSecret: string, user: PublicUser): Promise<TokenBody & { user: PublicUser }> {
+    return this.tokenBody(user_id, session_id, refreshSecret, user);
   }
 
   private async tokenBody(user_id: string, session_id: string, refreshSecret: string, user: PublicUser): Promise<TokenBody & { user: PublicUser }> {

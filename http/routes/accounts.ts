@@ -81,8 +81,8 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request, reply) => {
     // Only the documented fields: unknown ones (a `role`, say) are ignored, never used.
     const { email, username, password, display_name } = request.body;
-    const user = await accounts.register({ email, username, password, display_name }, request.ip);
-    const tokens = await accounts.openSession(user.id, clientInfo(request));
+    // One login flow: the address's place, the KDF here, then the names, the user and its session.
+    const tokens = await accounts.registerAndSignIn({ email, username, password, display_name }, clientInfo(request));
     return reply.code(201).send(tokenResponse(tokens));
   });
 
@@ -94,11 +94,11 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 200: Type.Union([TokenBodySchema, TwoFactorRequired]), ...errorResponses(400, 401, 403, 413, 415, 429, 503) },
     },
   }, async (request) => {
-    const credentials = await accounts.verifyLogin(request.body.login, request.body.password, request.ip);
-    if (credentials.two_factor_enabled) {
-      return { requires_2fa: true as const, two_factor_token: await accounts.twoFactorChallenge(credentials.user_id) };
-    }
-    return tokenResponse(await accounts.openSession(credentials.user_id, clientInfo(request)));
+    // One login flow: the throttle places and the password hash, the KDF here, then the verdict and the session.
+    const outcome = await accounts.login(request.body.login, request.body.password, clientInfo(request));
+    if (outcome.requires_2fa) return { requires_2fa: true as const, two_factor_token: outcome.two_factor_token };
+    const { requires_2fa: _no, ...tokens } = outcome;
+    return tokenResponse(tokens);
   });
 
   app.post<{ Body: Static<typeof TwoFactorVerifyBody> }>('/api/v1/auth/2fa/verify', {

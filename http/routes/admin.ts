@@ -4,7 +4,7 @@ import { ServiceError } from '../../runtime/index.js';
 import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
 import { USER_API_KEYS_KIND } from '../../actors/api-keys/messages.js';
 import { DIRECTORY_KEY, USER_QUERY_MAX, type UserListQuery } from '../../actors/accounts/messages.js';
-import { sessionUserId, type AdminPatch, type BanRecord, type PublicUser, type Role, type SessionView, type SummarySync } from '../../actors/accounts/messages.js';
+import { sessionUserId, type AdminPatch, type BanRecord, type PublicUser, type Role, type SessionView, type UserMessage } from '../../actors/accounts/messages.js';
 import { Accounts, type ClientInfo } from '../auth/accounts.js';
 import type { Principal } from '../auth/principal.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
@@ -140,12 +140,8 @@ const adminErrors = (...extra: number[]) => errorResponses(...bearerErrors, 403,
 export function adminUserRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const { actors } = services;
-  const askUser = <T>(id: string, message: unknown) => actors.ask<T>(USER_KIND, id, message);
-  const askDirectory = <T>(message: unknown) => actors.ask<T>(DIRECTORY_KIND, DIRECTORY_KEY, message);
-  /** Applies a summary at once (the outbox delivers the same message again later; the directory drops it by revision). */
-  const applySync = async (sync: SummarySync | null) => {
-    if (sync) await askDirectory(sync);
-  };
+  // Changes of a user are one ask of its actor, answered once the directory (the list) shows them.
+  const askUser = <T>(id: string, message: UserMessage) => actors.ask<T>(USER_KIND, id, message);
 
   app.get<{ Querystring: Static<typeof UsersQuery> }>('/admin/auth/users', {
     onRequest: authenticate,
@@ -167,7 +163,7 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     }
     const { page, page_size } = paging(query);
     const list: UserListQuery = { q: query.q, roles: roles as Role[], banned: query.banned, email_verified: query.email_verified, page, page_size };
-    const view = await askDirectory<{ total: number; users: PublicUser[] }>({ op: 'list', ...list });
+    const view = await actors.ask<{ total: number; users: PublicUser[] }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'list', ...list }, { readOnly: true });
     return {
       pagination: { page, page_size, total: view.total, has_more: page * page_size < view.total },
       users: view.users.map(userView),
@@ -185,8 +181,9 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     },
   }, async (request) => {
     requireAdmin(request);
-    const detail = await askUser<{ user: PublicUser; active_session_count: number; ban: BanRecord | null }>(request.params.id, { op: 'admin-detail' });
-    const keys = await actors.ask<{ total: number }>(USER_API_KEYS_KIND, request.params.id, { op: 'count' });
+    // A gather of reads from the user, its API key index, its linked accounts and its organizations.
+    const detail = await actors.ask<{ user: PublicUser; active_session_count: number; ban: BanRecord | null }>(USER_KIND, request.params.id, { op: 'admin-detail' }, { readOnly: true });
+    const keys = await actors.ask<{ total: number }>(USER_API_KEYS_KIND, request.params.id, { op: 'count' }, { readOnly: true });
     return {
       user: userView(detail.user),
       active_session_count: detail.active_session_count,
@@ -224,14 +221,9 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     if (patch.display_name === '') {
       throw new ServiceError('BAD_REQUEST', 'display_name is blank.', { details: [{ field: 'display_name', message: 'Must not be blank.' }] });
     }
-    // New names are claimed first, so two renames cannot take the same name; the
-    // user's summary then frees the names it no longer uses.
-    if (patch.email !== undefined || patch.username !== undefined) {
-      await askUser(id, { op: 'admin-detail' }); // 404 before any name is reserved
-      await askDirectory({ op: 'reserve', user_id: id, email: patch.email, username: patch.username });
-    }
-    const result = await askUser<{ user: PublicUser; sync: SummarySync }>(id, { op: 'admin-patch', patch });
-    await applySync(result.sync);
+    // The user actor reserves new names in the directory first (so two renames cannot take the
+    // same name), applies the patch, and answers once the directory shows it.
+    const result = await askUser<{ user: PublicUser }>(id, { op: 'admin-patch', patch });
     return userView(result.user);
   });
 
@@ -247,8 +239,7 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
   }, async (request) => {
     const admin = requireAdmin(request);
     if (admin.user_id === request.params.id) throw new ServiceError('conflict', 'An admin cannot delete their own account here.');
-    const result = await askUser<{ sync: SummarySync }>(request.params.id, { op: 'admin-delete' });
-    await applySync(result.sync);
+    await askUser(request.params.id, { op: 'admin-delete' });
     return { message: 'User deleted.' };
   });
 
@@ -267,8 +258,7 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     if (admin.user_id === request.params.id) throw new ServiceError('conflict', 'An admin cannot ban themselves.');
     const reason = request.body.reason.trim();
     if (!reason) throw new ServiceError('BAD_REQUEST', 'reason is blank.', { details: [{ field: 'reason', message: 'Must not be blank.' }] });
-    const result = await askUser<{ changed: boolean; sync: SummarySync | null }>(request.params.id, { op: 'ban', reason, banned_by: admin.user_id });
-    await applySync(result.sync);
+    const result = await askUser<{ changed: boolean }>(request.params.id, { op: 'ban', reason, banned_by: admin.user_id });
     return { message: result.changed ? 'User banned.' : 'User was already banned.' };
   });
 
@@ -283,8 +273,7 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     },
   }, async (request) => {
     requireAdmin(request);
-    const result = await askUser<{ changed: boolean; sync: SummarySync | null }>(request.params.id, { op: 'unban' });
-    await applySync(result.sync);
+    const result = await askUser<{ changed: boolean }>(request.params.id, { op: 'unban' });
     return { message: result.changed ? 'User unbanned.' : 'User was not banned.' };
   });
 
@@ -305,14 +294,10 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     if (admin.session_id === '' || admin.credential !== 'access_token') {
       throw new ServiceError('forbidden', 'Impersonation needs an interactive session, not an API key.');
     }
-    const target = await askUser<PublicUser>(id, { op: 'get' });
-    if (target.role === 'admin') throw new ServiceError('forbidden', 'Admins cannot be impersonated.');
-    if (target.banned) throw new ServiceError('forbidden', 'This account is banned.');
-    if (target.two_factor_enabled) {
-      return { requires_2fa: true as const, two_factor_token: await accounts.impersonationChallenge(id, admin.user_id), user: userView(target) };
-    }
-    const body = await accounts.openImpersonationSession(id, admin.user_id, clientOf(request));
-    return { ...body, user: userView(body.user), requires_2fa: false as const };
+    // The user actor refuses another admin or a banned user, and opens a session or a two-factor challenge.
+    const started = await accounts.impersonate(id, admin.user_id, clientOf(request));
+    if (started.requires_2fa) return { requires_2fa: true as const, two_factor_token: started.two_factor_token, user: userView(started.user) };
+    return { ...started.tokens, user: userView(started.tokens.user), requires_2fa: false as const };
   });
 
   app.get<{ Querystring: Static<typeof SessionsQuery> }>('/admin/auth/sessions', {
@@ -337,7 +322,7 @@ export function adminUserRoutes(app: FastifyInstance, services: AppServices): vo
     }
     const lists = await Promise.all(
       ids.map((id) =>
-        askUser<SessionView[]>(id, { op: 'list-sessions' }).catch((error: unknown) => {
+        actors.ask<SessionView[]>(USER_KIND, id, { op: 'list-sessions' }, { readOnly: true }).catch((error: unknown) => {
           // An unknown or deleted user has no sessions.
           if (error instanceof ServiceError && error.code === 'not_found') return [] as SessionView[];
           throw error;

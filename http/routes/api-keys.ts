@@ -1,8 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { API_KEY_KIND, USER_API_KEYS_KIND } from '../../actors/api-keys/messages.js';
-import { type IndexPage } from '../../actors/api-keys/messages.js';
-import { type ApiKeyView } from '../../actors/api-keys/messages.js';
+import { type ApiKeyMessage, type ApiKeyView, type IndexPage, type UserApiKeysMessage } from '../../actors/api-keys/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import { isServiceError, ServiceError } from '../../runtime/index.js';
 import { API_KEY_SCOPES, API_KEYS_PER_USER_MAX, newApiKey } from '../auth/api-keys.js';
@@ -97,8 +96,9 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
   const authenticate = bearerAuthentication(services);
   const base = '/api/v1/auth/api-keys';
   const tags = ['auth'];
-  const askKey = <T>(api_key_id: string, message: unknown) => services.actors.ask<T>(API_KEY_KIND, api_key_id, message);
-  const askIndex = <T>(user_id: string, message: unknown) => services.actors.ask<T>(USER_API_KEYS_KIND, user_id, message);
+  const askKey = <T>(api_key_id: string, message: ApiKeyMessage) => services.actors.ask<T>(API_KEY_KIND, api_key_id, message);
+  // Creating and deleting a key are flows of the user's index (actors/api-keys/index-state.ts): one ask each.
+  const askIndex = <T>(user_id: string, message: UserApiKeysMessage) => services.actors.ask<T>(USER_API_KEYS_KIND, user_id, message);
 
   app.get<{ Querystring: Static<typeof ListQuery> }>(base, {
     onRequest: authenticate,
@@ -113,10 +113,11 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
     const principal = requirePrincipal(request);
     const page = Math.max(1, request.query.page ?? 1);
     const page_size = Math.min(100, request.query.page_size || 20);
-    const index = await askIndex<IndexPage>(principal.user_id, { op: 'list', page, page_size });
+    // A read-only gather: the page of ids from the index, then each key.
+    const index = await services.actors.ask<IndexPage>(USER_API_KEYS_KIND, principal.user_id, { op: 'list', page, page_size }, { readOnly: true });
     const views = await Promise.all(
       index.api_key_ids.map((id) =>
-        askKey<ApiKeyView>(id, { op: 'get', user_id: principal.user_id }).catch((error: unknown) => {
+        services.actors.ask<ApiKeyView>(API_KEY_KIND, id, { op: 'get', user_id: principal.user_id }, { readOnly: true }).catch((error: unknown) => {
           // An index entry whose key is gone (a crash between the two writes): skip it.
           if (error instanceof ServiceError && error.code === 'not_found') return null;
           throw error;
@@ -162,17 +163,12 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
       }
     }
     const fresh = newApiKey();
-    // The index first: it enforces the cap, and a list right after shows the key.
-    await askIndex(principal.user_id, { op: 'add', api_key_id: fresh.api_key_id, created_at_ms: services.clock.now(), limit: API_KEYS_PER_USER_MAX });
-    const view = await askKey<ApiKeyView>(fresh.api_key_id, {
+    // The index checks the cap and takes the place in one turn, then creates the key; it answers with the key.
+    const view = await askIndex<ApiKeyView>(principal.user_id, {
       op: 'create',
-      user_id: principal.user_id,
-      org_id,
-      name,
-      scopes,
-      key_hash: fresh.key_hash,
-      key_prefix: fresh.key_prefix,
-      expires_at_ms,
+      api_key_id: fresh.api_key_id,
+      limit: API_KEYS_PER_USER_MAX,
+      key: { org_id, name, scopes, key_hash: fresh.key_hash, key_prefix: fresh.key_prefix, expires_at_ms },
     });
     const { last_used_at: _used, revoked: _revoked, ...shown } = apiKeyShape(view);
     return reply.code(201).send({ ...shown, key: fresh.key });
@@ -206,7 +202,7 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
     const principal = refuseImpersonation(request);
     const id = keyId(request.params.id);
     const body = request.body ?? {};
-    const message: Record<string, unknown> = { op: 'update', user_id: principal.user_id };
+    const message: Extract<ApiKeyMessage, { op: 'update' }> = { op: 'update', user_id: principal.user_id };
     if (body.name !== undefined) message.name = cleanName(body.name);
     if (body.scopes !== undefined) message.scopes = [...new Set(body.scopes)];
     if (body.revoked !== undefined) message.revoked = body.revoked;
@@ -225,10 +221,8 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
   }, async (request) => {
     const principal = refuseImpersonation(request);
     const id = keyId(request.params.id);
-    await askKey(id, { op: 'delete', user_id: principal.user_id });
-    // The key actor also sends this through its outbox (crash safety); asking
-    // here makes the list consistent as soon as this reply is sent.
-    await askIndex(principal.user_id, { op: 'remove', api_key_id: id });
+    // The key checks its owner (404 for anyone else's) and deletes itself; the index then drops it from the list.
+    await askIndex(principal.user_id, { op: 'delete', api_key_id: id });
     return { message: 'API key deleted.' };
   });
 }

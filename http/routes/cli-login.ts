@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { CLI_LOGIN_KIND, CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type PollReply } from '../../actors/cli-login/messages.js';
+import { type PublicUser } from '../../actors/accounts/messages.js';
+import { CLI_LOGIN_KIND, CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type CliMessage, type PollReply } from '../../actors/cli-login/messages.js';
 import { randomId } from '../../runtime/index.js';
 import { Accounts } from '../auth/accounts.js';
 import { hashSecret, newRefreshSecret } from '../auth/tokens.js';
@@ -51,7 +52,7 @@ function newUserCode(): string {
 export function cliLoginRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const accounts = new Accounts(services);
-  const ask = <T>(id: string, message: unknown) => services.actors.ask<T>(CLI_LOGIN_KIND, id, message);
+  const ask = <T>(id: string, message: CliMessage) => services.actors.ask<T>(CLI_LOGIN_KIND, id, message);
 
   app.post('/api/v1/auth/cli/session', {
     schema: {
@@ -117,10 +118,13 @@ export function cliLoginRoutes(app: FastifyInstance, services: AppServices): voi
       response: { 200: Type.Union([PollPending, PollComplete]), ...errorResponses(400, 404, 409, 413, 415, 429, 503) },
     },
   }, async (request) => {
-    const outcome = await ask<PollReply>(request.params.id, { op: 'poll', poll_hash: hashSecret(request.body.poll_token) });
-    if (outcome.status === 'pending') return { status: 'pending' as const, interval: CLI_POLL_INTERVAL_S };
+    // One ask: a completed login opens the user's session (through the outbox) before it answers.
     const agent = request.headers['user-agent'];
-    const body = await accounts.openSession(outcome.user_id, { ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' });
+    const refresh = newRefreshSecret();
+    const session = { refresh_hash: refresh.hash, ttl_seconds: services.config.refreshTokenTtlSeconds, ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' };
+    const outcome = await ask<PollReply>(request.params.id, { op: 'poll', poll_hash: hashSecret(request.body.poll_token), session });
+    if (outcome.status === 'pending') return { status: 'pending' as const, interval: CLI_POLL_INTERVAL_S };
+    const body = await accounts.tokensFor(outcome.user_id, outcome.session_id!, refresh.secret, outcome.user as PublicUser);
     return { status: 'complete' as const, ...body, user: userView(body.user) };
   });
 }

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
-import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
-import { type SummarySync } from '../../actors/accounts/messages.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
 import { ServiceError } from '../../runtime/index.js';
 import { hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';
@@ -83,9 +81,9 @@ export function emailVerificationRoutes(app: FastifyInstance, services: AppServi
   const confirm = async (token: string) => {
     const parsed = parseVerificationToken(token);
     if (!parsed) throw new ServiceError('invalid_verification_token', 'The verification link is not valid, expired or was already used.');
-    let result: { sync: SummarySync };
     try {
-      result = await services.actors.ask<{ sync: SummarySync }>(USER_KIND, parsed.user_id, { op: 'email-verify-confirm', token_hash: hashSecret(parsed.secret) });
+      // Answered once the directory shows email_verified too (the user actor holds its reply for it).
+      await services.actors.ask(USER_KIND, parsed.user_id, { op: 'email-verify-confirm', token_hash: hashSecret(parsed.secret) });
     } catch (error) {
       // An unknown user in the token is just an invalid token.
       if (error instanceof ServiceError && error.code === 'not_found') {
@@ -93,8 +91,6 @@ export function emailVerificationRoutes(app: FastifyInstance, services: AppServi
       }
       throw error;
     }
-    // Apply the summary at once so the admin list shows email_verified (the outbox repeats it; the directory orders by revision).
-    await services.actors.ask(DIRECTORY_KIND, DIRECTORY_KEY, result.sync);
     return { message: 'E-mail address verified.' };
   };
 

@@ -3,7 +3,6 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { USER_KIND } from '../../actors/accounts/messages.js';
 import { base32Encode, otpauthUri } from '../../actors/accounts/messages.js';
-import { type PublicUser } from '../../actors/accounts/messages.js';
 import { Accounts, normalizeBackupCode, presentedCode } from '../auth/accounts.js';
 import { hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
@@ -57,9 +56,8 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     const principal = requirePrincipal(request);
     const secret = base32Encode(randomBytes(SECRET_BYTES));
     const backup = newBackupCodes();
-    await ask(principal.user_id, { op: '2fa-setup', secret_b32: secret, backup_hashes: backup.hashes });
-    const user = await ask<PublicUser>(principal.user_id, { op: 'get' });
-    return { secret, qr_code_uri: otpauthUri(secret, user.email, services.config.issuer), backup_codes: backup.codes };
+    const { email } = await ask<{ email: string }>(principal.user_id, { op: '2fa-setup', secret_b32: secret, backup_hashes: backup.hashes });
+    return { secret, qr_code_uri: otpauthUri(secret, email, services.config.issuer), backup_codes: backup.codes };
   });
 
   app.post<{ Body: Static<typeof CodeBody> }>('/api/v1/auth/2fa/totp/verify-setup', {
@@ -98,7 +96,8 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     },
   }, async (request) => {
     const user_id = refuseImpersonation(request).user_id;
-    await accounts.throttledCodeCheck(user_id, request.ip, () => ask(user_id, { op: '2fa-disable', presented: presentedCode(request.body.code) }));
+    // Judged by the user actor inside a login flow, under the second-step throttle.
+    await accounts.checkCode(user_id, request.ip, { op: '2fa-disable', presented: presentedCode(request.body.code) });
     return { message: 'Two-factor authentication disabled.' };
   });
 
@@ -115,9 +114,7 @@ export function twoFactorRoutes(app: FastifyInstance, services: AppServices): vo
     refuseImpersonation(request);
     const backup = newBackupCodes();
     const user_id = requirePrincipal(request).user_id;
-    await accounts.throttledCodeCheck(user_id, request.ip, () =>
-      ask(user_id, { op: '2fa-regenerate', presented: presentedCode(request.body.code), backup_hashes: backup.hashes }),
-    );
+    await accounts.checkCode(user_id, request.ip, { op: '2fa-regenerate', presented: presentedCode(request.body.code), backup_hashes: backup.hashes });
     return { backup_codes: backup.codes };
   });
 }

@@ -1,21 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import { type NewUser, type UserMessage, ACCOUNT_FAILURES_MAX, type ThrottleAttempt, type ThrottleMessage } from '../../actors/accounts/messages.js';
 import { ServiceError } from '../../runtime/index.js';
 import {
   IMPERSONATION_SESSION_TTL_MS,
   initialUserState,
   stepUser,
-  type NewUser,
-  type UserMessage,
   type UserState,
 } from '../../actors/accounts/user-state.js';
 import {
-  ACCOUNT_FAILURES_MAX,
   initialThrottleState,
   stepThrottle,
   RESERVATION_TTL_MS,
   THROTTLE_WINDOW_MS,
-  type ThrottleAttempt,
-  type ThrottleMessage,
   type ThrottleState,
 } from '../../actors/accounts/login-throttle-state.js';
 import { base32Decode, totp } from '../../actors/accounts/totp.js';

@@ -1,14 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import { type NewUser, type UserMessage } from '../../actors/accounts/messages.js';
 import { type TurnContext } from '../../runtime/index.js';
-import { loadDirectory, stepDirectory, type DirectoryState } from '../../actors/accounts/directory-state.js';
+import {
+  loadDirectory,
+  stepDirectory,
+  type DirectoryState,
+} from '../../actors/accounts/directory-state.js';
 import {
   ENDED_SESSION_RETENTION_MS,
   initialUserState,
   isSessionLive,
   SESSIONS_PER_USER_MAX,
   stepUser,
-  type NewUser,
-  type UserMessage,
   type UserState,
 } from '../../actors/accounts/user-state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';

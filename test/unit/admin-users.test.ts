@@ -1,16 +1,16 @@
 import fc from 'fast-check';
+import { type DirectoryMessage, sessionUserId, type NewUser, type PublicUser, type SessionView, type SummarySync, type UserMessage } from '../../actors/accounts/messages.js';
 import { describe, expect, it } from 'vitest';
 import type { TurnContext } from '../../runtime/index.js';
-import { listUsers, loadDirectory, stepDirectory, type DirectoryMessage, type DirectoryState } from '../../actors/accounts/directory-state.js';
+import {
+  listUsers,
+  loadDirectory,
+  stepDirectory,
+  type DirectoryState,
+} from '../../actors/accounts/directory-state.js';
 import {
   initialUserState,
-  sessionUserId,
   stepUser,
-  type NewUser,
-  type PublicUser,
-  type SessionView,
-  type SummarySync,
-  type UserMessage,
   type UserState,
 } from '../../actors/accounts/user-state.js';
 import { splitValues } from '../../http/routes/admin.js';
@@ -36,6 +36,11 @@ function created(newUser: NewUser = alice, now = T0) {
 
 function send(state: UserState, message: UserMessage, now = T0) {
   return stepUser(state, message, userCtx(now, state.user?.id ?? 'usr_1'));
+}
+
+/** The same message, as an ask (a request id the step may defer). */
+function ask(state: UserState, message: UserMessage, request_id: string, now = T0) {
+  return stepUser(state, message, { ...userCtx(now, state.user?.id ?? 'usr_1'), request_id });
 }
 
 function syncOf(result: { sends?: { kind: string; key: string; message: unknown }[] }): SummarySync {
@@ -128,7 +133,9 @@ describe('admin user ops', () => {
 
   it('patch of e-mail or username releases the old name only when it really changed', () => {
     const state = created().state;
-    const renamed = send(state, { op: 'admin-patch', patch: { email: 'new@example.com', username: 'alice_1' } });
+    const reserving = send(state, { op: 'admin-patch', patch: { email: 'new@example.com', username: 'alice_1' } });
+    const { flow_id } = reserving.sends![0].message as { flow_id: string };
+    const renamed = send(reserving.state, { op: 'reserved', flow_id });
     expect(syncOf(renamed).release).toEqual({ email: 'Alice@Example.com' });
     const empty = send(state, { op: 'admin-patch', patch: {} });
     expect(syncOf(empty)).toMatchObject({ rev: 2, release: {} });
@@ -340,5 +347,90 @@ describe('query values', () => {
     expect(splitValues(' a , ,a|| b ')).toEqual(['a', 'b']);
     expect(splitValues('')).toEqual([]);
     expect(splitValues(undefined)).toEqual([]);
+  });
+});
+
+describe('admin changes as flows of the user actor', () => {
+  it('a rename reserves the names in the directory first, then applies, and answers once the directory shows it', () => {
+    const state = created().state;
+    const started = ask(state, { op: 'admin-patch', patch: { email: 'new@example.com' } }, 'req_1');
+    expect(started.defer).toBe(true);
+    expect(started.state.user!.email).toBe(alice.email);
+    const reserve = started.sends![0];
+    expect(reserve).toMatchObject({ kind: 'user-directory', key: 'global', message: { op: 'reserve', user_id: 'usr_1', email: 'new@example.com' } });
+
+    // The directory reserves and answers through the outbox.
+    let directory = loadDirectory('global', []);
+    directory = dir(directory, syncOf(created()) as DirectoryMessage).state;
+    const reserved = dir(directory, reserve.message as DirectoryMessage);
+    expect(reserved.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'reserved', flow_id: (reserve.message as { flow_id: string }).flow_id } }]);
+
+    const applied = send(started.state, reserved.sends![0].message as UserMessage);
+    expect(applied.state.user!.email).toBe('new@example.com');
+    expect(applied.defer).toBe(true);
+    const sync = syncOf(applied);
+    expect(sync.ack).toBe(true);
+    expect(applied.replies ?? []).toEqual([]);
+
+    // The directory applies the summary and acknowledges it: the held reply goes out.
+    const synced = dir(reserved.state, sync as DirectoryMessage);
+    expect(synced.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'sync-applied', rev: sync.rev } }]);
+    const answered = send(applied.state, synced.sends![0].message as UserMessage);
+    expect(answered.replies).toHaveLength(1);
+    expect(answered.replies![0]).toMatchObject({ request_id: 'req_1', reply: { user: { email: 'new@example.com' } } });
+    expect(answered.state.awaiting_sync).toBeUndefined();
+    expect(listUsers(synced.state, { page: 1, page_size: 10 }).users[0].email).toBe('new@example.com');
+  });
+
+  it('a name taken by another user is refused to the asker, and nothing changes', () => {
+    const state = created().state;
+    const started = ask(state, { op: 'admin-patch', patch: { username: 'bob_1' } }, 'req_2');
+    let directory = loadDirectory('global', []);
+    directory = dir(directory, { op: 'claim', user: { ...alice, id: 'usr_2', email: 'bob@example.com', username: 'bob_1' } }).state;
+    const refused = dir(directory, started.sends![0].message as DirectoryMessage);
+    expect(refused.writes ?? []).toEqual([]);
+    const answered = send(started.state, refused.sends![0].message as UserMessage);
+    expect(answered.replies).toEqual([{ request_id: 'req_2', error: { code: 'username_taken', message: expect.any(String) } }]);
+    expect(answered.state.user!.username).toBe(alice.username);
+    expect(answered.state.renames).toBeUndefined();
+  });
+
+  it('a user deleted while its new names were reserved gives them back (compensation) and answers 404', () => {
+    const state = created().state;
+    const started = ask(state, { op: 'admin-patch', patch: { email: 'gone@example.com' } }, 'req_3');
+    const deleted = send(started.state, { op: 'admin-delete' });
+    const flow_id = (started.sends![0].message as { flow_id: string }).flow_id;
+    const answered = send(deleted.state, { op: 'reserved', flow_id });
+    expect(answered.replies).toEqual([{ request_id: 'req_3', error: { code: 'not_found', message: 'No such user.' } }]);
+    expect(answered.sends).toEqual([{ kind: 'user-directory', key: 'global', message: { op: 'release', user_id: 'usr_1', email: 'gone@example.com', username: undefined } }]);
+    let directory = loadDirectory('global', []);
+    directory = dir(directory, { op: 'reserve', user_id: 'usr_1', email: 'gone@example.com' }).state;
+    directory = dir(directory, syncOf(deleted) as DirectoryMessage).state;
+    const released = dir(directory, answered.sends![0].message as DirectoryMessage);
+    expect(released.writes).toEqual([{ subkey: 'e:gone@example.com', value: undefined }]);
+  });
+
+  it('ban, unban, delete and e-mail confirmation asked: held until the directory applied the summary', () => {
+    const state = created().state;
+    const banned = ask(state, { op: 'ban', reason: 'spam', banned_by: 'usr_admin' }, 'req_4');
+    expect(banned.defer).toBe(true);
+    expect(banned.state.user!.banned).toBe(true);
+    const rev = syncOf(banned).rev;
+    // An older acknowledgement releases nothing; this one does.
+    expect(send(banned.state, { op: 'sync-applied', rev: rev - 1 }).replies).toBeUndefined();
+    expect(send(banned.state, { op: 'sync-applied', rev }).replies).toEqual([{ request_id: 'req_4', reply: { changed: true, sync: expect.objectContaining({ rev }) } }]);
+    // A told ban (no asker) answers at once, as before.
+    expect(send(state, { op: 'ban', reason: 'spam', banned_by: 'usr_admin' }).defer).toBeUndefined();
+  });
+
+  it('admin-impersonate refuses an admin or a banned user, and opens a session or a challenge', () => {
+    const admin = created({ ...alice, id: 'usr_9', role: 'admin' }).state;
+    const start = { op: 'admin-impersonate' as const, admin_id: 'usr_admin', challenge_ttl_seconds: 300, refresh_hash: 'h', ttl_seconds: 86_400, ip_address: '', user_agent: '' };
+    expect(codeOf(() => send(admin, start))).toBe('forbidden');
+    const state = created().state;
+    const opened = send(state, start);
+    expect(opened.reply).toMatchObject({ requires_2fa: false, user: { id: 'usr_1' } });
+    const banned = send(state, { op: 'ban', reason: 'x', banned_by: 'usr_admin' }).state;
+    expect(codeOf(() => send(banned, start))).toBe('forbidden');
   });
 });

@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { loadUserApiKeys, stepUserApiKeys, type IndexPage, type UserApiKeysState } from '../../actors/api-keys/index-state.js';
+import { loadUserApiKeys, stepUserApiKeys, type UserApiKeysState } from '../../actors/api-keys/index-state.js';
 import {
   LAST_USED_WRITE_INTERVAL_MS,
   USER_API_KEYS_KIND,
-  stepApiKey,
-  initialApiKeyState,
   type ApiKeyMessage,
-  type ApiKeyState,
   type ApiKeyView,
+  type IndexPage,
   type VerifiedKey,
-} from '../../actors/api-keys/state.js';
+} from '../../actors/api-keys/messages.js';
+import { initialApiKeyState, stepApiKey, type ApiKeyState } from '../../actors/api-keys/state.js';
 import { parseApiKey, newApiKey, requiredScope, scopeAllows } from '../../http/auth/api-keys.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
@@ -167,5 +166,74 @@ describe('key format and scopes', () => {
     expect(scopeAllows(['locks:read'], { kind: 'wildcard' })).toBe(false);
     expect(scopeAllows(['locks:read'], { kind: 'scope', scope: 'locks:write' })).toBe(false);
     expect(scopeAllows(['*'], { kind: 'scope', scope: 'locks:write' })).toBe(true);
+  });
+});
+
+describe('create and delete flows of the index', () => {
+  const USER = 'usr_1';
+  const indexAsk = (state: UserApiKeysState, message: Parameters<typeof stepUserApiKeys>[1], request_id: string | null = null, now = T0) =>
+    stepUserApiKeys(state, message, { ...fixedContext(now, USER_API_KEYS_KIND, USER), request_id });
+  const keyStep = (state: ApiKeyState, message: ApiKeyMessage, key = KEY_ID) => stepApiKey(state, message, fixedContext(T0, 'api-key', key));
+  const newKey = { org_id: null, name: 'ci', scopes: ['*'], key_hash: 'h', key_prefix: 'pk_aaaaaaaaa', expires_at_ms: null };
+  const id = (n: number) => n.toString(16).padStart(32, '0');
+
+  it('create: the cap is checked and the place taken in one turn, the key created through the outbox, the ask answered with its view', () => {
+    const index = loadUserApiKeys(USER, []);
+    const started = indexAsk(index, { op: 'create', api_key_id: KEY_ID, limit: 2, key: newKey }, 'req_1');
+    expect(started.defer).toBe(true);
+    expect(index.entries.has(KEY_ID)).toBe(true);
+    const [send] = started.sends!;
+    expect(send).toMatchObject({ kind: 'api-key', key: KEY_ID, message: { op: 'create', user_id: USER, name: 'ci' } });
+    const made = keyStep(null, send.message as ApiKeyMessage);
+    expect(made.state).toMatchObject({ user_id: USER, key_hash: 'h' });
+    const [answer] = made.sends!;
+    expect(answer).toMatchObject({ kind: USER_API_KEYS_KIND, key: USER, message: { op: 'key-answer', view: { api_key_id: KEY_ID } } });
+    const done = indexAsk(index, answer.message as Parameters<typeof stepUserApiKeys>[1]);
+    expect(done.replies).toEqual([{ request_id: 'req_1', reply: expect.objectContaining({ api_key_id: KEY_ID, name: 'ci' }) }]);
+    expect(done.writes).toEqual([{ subkey: expect.stringMatching(/^f:/), value: undefined }]);
+    // Restart: the entry is stored, no flow is left.
+    const stored = new Map<string, unknown>();
+    for (const w of [...(started.writes ?? []), ...(done.writes ?? [])]) (w.value === undefined ? stored.delete(w.subkey) : stored.set(w.subkey, w.value));
+    const reloaded = loadUserApiKeys(USER, stored.entries());
+    expect([...reloaded.entries.keys()]).toEqual([KEY_ID]);
+    expect(reloaded.flows!.size).toBe(0);
+  });
+
+  it('create: a burst cannot pass the cap (places in flight count), and a refusing key gives the place back', () => {
+    let index = loadUserApiKeys(USER, []);
+    const first = indexAsk(index, { op: 'create', api_key_id: id(1), limit: 2, key: newKey }, 'r1');
+    index = first.state;
+    indexAsk(index, { op: 'create', api_key_id: id(2), limit: 2, key: newKey }, 'r2');
+    expect(codeOf(() => indexAsk(index, { op: 'create', api_key_id: id(3), limit: 2, key: newKey }, 'r3'))).toBe('api_key_limit_reached');
+    // The key actor refuses (an id clash): compensation removes the entry.
+    const flow_id = (first.sends![0].message as { flow_id: string }).flow_id;
+    const refused = indexAsk(index, { op: 'key-answer', flow_id, error: { code: 'conflict', message: 'API key id already in use.' } });
+    expect(refused.replies).toEqual([{ request_id: 'r1', error: { code: 'conflict', message: 'API key id already in use.' } }]);
+    expect(index.entries.has(id(1))).toBe(false);
+    expect(indexAsk(index, { op: 'create', api_key_id: id(3), limit: 2, key: newKey }, 'r4').defer).toBe(true);
+  });
+
+  it('delete: the key checks its owner and deletes itself, then the index drops the entry and answers', () => {
+    let index = loadUserApiKeys(USER, []);
+    index = indexAsk(index, { op: 'add', api_key_id: KEY_ID, created_at_ms: T0, limit: 10 }).state;
+    const key = created({ user_id: USER });
+    const started = indexAsk(index, { op: 'delete', api_key_id: KEY_ID }, 'req_d');
+    expect(started.defer).toBe(true);
+    const deleted = keyStep(key, started.sends![0].message as ApiKeyMessage);
+    expect(deleted.state).toBeNull();
+    expect(deleted.sends).toHaveLength(1);
+    const done = indexAsk(index, deleted.sends![0].message as Parameters<typeof stepUserApiKeys>[1]);
+    expect(done.replies![0]).toMatchObject({ request_id: 'req_d', reply: { api_key_id: KEY_ID } });
+    expect(index.entries.has(KEY_ID)).toBe(false);
+  });
+
+  it("delete: another user's key is answered 404 and stays", () => {
+    const index = loadUserApiKeys(USER, []);
+    const key = created({ user_id: 'usr_other' });
+    const started = indexAsk(index, { op: 'delete', api_key_id: KEY_ID }, 'req_x');
+    const refused = keyStep(key, started.sends![0].message as ApiKeyMessage);
+    expect(refused.state).toBe(key);
+    const done = indexAsk(index, refused.sends![0].message as Parameters<typeof stepUserApiKeys>[1]);
+    expect(done.replies).toEqual([{ request_id: 'req_x', error: { code: 'not_found', message: 'No such API key.' } }]);
   });
 });

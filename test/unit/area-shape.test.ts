@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { areas } from '../../areas.js';
 import { handlerWeights } from '../helpers/ask-weight.js';
-import { NOT_YET_MIGRATED } from '../helpers/not-yet-migrated.js';
 
 /**
  * The area shape (docs/architecture.md, "The area shape"), checked on the
@@ -43,13 +42,11 @@ describe('area shape', () => {
         expect(existsSync(folder), `actors/${area.name}/`).toBe(true);
         const files = readdirSync(folder);
         expect(files.some((file) => file === 'state.ts' || file.endsWith('-state.ts')), `actors/${area.name}/state.ts`).toBe(true);
-        if (NOT_YET_MIGRATED.has(area.name)) return;
         expect(files, `actors/${area.name}/messages.ts`).toContain('messages.ts');
         expect(files, `actors/${area.name}/actor.ts`).toContain('actor.ts');
       });
 
       it('route handlers make one ask or start one flow', () => {
-        if (NOT_YET_MIGRATED.has(area.name)) return;
         const file = at('http', 'routes', `${area.name}.ts`);
         const chains = handlerWeights(file, readFileSync(file, 'utf8')).filter((handler) => handler.weight > 1);
         expect(chains.map((h) => `${h.method.toUpperCase()} ${h.path} (line ${h.line}) sends ${h.weight}`)).toEqual([]);

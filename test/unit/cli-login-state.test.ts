@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, initialCliState, stepCli, type CliMessage, type CliState } from '../../actors/cli-login/state.js';
+import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type CliMessage } from '../../actors/cli-login/messages.js';
+import { initialCliState, stepCli, type CliState } from '../../actors/cli-login/state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /** Pure step tests: the CLI login session. */
@@ -39,5 +40,21 @@ describe('CLI login session', () => {
     expect(run(state, { op: 'info' }, end - 1).reply).toEqual({ id: 'cli_1', user_code: 'ABCD-EFGH', status: 'pending', expires_at_ms: end });
     expect(codeOf(() => run(state, { op: 'info' }, end))).toBe('not_found');
     expect(stepCli(state, { op: '$alarm', name: 'expire', due_ms: end }, fixedContext(end)).state).toEqual(initialCliState());
+  });
+
+  it('a poll that brings its session request opens the session through the user actor and answers when it is open', () => {
+    let state = run(created().state, { op: 'complete', user_id: 'usr_1' }, T0).state;
+    const session = { refresh_hash: 'rh', ttl_seconds: 3600, ip_address: '::1', user_agent: 'cli' };
+    const polled = stepCli(state, { op: 'poll', poll_hash: 'ph', session }, { ...fixedContext(T0 + 1, 'cli-login', 'cli_1'), request_id: 'req_1' });
+    expect(polled.defer).toBe(true);
+    expect(polled.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'open-session', ...session, reply_to: { kind: 'cli-login', key: 'cli_1' } } }]);
+    state = polled.state;
+    // Delivered once: another poll is refused even while the session is opening.
+    expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, T0 + CLI_POLL_INTERVAL_S * 1000 + 1))).toBe('conflict');
+    const opened = run(state, { op: 'user-answer', reply: { session_id: 'ses_1', user: { id: 'usr_1' } } }, T0 + 2);
+    expect(opened.replies).toEqual([{ request_id: 'req_1', reply: { status: 'completed', user_id: 'usr_1', session_id: 'ses_1', user: { id: 'usr_1' } } }]);
+    // A banned user: the refusal reaches the poll.
+    const refused = run(state, { op: 'user-answer', error: { code: 'forbidden', message: 'This account is banned.' } }, T0 + 2);
+    expect(refused.replies).toEqual([{ request_id: 'req_1', error: { code: 'forbidden', message: 'This account is banned.' } }]);
   });
 });

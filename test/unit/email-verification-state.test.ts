@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { type NewUser, type UserMessage } from '../../actors/accounts/messages.js';
 import {
   EMAIL_VERIFICATION_RESEND_MS,
   EMAIL_VERIFICATION_TTL_MS,
   initialUserState,
   stepUser,
-  type NewUser,
-  type UserMessage,
   type UserState,
 } from '../../actors/accounts/user-state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';

@@ -1,0 +1,368 @@
+import { ServiceError, type ActorSend, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import {
+  ACCOUNT_FAILURES_MAX,
+  ADDRESS_FAILURES_MAX,
+  DIRECTORY_KEY,
+  DIRECTORY_KIND,
+  LOGIN_FLOW_KIND,
+  LOGIN_THROTTLE_KIND,
+  ssoRequiredError,
+  TWO_FACTOR_FAILURES_MAX,
+  USER_KIND,
+  type CodeCheck,
+  type Credentials,
+  type DirectoryMessage,
+  type FlowAnswer,
+  type FlowRefusal,
+  type LoginBegun,
+  type LoginDone,
+  type LoginFlowMessage,
+  type NewUser,
+  type PublicUser,
+  type Registered,
+  type SessionRequest,
+  type ThrottleMessage,
+  type UserMessage,
+} from './messages.js';
+
+/**
+ * The login flow (kind `login-flow`, one per attempt, key = a fresh id from
+ * the edge): the login-throttle saga as a coordinator whose steps are pure.
+ *
+ * 1. Reserve: one place on each throttle subject, in a fixed order (the
+ *    account or second-step subject, then the client address), through the
+ *    outbox (`take`, answered `throttle`). A full subject queues the flow and
+ *    answers when a place frees; a flow still waiting after THROTTLE_WAIT_MS
+ *    leaves the queue and is refused (429, Retry-After 1). A subject at its
+ *    count refuses at once (429 until its window ends); the places already
+ *    taken are handed back. The fixed order means no two flows hold what the
+ *    other waits for.
+ * 2. Check: a password login answers the edge with the hash once the places
+ *    are held (the edge runs the KDF, CPU work on its thread pool, and asks
+ *    again with the verdict); a code check sends the code to the user actor;
+ *    a registration answers the edge, which hashes the new password.
+ * 3. Settle: a wrong password or code is counted on every subject, a right
+ *    one clears its own subject's count and hands the address its place back,
+ *    anything that judged nothing (a ban, an SSO refusal, a busy KDF) hands
+ *    every place back; a registration counts on its address whatever happens
+ *    to the names. Then the session is opened through the user actor.
+ *
+ * The asks are answered from the turns that end their step (deferred
+ * replies); refusals are answer values (FlowAnswer), so Retry-After reaches
+ * the edge. A flow whose edge never comes back ends after FLOW_TTL_MS and
+ * hands its places back; its state is deleted when it ends, and a late
+ * admission that reaches an ended flow is handed back at once.
+ */
+
+/** How long a flow waits in a full subject's queue before it is refused. */
+export const THROTTLE_WAIT_MS = 5_000;
+/** A flow whose edge does not come back within this ends and hands back its places (they would lapse as well). */
+export const FLOW_TTL_MS = 60_000;
+
+const WAIT_ALARM = 'wait';
+const EXPIRE_ALARM = 'expire';
+
+interface Subject {
+  key: string;
+  limit: number;
+}
+
+interface Reservation {
+  key: string;
+  reserved_at_ms: number;
+}
+
+type Purpose = 'login' | 'register' | 'code-check';
+type Phase = 'lookup' | 'acquiring' | 'checking' | 'claiming' | 'creating' | 'opening';
+
+export interface LoginFlowState {
+  purpose: Purpose;
+  phase: Phase;
+  /** The edge's ask waiting for this step (null: none waiting). */
+  request_id: string | null;
+  /** The subjects to reserve, in order, and the places held (reserved[i] is subjects[i]'s). */
+  subjects: Subject[];
+  reserved: Reservation[];
+  /** Password login: the normalised login and the client address until the subjects are known. */
+  login?: string;
+  ip_address?: string | null;
+  user_id: string | null;
+  /** Password login: the user's credentials (undefined: asked, not yet answered; null: no such user). */
+  credentials?: Credentials | null;
+  /** Code check: what the user actor judges. */
+  check?: CodeCheck;
+  /** Registration: the user being created, the session asked for, the created user. */
+  new_user?: NewUser;
+  session?: SessionRequest | null;
+  user?: PublicUser;
+}
+
+export type LoginFlowStateOrNone = LoginFlowState | null;
+type State = LoginFlowStateOrNone;
+type Result = TurnResult<State, unknown>;
+
+/** A flow state is deleted when the flow ends. */
+export function initialLoginFlowState(): State {
+  return null;
+}
+
+const INVALID_LOGIN: FlowRefusal = { code: 'invalid_credentials', message: 'Invalid login or password.' };
+const INVALID_CODE: FlowRefusal = { code: 'invalid_credentials', message: 'Invalid two-factor code.' };
+const BANNED: FlowRefusal = { code: 'forbidden', message: 'This account is banned.' };
+const BUSY: FlowRefusal = { code: 'rate_limited', message: 'Too many attempts in progress; try again shortly.', retry_after_seconds: 1 };
+
+function addressSubject(ip_address: string | null | undefined): Subject[] {
+  return ip_address ? [{ key: `ip:${ip_address}`, limit: ADDRESS_FAILURES_MAX }] : [];
+}
+
+function throttle(key: string, message: ThrottleMessage): ActorSend {
+  return { kind: LOGIN_THROTTLE_KIND, key, message };
+}
+
+function toUser(user_id: string, message: UserMessage, flow: string): ActorSend {
+  return { kind: USER_KIND, key: user_id, message: { ...message, flow } };
+}
+
+function toDirectory(message: DirectoryMessage): ActorSend {
+  return { kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message };
+}
+
+/** How the places held end: counted (a wrong guess, a registration), cleared (a right guess) or handed back. */
+type Settlement = 'count' | 'succeed' | 'release';
+
+function settle(reserved: Reservation[], how: Settlement): ActorSend[] {
+  return reserved.map((r, i) => {
+    const op = how === 'count' ? 'count' : how === 'succeed' && i === 0 ? 'reset' : 'release';
+    return throttle(r.key, { op, reserved_at_ms: r.reserved_at_ms });
+  });
+}
+
+function answered<T>(request_id: string | null, answer: FlowAnswer<T>): DeferredReply[] {
+  return request_id === null ? [] : [{ request_id, reply: answer }];
+}
+
+/** The flow ends: its places settled, the waiting ask answered, its alarms cancelled and its state deleted. */
+function end<T>(state: LoginFlowState, how: Settlement, answer: FlowAnswer<T>, extra: ActorSend[] = []): Result {
+  return {
+    state: null,
+    sends: [...settle(state.reserved, how), ...extra],
+    replies: answered(state.request_id, answer),
+    alarms: [
+      { name: WAIT_ALARM, due_ms: null },
+      { name: EXPIRE_ALARM, due_ms: null },
+    ],
+  };
+}
+
+const refused = (refusal: FlowRefusal): FlowAnswer<never> => ({ ok: false, refusal });
+
+/** Starts a flow: it asks for its first place (if any), holds the ask, and expires if the edge never comes back. */
+function begin(context: TurnContext, flow: LoginFlowState, sends: ActorSend[]): Result {
+  const alarms = [{ name: EXPIRE_ALARM, due_ms: context.now + FLOW_TTL_MS }];
+  if (flow.phase === 'acquiring') return acquireNext(context, flow, sends, alarms);
+  return { state: flow, sends, alarms };
+}
+
+/** Asks for the next subject's place, or goes on once every place is held. */
+function acquireNext(context: TurnContext, flow: LoginFlowState, sends: ActorSend[] = [], alarms: { name: string; due_ms: number | null }[] = []): Result {
+  const next = flow.subjects[flow.reserved.length];
+  if (next) {
+    const take = throttle(next.key, { op: 'take', limit: next.limit, flow: context.key });
+    const waiting = flow.reserved.length === 0 ? [{ name: WAIT_ALARM, due_ms: context.now + THROTTLE_WAIT_MS }] : [];
+    return { state: { ...flow, phase: 'acquiring' }, sends: [...sends, take], alarms: [...alarms, ...waiting] };
+  }
+  const held = acquired(context, { ...flow, phase: 'acquiring' });
+  return { ...held, sends: [...sends, ...(held.sends ?? [])], alarms: [...alarms, ...(held.alarms ?? []), { name: WAIT_ALARM, due_ms: null }] };
+}
+
+/** Every place is held: on to the check. */
+function acquired(context: TurnContext, flow: LoginFlowState): Result {
+  switch (flow.purpose) {
+    case 'login': {
+      // The password is checked at the edge once the credentials are here too.
+      if (flow.credentials === undefined) return { state: flow };
+      const begun: LoginBegun = { user_id: flow.user_id, password_hash: flow.credentials?.password_hash ?? null };
+      return { state: { ...flow, phase: 'checking', request_id: null }, replies: answered(flow.request_id, { ok: true, value: begun }) };
+    }
+    case 'register':
+      return { state: { ...flow, phase: 'checking', request_id: null }, replies: answered(flow.request_id, { ok: true, value: null }) };
+    case 'code-check':
+      return { state: { ...flow, phase: 'checking' }, sends: [toUser(flow.user_id!, flow.check!, context.key)] };
+  }
+}
+
+/**
+ * One turn. An ask the turn answers (its step ended at once) gets `reply`; an
+ * ask the flow now holds (state.request_id) is deferred, answered by the turn
+ * that ends its step.
+ */
+export function stepLoginFlow(state: State, message: LoginFlowMessage | AlarmMessage, context: TurnContext): Result {
+  const result = stepFlow(state, message, context);
+  const asked = context.request_id;
+  if (asked === null || result.reply !== undefined) return result;
+  const own = result.replies?.find((r) => r.request_id === asked);
+  if (own) return { ...result, replies: result.replies!.filter((r) => r !== own), reply: own.reply };
+  if (result.state?.request_id === asked) return { ...result, defer: true };
+  return result;
+}
+
+function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, context: TurnContext): Result {
+  switch (message.op) {
+    case 'login': {
+      if (state) throw new ServiceError('conflict', 'This login flow has already started.');
+      const login = message.login.trim().toLowerCase();
+      const flow: LoginFlowState = {
+        purpose: 'login',
+        phase: 'lookup',
+        request_id: context.request_id,
+        subjects: [],
+        reserved: [],
+        login,
+        ip_address: message.ip_address,
+        user_id: null,
+      };
+      return begin(context, flow, [toDirectory({ op: 'lookup', login, flow: context.key })]);
+    }
+
+    case 'looked-up': {
+      if (!state || state.phase !== 'lookup') return { state };
+      const user_id = message.user_id;
+      const subjects = [{ key: `acct:${user_id ?? `login:${state.login}`}`, limit: ACCOUNT_FAILURES_MAX }, ...addressSubject(state.ip_address)];
+      const flow: LoginFlowState = { ...state, user_id, subjects, credentials: user_id ? undefined : null };
+      const credentials = user_id ? [toUser(user_id, { op: 'credentials' }, context.key)] : [];
+      return acquireNext(context, flow, credentials);
+    }
+
+    case 'register': {
+      if (state) throw new ServiceError('conflict', 'This login flow has already started.');
+      const limit = message.limit > 0 ? message.limit : 0;
+      const subjects = message.ip_address && limit > 0 ? [{ key: `reg:${message.ip_address}`, limit }] : [];
+      const flow: LoginFlowState = { purpose: 'register', phase: 'acquiring', request_id: context.request_id, subjects, reserved: [], user_id: null };
+      return begin(context, flow, []);
+    }
+
+    case 'code-check': {
+      if (state) throw new ServiceError('conflict', 'This login flow has already started.');
+      const subjects = [{ key: `2fa:${message.user_id}`, limit: TWO_FACTOR_FAILURES_MAX }, ...addressSubject(message.ip_address)];
+      const flow: LoginFlowState = {
+        purpose: 'code-check',
+        phase: 'acquiring',
+        request_id: context.request_id,
+        subjects,
+        reserved: [],
+        user_id: message.user_id,
+        check: message.check,
+      };
+      return begin(context, flow, []);
+    }
+
+    case 'throttle': {
+      const waitedFor = state?.phase === 'acquiring' ? state.subjects[state.reserved.length] : undefined;
+      if (!state || waitedFor?.key !== message.subject) {
+        // Not waited for (the flow ended, or gave up): a place given now is handed back at once.
+        const back = message.outcome.admitted ? [throttle(message.subject, { op: 'release', reserved_at_ms: message.outcome.reserved_at_ms })] : [];
+        return { state, sends: back };
+      }
+      if (!message.outcome.admitted) {
+        return end(state, 'release', refused({ code: 'rate_limited', message: 'Too many attempts; try again later.', retry_after_seconds: message.outcome.retry_after_seconds }));
+      }
+      const reserved = [...state.reserved, { key: message.subject, reserved_at_ms: message.outcome.reserved_at_ms }];
+      return acquireNext(context, { ...state, reserved });
+    }
+
+    case 'user-answer':
+      return userAnswered(state, message, context);
+
+    case 'password-checked': {
+      if (!state || state.purpose !== 'login' || state.phase !== 'checking') throw new ServiceError('flow_interrupted', 'The login attempt ended; sign in again.');
+      const flow: LoginFlowState = { ...state, request_id: context.request_id };
+      const credentials = flow.credentials;
+      if (!message.verified || !credentials) return end(flow, 'count', refused(INVALID_LOGIN));
+      if (credentials.banned) return end(flow, 'release', refused(BANNED));
+      if (message.sso_required_by) {
+        return end(flow, 'succeed', refused({ code: 'sso_required', message: ssoRequiredError(message.sso_required_by.name).message }));
+      }
+      if (credentials.two_factor_enabled) {
+        const done: LoginDone = { requires_2fa: true, user_id: credentials.user_id };
+        return end(flow, 'succeed', { ok: true, value: done });
+      }
+      // The places are settled now; the session opens in the user actor.
+      const open = toUser(credentials.user_id, { op: 'open-session', ...message.session }, context.key);
+      return { state: { ...flow, phase: 'opening', reserved: [] }, sends: [...settle(flow.reserved, 'succeed'), open] };
+    }
+
+    case 'create-user': {
+      if (!state || state.purpose !== 'register' || state.phase !== 'checking') throw new ServiceError('flow_interrupted', 'The registration ended; try again.');
+      const flow: LoginFlowState = { ...state, phase: 'claiming', request_id: context.request_id, new_user: message.user, session: message.session, user_id: message.user.id };
+      return { state: flow, sends: [toDirectory({ op: 'claim', user: message.user, flow: context.key })] };
+    }
+
+    case 'claimed': {
+      if (!state || state.phase !== 'claiming') return { state };
+      // A name already taken still counts: the attempt cost a KDF run.
+      if (message.error) return end(state, 'count', refused(message.error));
+      return { state: { ...state, phase: 'creating' }, sends: [toUser(state.new_user!.id, { op: 'create', user: state.new_user! }, context.key)] };
+    }
+
+    case 'abandon': {
+      if (!state) return { state, reply: { ok: true, value: null } };
+      const ended = end(state, 'release', refused(BUSY));
+      return { ...ended, reply: { ok: true, value: null } };
+    }
+
+    case '$alarm': {
+      if (!state) return { state };
+      if (message.name === WAIT_ALARM && state.phase === 'acquiring') {
+        const waitedFor = state.subjects[state.reserved.length];
+        const leave = waitedFor ? [throttle(waitedFor.key, { op: 'give-up', flow: context.key })] : [];
+        return end(state, 'release', refused(BUSY), leave);
+      }
+      if (message.name === EXPIRE_ALARM) {
+        const waitedFor = state.phase === 'acquiring' ? state.subjects[state.reserved.length] : undefined;
+        const leave = waitedFor ? [throttle(waitedFor.key, { op: 'give-up', flow: context.key })] : [];
+        return end(state, 'release', refused({ code: 'flow_interrupted', message: 'The login attempt took too long; try again.' }), leave);
+      }
+      return { state };
+    }
+  }
+}
+
+/** What the user actor answered, by the step the flow is at. */
+function userAnswered(state: State, message: Extract<LoginFlowMessage, { op: 'user-answer' }>, context: TurnContext): Result {
+  if (!state) return { state };
+  if (state.purpose === 'login' && state.phase !== 'opening') {
+    if (state.credentials !== undefined) return { state };
+    // No such user any more (deleted since the lookup): checked like an unknown login.
+    const flow: LoginFlowState = { ...state, credentials: message.error ? null : (message.reply as Credentials) };
+    if (flow.phase === 'acquiring' && flow.reserved.length === flow.subjects.length) return acquired(context, flow);
+    return { state: flow };
+  }
+  switch (state.phase) {
+    case 'checking': {
+      if (state.purpose !== 'code-check') return { state };
+      if (message.error) {
+        // A wrong code counts; a refusal that judged no code (not enabled, SSO required, ...) does not.
+        return end(state, message.error.code === 'invalid_two_factor_code' ? 'count' : 'release', refused(message.error));
+      }
+      if (state.check!.op === '2fa-login' && !(message.reply as { ok: boolean }).ok) return end(state, 'count', refused(INVALID_CODE));
+      return end(state, 'succeed', { ok: true, value: message.reply });
+    }
+    case 'creating': {
+      if (message.error) return end(state, 'count', refused(message.error));
+      const user = message.reply as PublicUser;
+      // Every registration counts on its address.
+      if (!state.session) return end(state, 'count', { ok: true, value: { user, session_id: null } satisfies Registered });
+      const open = toUser(user.id, { op: 'open-session', ...state.session }, context.key);
+      return { state: { ...state, phase: 'opening', user, reserved: [] }, sends: [...settle(state.reserved, 'count'), open] };
+    }
+    case 'opening': {
+      if (message.error) return end(state, 'release', refused(message.error));
+      const opened = message.reply as { session_id: string; user: PublicUser };
+      if (state.purpose === 'register') return end(state, 'release', { ok: true, value: { user: opened.user, session_id: opened.session_id } satisfies Registered });
+      const done: LoginDone = { requires_2fa: false, session_id: opened.session_id, user: opened.user };
+      return end(state, 'release', { ok: true, value: done });
+    }
+    default:
+      return { state };
+  }
+}
