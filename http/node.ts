@@ -10,6 +10,7 @@ import type { NodeConfig } from './config.js';
 import { Metrics } from './plugins/metrics.js';
 import type { AppServices } from './services.js';
 import { LogMailTransport } from './auth/mail.js';
+import { SystemDomainResolver } from './domain-resolver.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { SessionCache } from './auth/session-cache.js';
 import { RevocationAwareActorClient } from './auth/revocation-aware-client.js';
@@ -98,6 +99,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     config,
     metrics,
     mail: new LogMailTransport(logger.child({ component: 'mail' })),
+    domainResolver: new SystemDomainResolver(),
     isReady: () => ready && (clusterNode ? clusterNode.isReady() : true),
     cluster: clusterNode,
     sessionCache,

@@ -4,6 +4,7 @@ import type { SessionCache } from './auth/session-cache.js';
 import type { TokenService } from './auth/tokens.js';
 import type { MailTransport } from './auth/mail.js';
 import type { NodeConfig } from './config.js';
+import type { DomainResolver } from './domain-resolver.js';
 import type { Metrics } from './plugins/metrics.js';
 
 /** What route plugins are given: the edge talks to actors, never to storage. */
@@ -15,6 +16,8 @@ export interface AppServices {
   metrics: Metrics;
   /** Outgoing mail (default: LogMailTransport). Mutable so a deployment or a test can plug in another. */
   mail: MailTransport;
+  /** DNS TXT lookups for organization domain verification (default: SystemDomainResolver). Mutable, like `mail`. */
+  domainResolver: DomainResolver;
   /** True while this node owns and serves its partitions. */
   isReady(): boolean;
   /** Present in cluster mode: what GET /cluster/status shows. */

@@ -43,6 +43,8 @@ export const errorCodes = {
   last_owner: { status: 409, description: 'The last owner of an organization cannot leave, be removed or be demoted; make someone else an owner first.' },
   invitation_expired: { status: 409, description: 'The organization invitation has expired; ask for a new one.' },
   org_slug_taken: { status: 409, description: 'Another organization already uses this slug.' },
+  domain_taken: { status: 409, description: 'Another organization has verified this domain; a domain belongs to one organization at a time.' },
+  domain_not_verified: { status: 409, description: "The domain's DNS TXT verification record was not found with the expected value; details name the record expected." },
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   email_taken: { status: 409, description: 'A user with this e-mail address already exists.' },
   username_taken: { status: 409, description: 'A user with this username already exists.' },

@@ -1,14 +1,17 @@
 import type { RecordsActorDefinition } from '../../runtime/index.js';
 import { loadOrgDirectory, stepOrgDirectory, type OrgDirectoryState } from './directory-state.js';
+import { loadOrgDomain, stepOrgDomain, type OrgDomainState } from './domain-index-state.js';
 import { stepOrganizationFlows } from './flows.js';
 import { loadInvitationIndex, stepInvitationIndex, type InvitationIndexState } from './invitation-index-state.js';
 import {
   INVITATION_INDEX_KIND,
   ORG_DIRECTORY_KIND,
+  ORG_DOMAIN_KIND,
   ORGANIZATION_KIND,
   USER_ORGS_KIND,
   type InvitationIndexMessage,
   type OrgDirectoryMessage,
+  type OrgDomainMessage,
   type OrganizationMessage,
   type UserOrgsMessage,
 } from './messages.js';
@@ -47,4 +50,12 @@ export const orgDirectoryActor: RecordsActorDefinition<OrgDirectoryState, OrgDir
   step: stepOrgDirectory,
 };
 
-export const organizationActors = [organizationActor, userOrgsActor, invitationIndexActor, orgDirectoryActor];
+/** Key = a domain, as parseDomain gives it (messages.ts). */
+export const orgDomainActor: RecordsActorDefinition<OrgDomainState, OrgDomainMessage, unknown> = {
+  kind: ORG_DOMAIN_KIND,
+  storage: 'records',
+  load: loadOrgDomain,
+  step: stepOrgDomain,
+};
+
+export const organizationActors = [organizationActor, userOrgsActor, invitationIndexActor, orgDirectoryActor, orgDomainActor];

@@ -9,9 +9,13 @@ import {
   ORG_DIRECTORY_KEY,
   ORG_MEMBERS_MAX,
   ORG_DIRECTORY_KIND,
+  ORG_DOMAIN_KIND,
   slugify,
+  txtHolds,
   USER_ORGS_KIND,
   USER_ORGS_MAX,
+  verificationRecordName,
+  verificationRecordValue,
   type FlowAck,
   type InvitationAccepted,
   type InvitationCreated,
@@ -20,6 +24,7 @@ import {
 } from './messages.js';
 import {
   actingRole,
+  domainView,
   dropInvitation,
   indexEntry,
   invitationAlarm,
@@ -28,6 +33,8 @@ import {
   memberView,
   orgView,
   putMember,
+  releaseDomain,
+  requireDomain,
   requireInvitationRoom,
   requireLive,
   requireManager,
@@ -75,9 +82,18 @@ import {
  *   directory updates awaited. Compensation: when the invitation went away
  *   meanwhile (revoked, expired, used), the slot is given back and the
  *   invitee gets the invitation's error.
+ * - verify a domain: the organization compares the TXT records the edge saw
+ *   with the domain's expected value in its turn (no match: 409
+ *   `domain_not_verified`, nothing changes), then claims the domain in
+ *   `org-domain` (one organization per domain) and marks it verified.
+ *   Refused: 409 `domain_taken`, the domain stays pending. Compensation: a
+ *   claim that succeeds after its domain went away (the organization was
+ *   deleted meanwhile) is released again. Removing a domain waits for its
+ *   claim to finish (409 `conflict` meanwhile), so a claim always finds the
+ *   domain it was made for or none.
  * - every other change (member add, role change, removal, leave, update,
- *   SSO, delete, revoke, decline): the organization's single turn, then await
- *   its index updates.
+ *   SSO, delete, revoke, decline, domain add and removal): the organization's
+ *   single turn, then await its index updates (a removed domain's release).
  */
 
 /** How a flow ends for its asker. */
@@ -98,7 +114,9 @@ export type OrgFlow =
   | { kind: 'await'; flow_id: string; request_id: string | null; awaiting: number; outcome: FlowOutcome }
   | { kind: 'create'; flow_id: string; request_id: string | null; stage: 'reserve' | 'claim'; params: CreateParams; slug: string; derived: boolean; attempt: number }
   | { kind: 'invite'; flow_id: string; request_id: string | null; invitation_id: string; reply: InvitationCreated }
-  | { kind: 'accept'; flow_id: string; request_id: string | null; invitation_id: string; user_id: string };
+  | { kind: 'accept'; flow_id: string; request_id: string | null; invitation_id: string; user_id: string }
+  /** Claiming a domain whose TXT record matched (`token`: the one it matched). */
+  | { kind: 'domain'; flow_id: string; request_id: string | null; domain: string; token: string };
 
 type Result = TurnResult<OrganizationState, unknown>;
 
@@ -109,6 +127,7 @@ function ackable(send: ActorSend): boolean {
   const op = (send.message as { op?: string }).op;
   if (send.kind === USER_ORGS_KIND) return op === 'sync' || op === 'release';
   if (send.kind === INVITATION_INDEX_KIND) return op === 'remove';
+  if (send.kind === ORG_DOMAIN_KIND) return op === 'release';
   return send.kind === ORG_DIRECTORY_KIND && op === 'sync';
 }
 
@@ -349,6 +368,55 @@ function completeAccept(state: OrganizationState, context: TurnContext, flow_id:
   return { state, ...finish(state, context, effects, flow_id, request_id, { reply }, asking), alarms: [invitationAlarm(state)] };
 }
 
+// ------------------------------------------------------------------ verify a domain
+
+/** How many of the TXT values seen a domain_not_verified error echoes back, and how much of each. */
+const FOUND_ECHO_MAX = 10;
+const FOUND_ECHO_CHARS = 255;
+
+function startVerifyDomain(state: OrganizationState, message: Extract<OrganizationMessage, { op: 'verify_domain' }>, context: TurnContext): Result {
+  requireLive(state);
+  requireManager(actingRole(state, message.by), 'Only an owner or admin of the organization can manage its domains.');
+  const domain = requireDomain(state, message.domain);
+  if (domain.status === 'verified') return { state, reply: domainView(domain) };
+  const record_name = verificationRecordName(domain.domain);
+  const record_value = verificationRecordValue(domain.token);
+  if (!txtHolds(message.txt, record_value)) {
+    const found = message.txt.slice(0, FOUND_ECHO_MAX).map((strings) => strings.join('').slice(0, FOUND_ECHO_CHARS));
+    throw new ServiceError('domain_not_verified', `No TXT record ${record_name} with the value ${record_value} was found; publish it and try again (DNS changes can take a while to show).`, {
+      details: { method: 'dns_txt', record_name, record_value, found },
+    });
+  }
+  const effects: Effects = { writes: [], sends: [] };
+  const flow: OrgFlow = { kind: 'domain', flow_id: context.newId('flw_'), request_id: context.request_id, domain: domain.domain, token: domain.token };
+  putFlow(state, effects, flow);
+  effects.sends.push({ kind: ORG_DOMAIN_KIND, key: domain.domain, message: { op: 'claim', org_id: context.key, flow_id: flow.flow_id } });
+  return { state, ...effects, defer: true };
+}
+
+function domainClaimed(state: OrganizationState, flow: Extract<OrgFlow, { kind: 'domain' }>, ok: boolean, context: TurnContext): Result {
+  const effects: Effects = { writes: [], sends: [] };
+  const live = state.meta !== null && !state.meta.deleted;
+  const domain = live ? state.domains.get(flow.domain) : undefined;
+  if (!domain || domain.token !== flow.token) {
+    // Compensation: the domain went away while it was claimed; a claim it got is given back
+    // (unless the organization holds the domain verified again by now).
+    if (ok && domain?.status !== 'verified') effects.sends.push(releaseDomain(context.key, flow.domain));
+    const gone: FlowOutcome = { error: { code: 'not_found', message: 'This organization has no such domain any more.' } };
+    return { state, ...finish(state, context, effects, flow.flow_id, flow.request_id, gone, false) };
+  }
+  if (!ok) {
+    const taken: FlowOutcome = { error: { code: 'domain_taken', message: `The domain "${flow.domain}" is verified by another organization.` } };
+    return { state, ...finish(state, context, effects, flow.flow_id, flow.request_id, taken, false) };
+  }
+  if (domain.status !== 'verified') {
+    domain.status = 'verified';
+    domain.verified_at_ms = context.now;
+    effects.writes.push({ subkey: `d:${domain.domain}`, value: domain });
+  }
+  return { state, ...finish(state, context, effects, flow.flow_id, flow.request_id, { reply: domainView(domain) }, false) };
+}
+
 // ------------------------------------------------------------------ the step
 
 function acknowledged(state: OrganizationState, flow: Extract<OrgFlow, { kind: 'await' }>): Result {
@@ -363,7 +431,7 @@ function acknowledged(state: OrganizationState, flow: Extract<OrgFlow, { kind: '
 
 /** The organization actor's step: its flows, and its single-turn operations awaiting their index updates. */
 function isOwnFlowOp(op: string): boolean {
-  return op === 'create' || op === 'invite' || op === 'accept_invitation' || op === 'flow-call' || op.startsWith('flow_');
+  return op === 'create' || op === 'invite' || op === 'accept_invitation' || op === 'verify_domain' || op === 'flow-call' || op.startsWith('flow_');
 }
 
 export function stepOrganizationFlows(state: OrganizationState, message: OrganizationMessage | AlarmMessage, context: TurnContext): Result {
@@ -374,6 +442,8 @@ export function stepOrganizationFlows(state: OrganizationState, message: Organiz
       return startInvite(state, message, context);
     case 'accept_invitation':
       return startAccept(state, message, context);
+    case 'verify_domain':
+      return startVerifyDomain(state, message, context);
 
     case 'flow-call':
       // Another area's flow (SCIM) runs one of the organization's single-turn ops; a flow of our own cannot be started that way.
@@ -400,6 +470,10 @@ export function stepOrganizationFlows(state: OrganizationState, message: Organiz
     case 'flow_indexed': {
       const flow = state.flows.get(message.flow_id);
       return flow?.kind === 'invite' ? inviteIndexed(state, flow, message.ok, context) : { state };
+    }
+    case 'flow_domain_claimed': {
+      const flow = state.flows.get(message.flow_id);
+      return flow?.kind === 'domain' ? domainClaimed(state, flow, message.ok, context) : { state };
     }
 
     default: {

@@ -13,14 +13,30 @@ import type { FlowCall } from '../flow-call.js';
  *   the making (USER_ORGS_MAX);
  * - `org-invitation-index` (key normalized e-mail): pending invitations by
  *   address (INVITATIONS_PER_EMAIL_MAX);
- * - `org-directory` (key ORG_DIRECTORY_KEY): slugs and the admin list.
+ * - `org-directory` (key ORG_DIRECTORY_KEY): slugs and the admin list;
+ * - `org-domain` (key a domain, see parseDomain): the organization that
+ *   verified it (one per domain).
  */
+
+export {
+  DOMAIN_LENGTH_MAX,
+  DOMAIN_VERIFICATION_LABEL,
+  DOMAIN_VERIFICATION_PREFIX,
+  emailDomain,
+  ORG_DOMAINS_MAX,
+  parseDomain,
+  txtHolds,
+  verificationRecordName,
+  verificationRecordValue,
+  type DomainCheck,
+} from './domains.js';
 
 export const ORGANIZATION_KIND = 'organization';
 export const USER_ORGS_KIND = 'user-orgs';
 export const INVITATION_INDEX_KIND = 'org-invitation-index';
 export const ORG_DIRECTORY_KIND = 'org-directory';
 export const ORG_DIRECTORY_KEY = 'global';
+export const ORG_DOMAIN_KIND = 'org-domain';
 
 export type OrgRole = 'owner' | 'admin' | 'member';
 export const ORG_ROLES: readonly OrgRole[] = ['owner', 'admin', 'member'];
@@ -139,6 +155,19 @@ export interface InvitationAccepted {
   organization: OrgView;
 }
 
+export type DomainStatus = 'pending' | 'verified';
+
+/** One domain of an organization, with the DNS TXT record that proves control of it. */
+export interface DomainView {
+  domain: string;
+  status: DomainStatus;
+  method: 'dns_txt';
+  record_name: string;
+  record_value: string;
+  created_at_ms: number;
+  verified_at_ms: number | null;
+}
+
 // ---------------------------------------------------------------- flows
 
 /**
@@ -160,7 +189,9 @@ export type FlowAnswer =
   /** org-directory: the slug is the organization's now (ok) or taken. */
   | { op: 'flow_claimed'; flow_id: string; ok: boolean; slug: string }
   /** org-invitation-index: the invitation is indexed (ok) or the address is at INVITATIONS_PER_EMAIL_MAX. */
-  | { op: 'flow_indexed'; flow_id: string; ok: boolean };
+  | { op: 'flow_indexed'; flow_id: string; ok: boolean }
+  /** org-domain: the domain is the organization's now (ok) or another organization's. */
+  | { op: 'flow_domain_claimed'; flow_id: string; ok: boolean; domain: string };
 
 // ---------------------------------------------------------------- messages
 
@@ -204,6 +235,33 @@ export type OrganizationMessage =
   /** The acceptance flow: a new member's slot is held under USER_ORGS_MAX first. Reply InvitationAccepted. */
   | { op: 'accept_invitation'; invitation_id: string; user_id: string; email: string; email_verified: boolean; token_hash?: string }
   | { op: 'decline_invitation'; invitation_id: string; email: string; email_verified: boolean; token_hash?: string }
+  /**
+   * Verified domains (owners and admins; with `by` absent, a trusted caller).
+   * `add_domain`: `domain` as parseDomain gives it, `token` the random part of
+   * the TXT value (used only when the domain is new). Reply `{domain: DomainView, created}`;
+   * an existing domain is returned as it is. At most ORG_DOMAINS_MAX (409 conflict).
+   */
+  | { op: 'add_domain'; domain: string; token: string; by?: Actor }
+  /** `{domains: DomainView[]}`, oldest first; with `by`, members only. */
+  | { op: 'list_domains'; by?: Actor }
+  /** One domain (DomainView), owners and admins; not_found when the organization has no such domain. */
+  | { op: 'get_domain'; domain: string; by?: Actor }
+  /**
+   * The verification flow: `txt` is what the edge's DNS lookup of the record
+   * name found (each record's strings; [] when nothing). The organization
+   * compares: no match is 409 domain_not_verified (nothing changes); a match
+   * claims the domain in `org-domain` (409 domain_taken when another
+   * organization holds it). Reply DomainView (verified).
+   */
+  | { op: 'verify_domain'; domain: string; txt: string[][]; by?: Actor }
+  /** Drops the domain and releases its claim. Reply `{removed: true}`; not_found when unknown. */
+  | { op: 'remove_domain'; domain: string; by?: Actor }
+  /**
+   * For other areas (SCIM): has this organization verified exactly this
+   * domain (see emailDomain)? `{verified: boolean}`; false for an unknown or
+   * deleted organization. A read.
+   */
+  | { op: 'domain_verified'; domain: string }
   | FlowAnswer
   /** Another area's flow (SCIM provisioning) running one single-turn op here, answered through the outbox (actors/flow-call.ts). */
   | FlowCall<OrganizationMessage>;
@@ -263,6 +321,14 @@ export interface OrgListQuery {
   page: number;
   page_size: number;
 }
+
+export type OrgDomainMessage =
+  /** Take the domain for the organization (kept when it is already its own); answered with flow_domain_claimed. */
+  | { op: 'claim'; org_id: string; flow_id: string }
+  /** Give the domain up, if the organization holds it (acked when `ack`). */
+  | { op: 'release'; org_id: string; ack?: FlowAck }
+  /** `{org_id: string | null}`: the organization that verified the domain. A read. */
+  | { op: 'get' };
 
 export type OrgDirectoryMessage =
   /** Take the slug for the organization; answered with flow_claimed. */

@@ -4,13 +4,20 @@ import {
   INVITATION_INDEX_KIND,
   INVITATION_RETENTION_MS,
   normalizeEmail,
+  parseDomain,
   ORG_DIRECTORY_KEY,
   ORG_DIRECTORY_KIND,
+  ORG_DOMAIN_KIND,
+  ORG_DOMAINS_MAX,
   ORG_INVITATIONS_MAX,
   ORG_MEMBERS_MAX,
   SSO_EXEMPT_USERS_MAX,
   USER_ORGS_KIND,
+  verificationRecordName,
+  verificationRecordValue,
   type Actor,
+  type DomainStatus,
+  type DomainView,
   type IndexEntry,
   type InvitationView,
   type Member,
@@ -30,14 +37,15 @@ import type { OrgFlow } from './flows.js';
  * however large the organization is).
  *
  * Records: `meta` (the organization), `m:<user_id>` (a member), `i:<invitation_id>`
- * (a pending invitation). A deleted organization keeps only its `meta` record as a
+ * (a pending invitation), `d:<domain>` (a domain, pending or verified). A deleted organization keeps only its `meta` record as a
  * tombstone, so its id is never reused and late messages cannot bring it back.
  *
  * Kept in step through the outbox (at-least-once; every receiver is idempotent):
  * - `user-orgs` (key user_id): the user's memberships, each sync carrying the
  *   organization's membership sequence number so an old sync never wins;
  * - `org-invitation-index` (key normalized e-mail): pending invitations by address;
- * - `org-directory`: the organization's summary (list and slug uniqueness), by revision.
+ * - `org-directory`: the organization's summary (list and slug uniqueness), by revision;
+ * - `org-domain` (key domain): the claim of each verified domain (one organization per domain).
  *
  * Invariant: a live organization always has at least one owner (`last_owner`).
  */
@@ -72,10 +80,21 @@ export interface Invitation {
   expires_at_ms: number;
 }
 
+/** A domain of the organization (record `d:<domain>`); verified once its claim in `org-domain` is held. */
+export interface OrgDomain {
+  domain: string;
+  /** The random part of the TXT value (not a secret: it is published in DNS). */
+  token: string;
+  status: DomainStatus;
+  created_at_ms: number;
+  verified_at_ms: number | null;
+}
+
 export interface OrganizationState {
   meta: OrgMeta | null;
   members: Map<string, Member>;
   invitations: Map<string, Invitation>;
+  domains: Map<string, OrgDomain>;
   owner_count: number;
   /** Flows this organization coordinates that are not done (flows.ts), by flow_id: records `f:<flow_id>`. */
   flows: Map<string, OrgFlow>;
@@ -84,7 +103,7 @@ export interface OrganizationState {
 const ROLE_RANK: Record<OrgRole, number> = { member: 1, admin: 2, owner: 3 };
 
 export function loadOrganization(_key: string, records: Iterable<[string, unknown]>): OrganizationState {
-  const state: OrganizationState = { meta: null, members: new Map(), invitations: new Map(), owner_count: 0, flows: new Map() };
+  const state: OrganizationState = { meta: null, members: new Map(), invitations: new Map(), domains: new Map(), owner_count: 0, flows: new Map() };
   for (const [subkey, value] of records) {
     if (subkey === 'meta') state.meta = value as OrgMeta;
     else if (subkey.startsWith('m:')) {
@@ -94,6 +113,9 @@ export function loadOrganization(_key: string, records: Iterable<[string, unknow
     } else if (subkey.startsWith('i:')) {
       const invitation = value as Invitation;
       state.invitations.set(invitation.invitation_id, invitation);
+    } else if (subkey.startsWith('d:')) {
+      const domain = value as OrgDomain;
+      state.domains.set(domain.domain, domain);
     } else if (subkey.startsWith('f:')) {
       const flow = value as OrgFlow;
       state.flows.set(flow.flow_id, flow);
@@ -130,6 +152,30 @@ export function invitationView(org_id: string, invitation: Invitation): Invitati
     created_at_ms: invitation.created_at_ms,
     expires_at_ms: invitation.expires_at_ms,
   };
+}
+
+export function domainView(domain: OrgDomain): DomainView {
+  return {
+    domain: domain.domain,
+    status: domain.status,
+    method: 'dns_txt',
+    record_name: verificationRecordName(domain.domain),
+    record_value: verificationRecordValue(domain.token),
+    created_at_ms: domain.created_at_ms,
+    verified_at_ms: domain.verified_at_ms,
+  };
+}
+
+/** The organization's domain, for an owner or admin (not_found otherwise: unknown domain). */
+export function requireDomain(state: OrganizationState, domain: string): OrgDomain {
+  const found = state.domains.get(domain.toLowerCase());
+  if (!found) throw new ServiceError('not_found', 'This organization has no such domain.');
+  return found;
+}
+
+/** Gives the domain's claim up in `org-domain` (a no-op there when the organization does not hold it). */
+export function releaseDomain(org_id: string, domain: string): ActorSend {
+  return { kind: ORG_DOMAIN_KIND, key: domain, message: { op: 'release', org_id } };
 }
 
 export function memberView(member: Member): Member {
@@ -278,8 +324,8 @@ export function requireInvitationRoom(state: OrganizationState, email: string, n
   }
 }
 
-/** Ops of one organization's own turn; create, invite and accept are flows (flows.ts). */
-export type SingleTurnMessage = Exclude<OrganizationMessage, { op: 'create' | 'invite' | 'accept_invitation' | 'flow-call' | `flow_${string}` }>;
+/** Ops of one organization's own turn; create, invite, accept and verify_domain are flows (flows.ts). */
+export type SingleTurnMessage = Exclude<OrganizationMessage, { op: 'create' | 'invite' | 'accept_invitation' | 'verify_domain' | 'flow-call' | `flow_${string}` }>;
 
 /**
  * The organization's own rules, one turn each. Its outbox messages to the
@@ -413,6 +459,12 @@ export function stepOrganization(state: OrganizationState, message: SingleTurnMe
       state.members.clear();
       state.owner_count = 0;
       for (const invitation of [...state.invitations.values()]) dropInvitation(state, effects, invitation);
+      // Its domains go, and their claims with them (a claim still in flight is released when its answer comes: flows.ts).
+      for (const domain of state.domains.keys()) {
+        effects.writes.push({ subkey: `d:${domain}`, value: undefined });
+        effects.sends.push(releaseDomain(meta.org_id, domain));
+      }
+      state.domains.clear();
       meta.deleted = true;
       meta.sso_exempt_user_ids = [];
       meta.seq++;
@@ -446,6 +498,52 @@ export function stepOrganization(state: OrganizationState, message: SingleTurnMe
       requireProof(invitation, message.email_verified, message.token_hash);
       dropInvitation(state, effects, invitation);
       return done({ declined: true }, true);
+    }
+
+    case 'add_domain': {
+      requireLive(state);
+      requireManager(actingRole(state, message.by), 'Only an owner or admin of the organization can manage its domains.');
+      const check = parseDomain(message.domain);
+      if (!check.ok) throw new ServiceError('BAD_REQUEST', `Not a valid domain: ${check.reason}`, { details: [{ field: 'domain', message: check.reason }] });
+      const existing = state.domains.get(check.domain);
+      if (existing) return { state, reply: { domain: domainView(existing), created: false } };
+      if (state.domains.size >= ORG_DOMAINS_MAX) throw new ServiceError('conflict', `An organization may hold at most ${ORG_DOMAINS_MAX} domains; remove one first.`);
+      const domain: OrgDomain = { domain: check.domain, token: message.token, status: 'pending', created_at_ms: now, verified_at_ms: null };
+      state.domains.set(domain.domain, domain);
+      effects.writes.push({ subkey: `d:${domain.domain}`, value: domain });
+      return done({ domain: domainView(domain), created: true });
+    }
+
+    case 'list_domains': {
+      requireLive(state);
+      actingRole(state, message.by);
+      const domains = [...state.domains.values()].sort((a, b) => a.created_at_ms - b.created_at_ms || (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+      return { state, reply: { domains: domains.map(domainView) } };
+    }
+
+    case 'get_domain': {
+      requireLive(state);
+      requireManager(actingRole(state, message.by), 'Only an owner or admin of the organization can manage its domains.');
+      return { state, reply: domainView(requireDomain(state, message.domain)) };
+    }
+
+    case 'remove_domain': {
+      const meta = requireLive(state);
+      requireManager(actingRole(state, message.by), 'Only an owner or admin of the organization can manage its domains.');
+      const domain = requireDomain(state, message.domain);
+      if ([...state.flows.values()].some((flow) => flow.kind === 'domain' && flow.domain === domain.domain)) {
+        throw new ServiceError('conflict', 'This domain is being verified; try again in a moment.');
+      }
+      state.domains.delete(domain.domain);
+      effects.writes.push({ subkey: `d:${domain.domain}`, value: undefined });
+      // Released even when pending: the index ignores a release of what the organization does not hold.
+      effects.sends.push(releaseDomain(meta.org_id, domain.domain));
+      return done({ removed: true });
+    }
+
+    case 'domain_verified': {
+      if (!state.meta || state.meta.deleted) return { state, reply: { verified: false } };
+      return { state, reply: { verified: state.domains.get(message.domain.toLowerCase())?.status === 'verified' } };
     }
 
     case '$alarm': {

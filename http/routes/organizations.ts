@@ -6,14 +6,18 @@ import { DIRECTORY_KEY, DIRECTORY_KIND, USER_KIND, type PublicUser } from '../..
 import {
   INVITATION_INDEX_KIND,
   INVITATION_TTL_MS_DEFAULT,
+  DOMAIN_LENGTH_MAX,
   normalizeEmail,
   ORG_DIRECTORY_KEY,
   ORG_DIRECTORY_KIND,
   ORG_QUERY_MAX,
+  ORG_DOMAINS_MAX,
   ORGANIZATION_KIND,
+  parseDomain,
   SSO_EXEMPT_USERS_MAX,
   USER_ORGS_KIND,
   type Actor,
+  type DomainView,
   type IndexEntry,
   type InvitationAccepted,
   type InvitationCreated,
@@ -59,6 +63,14 @@ const IdParams = Type.Object({ id: ORG_ID });
 const MemberParams = Type.Object({ id: ORG_ID, user_id: USER_ID });
 const InvitationParams = Type.Object({ id: ORG_ID, invitation_id: Type.String({ minLength: 1, maxLength: 128 }) });
 const MyInvitationParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
+const DomainParams = Type.Object({ id: ORG_ID, domain: Type.String({ minLength: 1, maxLength: DOMAIN_LENGTH_MAX }) });
+const DomainBody = Type.Object({
+  domain: Type.String({
+    minLength: 1,
+    maxLength: DOMAIN_LENGTH_MAX,
+    description: 'A DNS name of at least two labels (example.com), stored lower-case; an IDN in its punycode form (xn--...); no trailing dot, no IP address.',
+  }),
+});
 
 const CreateBody = Type.Object({
   name: NAME,
@@ -146,6 +158,25 @@ const InvitationCreatedSchema = Type.Object(
   { title: 'OrganizationInvitationCreated' },
 );
 
+const DomainSchema = Type.Object(
+  {
+    domain: Type.String(),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('verified')]),
+    verification: Type.Object({
+      method: Type.Literal('dns_txt'),
+      record_name: Type.String({ description: 'The DNS name to publish the TXT record at: _platform-verification.<domain>.' }),
+      record_value: Type.String({ description: 'The value the TXT record must hold: platform-verification=<token>.' }),
+    }),
+    created_at: Type.String({ format: 'date-time' }),
+    verified_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  },
+  { title: 'OrganizationDomain' },
+);
+
+/** TXT records (and strings per record) of one lookup passed on to the organization; the rest are ignored. */
+const TXT_RECORDS_MAX = 100;
+const TXT_STRINGS_MAX = 64;
+
 const userErrors = (...extra: number[]) => errorResponses(...bearerErrors, ...extra);
 const adminErrors = (...extra: number[]) => errorResponses(...bearerErrors, 403, ...extra);
 
@@ -162,6 +193,16 @@ function orgOut(org: OrgView) {
     member_count: org.member_count,
     sso_enforced: org.sso_enforced,
     sso_exempt_user_ids: org.sso_exempt_user_ids,
+  };
+}
+
+function domainOut(domain: DomainView) {
+  return {
+    domain: domain.domain,
+    status: domain.status,
+    verification: { method: domain.method, record_name: domain.record_name, record_value: domain.record_value },
+    created_at: isoTime(domain.created_at_ms)!,
+    verified_at: isoTime(domain.verified_at_ms),
   };
 }
 
@@ -329,6 +370,38 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     if (!removed) throw new ServiceError('not_found', 'Not a member of this organization.');
   };
 
+  /** Adds a domain (201), or returns the organization's existing record of it (200). */
+  const addDomain = async (org_id: string, input: string, by: Actor): Promise<{ created: boolean; domain: DomainView }> => {
+    const check = parseDomain(input);
+    if (!check.ok) throw new ServiceError('BAD_REQUEST', `Not a valid domain: ${check.reason}`, { details: [{ field: 'domain', message: check.reason }] });
+    const token = randomBytes(16).toString('hex');
+    return askOrg<{ created: boolean; domain: DomainView }>(org_id, { op: 'add_domain', domain: check.domain, token, by });
+  };
+
+  const listDomains = async (org_id: string, by: Actor) => {
+    const { domains } = await readOrg<{ domains: DomainView[] }>(org_id, { op: 'list_domains', by });
+    return { domains: domains.map(domainOut) };
+  };
+
+  /**
+   * Verification: a read for the record to look up (which also checks the
+   * caller's role and the domain, so a stranger triggers no DNS query), the
+   * DNS lookup, then one ask carrying what it found: the organization compares
+   * and, on a match, claims the domain (a flow) and answers when it holds it.
+   */
+  const verifyDomain = async (org_id: string, input: string, by: Actor) => {
+    const domain = input.toLowerCase();
+    const expected = await readOrg<DomainView>(org_id, { op: 'get_domain', domain, by });
+    const found = await services.domainResolver.resolveTxt(expected.record_name);
+    const txt = found.slice(0, TXT_RECORDS_MAX).map((strings) => strings.slice(0, TXT_STRINGS_MAX));
+    return domainOut(await askOrg<DomainView>(org_id, { op: 'verify_domain', domain, txt, by }));
+  };
+
+  const removeDomain = async (org_id: string, input: string, by: Actor) => {
+    await askOrg(org_id, { op: 'remove_domain', domain: input.toLowerCase(), by });
+    return { message: 'Domain removed.' };
+  };
+
   // ======================= admin (platform role admin) =======================
 
   app.post<{ Body: Static<typeof AdminCreateBody> }>('/admin/auth/orgs', {
@@ -474,6 +547,56 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     return { message: 'Member removed.' };
   });
 
+  // ======================= domains (admin) =======================
+
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof DomainBody> }>('/admin/auth/org/:id/domains', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['admin'],
+      summary: `Add a domain to verify (201, pending, with the DNS TXT record to publish); a domain the organization has already: 200 as it is. At most ${ORG_DOMAINS_MAX}: 409 conflict.`,
+      security: bearerSecurity,
+      params: IdParams,
+      body: DomainBody,
+      response: { 200: DomainSchema, 201: DomainSchema, ...adminErrors(404, 409) },
+    },
+  }, async (request, reply) => {
+    const { created, domain } = await addDomain(request.params.id, request.body.domain, actorOf(requireAdmin(request), true));
+    return reply.code(created ? 201 : 200).send(domainOut(domain));
+  });
+
+  app.get<{ Params: Static<typeof IdParams> }>('/admin/auth/org/:id/domains', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['admin'],
+      summary: "The organization's domains, pending and verified, oldest first.",
+      security: bearerSecurity,
+      params: IdParams,
+      response: { 200: Type.Object({ domains: Type.Array(DomainSchema) }), ...adminErrors(404) },
+    },
+  }, async (request) => listDomains(request.params.id, actorOf(requireAdmin(request), true)));
+
+  app.post<{ Params: Static<typeof DomainParams> }>('/admin/auth/org/:id/domains/:domain/verify', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['admin'],
+      summary: 'Look up the DNS TXT record and verify the domain. Not found: 409 domain_not_verified; verified by another organization: 409 domain_taken.',
+      security: bearerSecurity,
+      params: DomainParams,
+      response: { 200: DomainSchema, ...adminErrors(404, 409) },
+    },
+  }, async (request) => verifyDomain(request.params.id, request.params.domain, actorOf(requireAdmin(request), true)));
+
+  app.delete<{ Params: Static<typeof DomainParams> }>('/admin/auth/org/:id/domains/:domain', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['admin'],
+      summary: 'Remove a domain; a verified one is free for other organizations again.',
+      security: bearerSecurity,
+      params: DomainParams,
+      response: { 200: MessageBody, ...adminErrors(404, 409) },
+    },
+  }, async (request) => removeDomain(request.params.id, request.params.domain, actorOf(requireAdmin(request), true)));
+
   // ======================= members (/api/v1/orgs) =======================
 
   app.post<{ Body: Static<typeof CreateBody> }>('/api/v1/orgs', {
@@ -603,6 +726,56 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     await removeMember(request.params.id, principal.user_id, actorOf(principal));
     return { message: 'You left the organization.' };
   });
+
+  // ======================= domains =======================
+
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof DomainBody> }>('/api/v1/orgs/:id/domains', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['organizations'],
+      summary: `Add a domain to verify (owner or admin): 201, pending, with the DNS TXT record to publish; a domain the organization has already: 200 as it is. At most ${ORG_DOMAINS_MAX}: 409 conflict.`,
+      security: bearerSecurity,
+      params: IdParams,
+      body: DomainBody,
+      response: { 200: DomainSchema, 201: DomainSchema, ...userErrors(403, 404, 409) },
+    },
+  }, async (request, reply) => {
+    const { created, domain } = await addDomain(request.params.id, request.body.domain, actorOf(requireUser(request)));
+    return reply.code(created ? 201 : 200).send(domainOut(domain));
+  });
+
+  app.get<{ Params: Static<typeof IdParams> }>('/api/v1/orgs/:id/domains', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['organizations'],
+      summary: "The organization's domains, pending and verified, oldest first (any member).",
+      security: bearerSecurity,
+      params: IdParams,
+      response: { 200: Type.Object({ domains: Type.Array(DomainSchema) }), ...userErrors(403, 404) },
+    },
+  }, async (request) => listDomains(request.params.id, actorOf(requireUser(request))));
+
+  app.post<{ Params: Static<typeof DomainParams> }>('/api/v1/orgs/:id/domains/:domain/verify', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['organizations'],
+      summary: 'Look up the DNS TXT record and verify the domain (owner or admin). Not found: 409 domain_not_verified; verified by another organization: 409 domain_taken.',
+      security: bearerSecurity,
+      params: DomainParams,
+      response: { 200: DomainSchema, ...userErrors(403, 404, 409) },
+    },
+  }, async (request) => verifyDomain(request.params.id, request.params.domain, actorOf(requireUser(request))));
+
+  app.delete<{ Params: Static<typeof DomainParams> }>('/api/v1/orgs/:id/domains/:domain', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['organizations'],
+      summary: 'Remove a domain (owner or admin); a verified one is free for other organizations again.',
+      security: bearerSecurity,
+      params: DomainParams,
+      response: { 200: MessageBody, ...userErrors(403, 404, 409) },
+    },
+  }, async (request) => removeDomain(request.params.id, request.params.domain, actorOf(requireUser(request))));
 
   // ======================= invitations =======================
 

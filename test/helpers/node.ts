@@ -5,6 +5,7 @@ import pino from 'pino';
 import { ManualClock, type Clock } from '../../runtime/index.js';
 import { loadConfig, type NodeConfig } from '../../http/config.js';
 import { startNode, type RunningNode } from '../../http/node.js';
+import type { DomainResolver } from '../../http/domain-resolver.js';
 
 /**
  * The one harness for HTTP tests: a real node (real LMDB in a temp dir, real
@@ -59,12 +60,14 @@ export function testConfig(dataDir: string, overrides: Partial<NodeConfig> = {})
 }
 
 export async function startTestNode(
-  options: { clock?: Clock | 'manual'; dataDir?: string; config?: Partial<NodeConfig>; logger?: pino.Logger } = {},
+  options: { clock?: Clock | 'manual'; dataDir?: string; config?: Partial<NodeConfig>; logger?: pino.Logger; domainResolver?: DomainResolver } = {},
 ): Promise<TestNode> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'platform-test-'));
   const clock = options.clock === 'manual' ? new ManualClock(Date.now()) : (options.clock ?? undefined);
   const config = testConfig(dataDir, options.config);
   const node = await startNode({ config, clock, logger: options.logger ?? pino({ level: 'silent' }) });
+  // DNS for organization domain verification: tests answer from a table, never from the network.
+  if (options.domainResolver) node.services.domainResolver = options.domainResolver;
   const url = node.url;
 
   async function request(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
