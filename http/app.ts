@@ -13,6 +13,7 @@ import { healthRoutes } from './routes/health.js';
 import { ErrorBody } from './schemas.js';
 import type { AppServices } from './services.js';
 import './auth/principal.js';
+import './public-base.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -69,6 +70,7 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   app.server.headersTimeout = services.config.httpHeadersTimeoutMs;
   app.server.maxConnections = services.config.httpConnectionsMax;
   app.decorateRequest('principal', null);
+  app.decorate('publicBaseUrl', () => services.publicBaseUrl());
   registerValidation(app);
   // JSON only: any other body type is a 415, not a string handed to a route.
   app.removeContentTypeParser(['text/plain']);

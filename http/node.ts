@@ -91,6 +91,8 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   });
 
   let ready = false;
+  /** This node's own URL, known once it listens: the base of issued URLs when PUBLIC_BASE_URL is unset. */
+  let selfUrl = '';
   const tokens = await createTokenService(actors, config, clock, logger, cluster !== undefined);
   const services: AppServices = {
     actors,
@@ -101,6 +103,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     mail: new LogMailTransport(logger.child({ component: 'mail' })),
     domainResolver: new SystemDomainResolver(),
     isReady: () => ready && (clusterNode ? clusterNode.isReady() : true),
+    publicBaseUrl: () => config.publicBaseUrl || selfUrl,
     cluster: clusterNode,
     sessionCache,
   };
@@ -116,6 +119,12 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  // A wildcard listen address names no host a client can use: such a node says localhost (and warns below).
+  const wildcard = config.host === '0.0.0.0' || config.host === '::';
+  selfUrl = config.cluster ? `http://${config.cluster.advertiseHost}:${port}` : wildcard ? `http://localhost:${port}` : url;
+  if (!config.publicBaseUrl) {
+    logger.warn({ base_url: selfUrl }, 'PUBLIC_BASE_URL is unset: OAuth issuer, SCIM locations and mailed links use this node\'s own URL; set PUBLIC_BASE_URL to the URL clients reach');
+  }
 
   let closing: Promise<void> | undefined;
   const activeRuntime = runtime;

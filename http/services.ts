@@ -20,6 +20,8 @@ export interface AppServices {
   domainResolver: DomainResolver;
   /** True while this node owns and serves its partitions. */
   isReady(): boolean;
+  /** PUBLIC_BASE_URL, or this node's own URL once it listens (http/public-base.ts). */
+  publicBaseUrl(): string;
   /** Present in cluster mode: what GET /cluster/status shows. */
   cluster?: { status(): ClusterStatusView };
   /** Recent positive session checks of this node (dropped everywhere on revocation: see http/auth/session-cache.ts). */

@@ -10,6 +10,7 @@ import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../
 import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { UserSchema, userView } from './accounts.js';
+import { publicBase } from '../public-base.js';
 
 /**
  * CLI login (spec doc 1 §4.2 `POST /api/v1/auth/cli/session/{id}/complete`;
@@ -68,7 +69,7 @@ export function cliLoginRoutes(app: FastifyInstance, services: AppServices): voi
     return reply.code(201).send({
       id,
       user_code,
-      verification_uri: `${request.protocol}://${request.host}/api/v1/auth/cli/session/${id}/complete`,
+      verification_uri: `${publicBase(request)}/api/v1/auth/cli/session/${id}/complete`,
       poll_token: poll.secret,
       expires_in: CLI_SESSION_TTL_MS / 1000,
       interval: CLI_POLL_INTERVAL_S,

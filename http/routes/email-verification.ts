@@ -7,6 +7,7 @@ import { hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, refuseImpersonation } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { publicBase } from '../public-base.js';
 
 /**
  * E-mail verification (spec doc 1 §4.2 `POST /api/v1/auth/email/verify/send`,
@@ -32,7 +33,7 @@ export function parseVerificationToken(token: string): { user_id: string; secret
 }
 
 function linkBase(request: FastifyRequest, redirect_url: string | undefined): URL {
-  if (redirect_url === undefined) return new URL('/api/v1/auth/email/verify/confirm', `${request.protocol}://${request.host}`);
+  if (redirect_url === undefined) return new URL('/api/v1/auth/email/verify/confirm', publicBase(request));
   let url: URL;
   try {
     url = new URL(redirect_url);

@@ -34,6 +34,7 @@ import { useErrorFormat } from '../plugins/error-handler.js';
 import { bearerErrors, bearerSecurity, errorResponses, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { requireAdmin } from './admin.js';
+import { publicBase } from '../public-base.js';
 
 /**
  * OAuth 2.0 authorization server (spec doc 1 §4.3; docs/api/oauth.md):
@@ -112,9 +113,9 @@ function configuredBaseUrl(services: AppServices): string {
   return services.config.publicBaseUrl;
 }
 
-/** Issuer and endpoint base: PUBLIC_BASE_URL when set, else the request's own scheme and host. */
-function baseUrl(request: FastifyRequest, configured: string): string {
-  return configured !== '' ? configured : `${request.protocol}://${request.host}`;
+/** Issuer and endpoint base: PUBLIC_BASE_URL when set, else the node's own URL (http/public-base.ts), never the Host header. */
+function baseUrl(request: FastifyRequest, _configured: string): string {
+  return publicBase(request);
 }
 
 function badRequest(field: string, message: string): ServiceError {

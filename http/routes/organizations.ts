@@ -33,6 +33,7 @@ import { CLIENT_SUBJECT_PREFIX, hashSecret } from '../auth/tokens.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { publicBase } from '../public-base.js';
 
 /**
  * Organizations (spec doc 1 §2 Organization, §4.1 `PUT /admin/auth/org/{id}/sso`,
@@ -259,7 +260,7 @@ function actorOf(principal: Principal, platform_admin = false): Actor {
 function linkFor(request: FastifyRequest, redirect_url: string | undefined, invitation_id: string, token: string): string {
   let url: URL;
   if (redirect_url === undefined) {
-    url = new URL(`/api/v1/auth/invitations/${encodeURIComponent(invitation_id)}/accept`, `${request.protocol}://${request.host}`);
+    url = new URL(`/api/v1/auth/invitations/${encodeURIComponent(invitation_id)}/accept`, publicBase(request));
   } else {
     try {
       url = new URL(redirect_url);

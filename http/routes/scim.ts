@@ -28,6 +28,7 @@ import { addJsonMediaType } from '../plugins/json-body.js';
 import { SCIM_CONTENT_TYPE, sendScimError, useErrorFormat } from '../plugins/error-handler.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { publicBase } from '../public-base.js';
 
 /**
  * SCIM 2.0 (RFC 7643/7644, spec doc 1 §4.4) and the issuing of its
@@ -176,8 +177,9 @@ const ScimTokenCreatedSchema = Type.Object(
 // Views and helpers
 // ---------------------------------------------------------------------------
 
-function baseUrl(request: FastifyRequest, configured: string): string {
-  return configured !== '' ? configured : `${request.protocol}://${request.host}`;
+/** PUBLIC_BASE_URL when set, else the node's own URL (http/public-base.ts), never the Host header. */
+function baseUrl(request: FastifyRequest, _configured: string): string {
+  return publicBase(request);
 }
 
 function scimUserView(user: ScimUserRecord, base: string) {

@@ -149,3 +149,17 @@ describe('TRUST_PROXY', () => {
     }
   });
 });
+
+describe('the Host header is never reflected (PUBLIC_BASE_URL unset)', () => {
+  it('OAuth metadata and the CLI login verification_uri use the node\'s own URL, whatever Host says', async () => {
+    const { text } = await raw('GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n');
+    expect(text).toMatch(/^HTTP\/1\.1 200/);
+    const metadata = bodyOf(text);
+    expect(metadata.issuer).toBe(t.url);
+    expect(JSON.stringify(metadata)).not.toContain('evil.example');
+    const body = '{}';
+    const cli = await raw(`POST /api/v1/auth/cli/session HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    expect(cli.text).toMatch(/^HTTP\/1\.1 20/);
+    expect(String(bodyOf(cli.text).verification_uri)).toMatch(new RegExp(`^${t.url}/`));
+  });
+});
