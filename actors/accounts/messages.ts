@@ -168,8 +168,6 @@ export type UserMessage =
   | { op: 'admin-end-session'; session_id: string }
   | { op: 'email-verify-send'; token_hash: string }
   | { op: 'email-verify-confirm'; token_hash: string }
-  | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
-  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number }
   /**
    * An admin signs in as this user, checked in one turn: another admin or a
    * banned user is refused (403); a user with two-factor gets a challenge

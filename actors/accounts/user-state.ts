@@ -435,12 +435,6 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, { waiter: context.request_id });
     }
 
-    case 'impersonate': {
-      const user = requireUser(state);
-      if (user.two_factor_enabled) throw new ServiceError('conflict', 'The user has two-factor enabled: use impersonate-2fa.');
-      return openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
-    }
-
     case 'admin-impersonate': {
       const user = requireUser(state);
       if (user.role === 'admin') throw new ServiceError('forbidden', 'Admins cannot be impersonated.');
@@ -458,17 +452,6 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       const opened = openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
       const reply: ImpersonationStart = { requires_2fa: false, ...(opened.reply as { session_id: string; user: PublicUser }) };
       return { state: opened.state, reply };
-    }
-
-    case 'impersonate-2fa': {
-      const user = requireUser(state);
-      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
-      const kept = (state.impersonation_challenges ?? []).filter(([, , expires]) => expires > now);
-      const impersonation_challenges: [string, string, number][] = [
-        ...kept,
-        [message.challenge_id, message.admin_id, now + message.ttl_seconds * 1000] as [string, string, number],
-      ].slice(-IMPERSONATION_CHALLENGES_KEPT);
-      return { state: { ...state, impersonation_challenges }, reply: null };
     }
 
     case '$alarm':
