@@ -1,4 +1,4 @@
-import { isServiceError, type ErrorCode, type TurnContext, type TurnResult } from '../runtime/index.js';
+import { isServiceError, type DeferredReply, type ErrorCode, type TurnContext, type TurnResult } from '../runtime/index.js';
 
 /**
  * How a flow (a coordinator actor, docs/architecture.md "Flows") asks another
@@ -36,6 +36,21 @@ export interface FlowError {
 export type FlowAnswer =
   | { op: 'flow-answer'; flow_id: string; step: string; ok: true; reply: unknown }
   | { op: 'flow-answer'; flow_id: string; step: string; ok: false; error: FlowError };
+
+/** An answer read with the reply type of the call it answers (the coordinator knows it by `step`). */
+export type FlowOutcome<Reply> = { ok: true; reply: Reply } | { ok: false; error: FlowError };
+
+export function flowOutcome<Reply>(answer: FlowAnswer): FlowOutcome<Reply> {
+  return answer.ok ? { ok: true, reply: answer.reply as Reply } : { ok: false, error: answer.error };
+}
+
+/**
+ * Passes an answer on to the ask the coordinator deferred for it: the reply
+ * (through `shape`), or the refusal with its code, message and details.
+ */
+export function relayAnswer<Reply>(request_id: string, answer: FlowAnswer, shape: (reply: Reply) => unknown = (reply) => reply): DeferredReply {
+  return answer.ok ? { request_id, reply: shape(answer.reply as Reply) } : { request_id, error: answer.error };
+}
 
 /** The send that asks `kind`/`key` to run `call` and answer to `reply_to`. */
 export function flowCall<Message>(kind: string, key: string, call: Message, reply_to: FlowReplyTo): { kind: string; key: string; message: FlowCall<Message> } {

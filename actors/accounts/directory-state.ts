@@ -1,5 +1,5 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { LOGIN_FLOW_KIND, USER_KIND, USER_QUERY_MAX, type DirectoryMessage, type LoginFlowMessage, type PublicUser, type UserListQuery } from './messages.js';
+import { USER_KIND, USER_QUERY_MAX, type DirectoryMessage, type PublicUser, type UserListQuery } from './messages.js';
 import { answerFlowCall } from '../flow-call.js';
 
 /**
@@ -68,16 +68,8 @@ export function stepDirectory(
     case 'claim': {
       const email = normalizeEmail(message.user.email);
       const username = normalizeUsername(message.user.username);
-      const taken = state.byEmail.has(email)
-        ? new ServiceError('email_taken', 'A user with this e-mail already exists.')
-        : state.byUsername.has(username)
-          ? new ServiceError('username_taken', 'A user with this username already exists.')
-          : null;
-      if (taken && message.flow !== undefined) {
-        const refused: LoginFlowMessage = { op: 'claimed', error: { code: taken.code, message: taken.message } };
-        return { state, sends: [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: refused }] };
-      }
-      if (taken) throw taken;
+      if (state.byEmail.has(email)) throw new ServiceError('email_taken', 'A user with this e-mail already exists.');
+      if (state.byUsername.has(username)) throw new ServiceError('username_taken', 'A user with this username already exists.');
       state.byEmail.set(email, message.user.id);
       state.byUsername.set(username, message.user.id);
       const writes: RecordWrite[] = [
@@ -88,19 +80,12 @@ export function stepDirectory(
         state,
         writes,
         reply: { user_id: message.user.id },
-        sends: [
-          { kind: USER_KIND, key: message.user.id, message: { op: 'create', user: message.user } },
-          ...(message.flow === undefined ? [] : [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: { op: 'claimed' } satisfies LoginFlowMessage }]),
-        ],
+        sends: [{ kind: USER_KIND, key: message.user.id, message: { op: 'create', user: message.user } }],
       };
     }
     case 'lookup': {
       const login = message.login.trim().toLowerCase();
       const user_id = state.byEmail.get(login) ?? state.byUsername.get(login) ?? null;
-      if (message.flow !== undefined) {
-        const found: LoginFlowMessage = { op: 'looked-up', user_id };
-        return { state, reply: { user_id }, sends: [{ kind: LOGIN_FLOW_KIND, key: message.flow, message: found }] };
-      }
       return { state, reply: { user_id } };
     }
     case 'sync': {
@@ -132,20 +117,8 @@ export function stepDirectory(
       return { state, writes, reply: { applied: true }, sends };
     }
 
-    case 'reserve': {
-      if (message.flow_id === undefined) return reserve(state, message);
-      // A rename flow of the user actor: the outcome goes back to it through the outbox.
-      const flow_id = message.flow_id;
-      let result: TurnResult<DirectoryState, unknown>;
-      try {
-        result = reserve(state, message);
-      } catch (error) {
-        if (!(error instanceof ServiceError)) throw error;
-        const refused = { op: 'reserved', flow_id, error: { code: error.code, message: error.message } };
-        return { state, sends: [{ kind: USER_KIND, key: message.user_id, message: refused }] };
-      }
-      return { ...result, sends: [{ kind: USER_KIND, key: message.user_id, message: { op: 'reserved', flow_id } }] };
-    }
+    case 'reserve':
+      return reserve(state, message);
 
     case 'release': {
       const summary = state.summaries.get(message.user_id);
@@ -166,7 +139,7 @@ export function stepDirectory(
     case 'list':
       return { state, reply: listUsers(state, message) };
 
-    // Additive, for flows (scim): the same messages, answered to the flow that sent them.
+    // A flow's step (login, registration, a user's rename, SCIM, OAuth): the same messages, answered to the flow that sent them.
     case 'flow-call':
       return answerFlowCall<DirectoryState, DirectoryMessage>(stepDirectory, state, message, context);
 

@@ -1,4 +1,5 @@
 import { ServiceError, type ActorSend, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { flowCall, flowOutcome, type FlowAnswer as CallAnswer, type FlowError } from '../flow-call.js';
 import {
   ACCOUNT_FAILURES_MAX,
   ADDRESS_FAILURES_MAX,
@@ -17,6 +18,7 @@ import {
   type LoginBegun,
   type LoginDone,
   type LoginFlowMessage,
+  type LoginStep,
   type NewUser,
   type PublicUser,
   type Registered,
@@ -46,6 +48,11 @@ import {
  *    anything that judged nothing (a ban, an SSO refusal, a busy KDF) hands
  *    every place back; a registration counts on its address whatever happens
  *    to the names. Then the session is opened through the user actor.
+ *
+ * The directory and the user actor are called with flow-calls
+ * (actors/flow-call.ts: flow_id = the flow's key, step = a LoginStep) and
+ * answer with flow-answers, a refusal included; the throttle's `throttle`
+ * is a notice of its queue (it may come long after `take`), not an answer.
  *
  * The asks are answered from the turns that end their step (deferred
  * replies); refusals are answer values (FlowAnswer), so Retry-After reaches
@@ -119,12 +126,18 @@ function throttle(key: string, message: ThrottleMessage): ActorSend {
   return { kind: LOGIN_THROTTLE_KIND, key, message };
 }
 
-function toUser(user_id: string, message: UserMessage, flow: string): ActorSend {
-  return { kind: USER_KIND, key: user_id, message: { ...message, flow } };
+/** A step of the user actor; its flow-answer comes back here (flow_id: this flow's key). */
+function toUser(user_id: string, step: LoginStep, message: UserMessage, context: TurnContext): ActorSend {
+  return flowCall(USER_KIND, user_id, message, { kind: LOGIN_FLOW_KIND, key: context.key, flow_id: context.key, step });
 }
 
-function toDirectory(message: DirectoryMessage): ActorSend {
-  return { kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message };
+function toDirectory(step: LoginStep, message: DirectoryMessage, context: TurnContext): ActorSend {
+  return flowCall(DIRECTORY_KIND, DIRECTORY_KEY, message, { kind: LOGIN_FLOW_KIND, key: context.key, flow_id: context.key, step });
+}
+
+/** A refusal of the user actor or the directory, as the flow's own. */
+function refusalOf(error: FlowError): FlowRefusal {
+  return { code: error.code, message: error.message };
 }
 
 /** How the places held end: counted (a wrong guess, a registration), cleared (a right guess) or handed back. */
@@ -187,7 +200,7 @@ function acquired(context: TurnContext, flow: LoginFlowState): Result {
     case 'register':
       return { state: { ...flow, phase: 'checking', request_id: null }, replies: answered(flow.request_id, { ok: true, value: null }) };
     case 'code-check':
-      return { state: { ...flow, phase: 'checking' }, sends: [toUser(flow.user_id!, flow.check!, context.key)] };
+      return { state: { ...flow, phase: 'checking' }, sends: [toUser(flow.user_id!, 'code-check', flow.check!, context)] };
   }
 }
 
@@ -221,16 +234,7 @@ function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, contex
         ip_address: message.ip_address,
         user_id: null,
       };
-      return begin(context, flow, [toDirectory({ op: 'lookup', login, flow: context.key })]);
-    }
-
-    case 'looked-up': {
-      if (!state || state.phase !== 'lookup') return { state };
-      const user_id = message.user_id;
-      const subjects = [{ key: `acct:${user_id ?? `login:${state.login}`}`, limit: ACCOUNT_FAILURES_MAX }, ...addressSubject(state.ip_address)];
-      const flow: LoginFlowState = { ...state, user_id, subjects, credentials: user_id ? undefined : null };
-      const credentials = user_id ? [toUser(user_id, { op: 'credentials' }, context.key)] : [];
-      return acquireNext(context, flow, credentials);
+      return begin(context, flow, [toDirectory('lookup', { op: 'lookup', login }, context)]);
     }
 
     case 'register': {
@@ -270,8 +274,8 @@ function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, contex
       return acquireNext(context, { ...state, reserved });
     }
 
-    case 'user-answer':
-      return userAnswered(state, message, context);
+    case 'flow-answer':
+      return callAnswered(state, message, context);
 
     case 'password-checked': {
       if (!state || state.purpose !== 'login' || state.phase !== 'checking') throw new ServiceError('flow_interrupted', 'The login attempt ended; sign in again.');
@@ -287,21 +291,14 @@ function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, contex
         return end(flow, 'succeed', { ok: true, value: done });
       }
       // The places are settled now; the session opens in the user actor.
-      const open = toUser(credentials.user_id, { op: 'open-session', ...message.session }, context.key);
+      const open = toUser(credentials.user_id, 'open-session', { op: 'open-session', ...message.session }, context);
       return { state: { ...flow, phase: 'opening', reserved: [] }, sends: [...settle(flow.reserved, 'succeed'), open] };
     }
 
     case 'create-user': {
       if (!state || state.purpose !== 'register' || state.phase !== 'checking') throw new ServiceError('flow_interrupted', 'The registration ended; try again.');
       const flow: LoginFlowState = { ...state, phase: 'claiming', request_id: context.request_id, new_user: message.user, session: message.session, user_id: message.user.id };
-      return { state: flow, sends: [toDirectory({ op: 'claim', user: message.user, flow: context.key })] };
-    }
-
-    case 'claimed': {
-      if (!state || state.phase !== 'claiming') return { state };
-      // A name already taken still counts: the attempt cost a KDF run.
-      if (message.error) return end(state, 'count', refused(message.error));
-      return { state: { ...state, phase: 'creating' }, sends: [toUser(state.new_user!.id, { op: 'create', user: state.new_user! }, context.key)] };
+      return { state: flow, sends: [toDirectory('claim', { op: 'claim', user: message.user }, context)] };
     }
 
     case 'abandon': {
@@ -327,37 +324,61 @@ function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, contex
   }
 }
 
-/** What the user actor answered, by the step the flow is at. */
-function userAnswered(state: State, message: Extract<LoginFlowMessage, { op: 'user-answer' }>, context: TurnContext): Result {
-  if (!state) return { state };
-  if (state.purpose === 'login' && state.phase !== 'opening') {
-    if (state.credentials !== undefined) return { state };
-    // No such user any more (deleted since the lookup): checked like an unknown login.
-    const flow: LoginFlowState = { ...state, credentials: message.error ? null : (message.reply as Credentials) };
-    if (flow.phase === 'acquiring' && flow.reserved.length === flow.subjects.length) return acquired(context, flow);
-    return { state: flow };
-  }
-  switch (state.phase) {
-    case 'checking': {
-      if (state.purpose !== 'code-check') return { state };
-      if (message.error) {
-        // A wrong code counts; a refusal that judged no code (not enabled, SSO required, ...) does not.
-        return end(state, message.error.code === 'invalid_two_factor_code' ? 'count' : 'release', refused(message.error));
-      }
-      if (state.check!.op === '2fa-login' && !(message.reply as { ok: boolean }).ok) return end(state, 'count', refused(INVALID_CODE));
-      return end(state, 'succeed', { ok: true, value: message.reply });
+/** What the directory or the user actor answered, by the step it answers and the phase the flow is at. */
+function callAnswered(state: State, message: CallAnswer, context: TurnContext): Result {
+  // An answer to an ended flow (or to another run under this key) changes nothing.
+  if (!state || message.flow_id !== context.key) return { state };
+  const step = message.step as LoginStep;
+  switch (step) {
+    case 'lookup': {
+      if (state.phase !== 'lookup') return { state };
+      const looked = flowOutcome<{ user_id: string | null }>(message);
+      const user_id = looked.ok ? looked.reply.user_id : null;
+      const subjects = [{ key: `acct:${user_id ?? `login:${state.login}`}`, limit: ACCOUNT_FAILURES_MAX }, ...addressSubject(state.ip_address)];
+      const flow: LoginFlowState = { ...state, user_id, subjects, credentials: user_id ? undefined : null };
+      const credentials = user_id ? [toUser(user_id, 'credentials', { op: 'credentials' }, context)] : [];
+      return acquireNext(context, flow, credentials);
     }
-    case 'creating': {
-      if (message.error) return end(state, 'count', refused(message.error));
-      const user = message.reply as PublicUser;
+    case 'credentials': {
+      if (state.purpose !== 'login' || state.phase === 'opening' || state.credentials !== undefined) return { state };
+      // No such user any more (deleted since the lookup): checked like an unknown login.
+      const answer = flowOutcome<Credentials>(message);
+      const flow: LoginFlowState = { ...state, credentials: answer.ok ? answer.reply : null };
+      if (flow.phase === 'acquiring' && flow.reserved.length === flow.subjects.length) return acquired(context, flow);
+      return { state: flow };
+    }
+    case 'code-check': {
+      if (state.purpose !== 'code-check' || state.phase !== 'checking') return { state };
+      const answer = flowOutcome<unknown>(message);
+      if (!answer.ok) {
+        // A wrong code counts; a refusal that judged no code (not enabled, SSO required, ...) does not.
+        return end(state, answer.error.code === 'invalid_two_factor_code' ? 'count' : 'release', refused(refusalOf(answer.error)));
+      }
+      if (state.check!.op === '2fa-login' && !(answer.reply as { ok: boolean }).ok) return end(state, 'count', refused(INVALID_CODE));
+      return end(state, 'succeed', { ok: true, value: answer.reply });
+    }
+    case 'claim': {
+      if (state.phase !== 'claiming') return { state };
+      // A name already taken still counts: the attempt cost a KDF run.
+      if (!message.ok) return end(state, 'count', refused(refusalOf(message.error)));
+      const create = toUser(state.new_user!.id, 'create', { op: 'create', user: state.new_user! }, context);
+      return { state: { ...state, phase: 'creating' }, sends: [create] };
+    }
+    case 'create': {
+      if (state.phase !== 'creating') return { state };
+      const answer = flowOutcome<PublicUser>(message);
+      if (!answer.ok) return end(state, 'count', refused(refusalOf(answer.error)));
+      const user = answer.reply;
       // Every registration counts on its address.
       if (!state.session) return end(state, 'count', { ok: true, value: { user, session_id: null } satisfies Registered });
-      const open = toUser(user.id, { op: 'open-session', ...state.session }, context.key);
+      const open = toUser(user.id, 'open-session', { op: 'open-session', ...state.session }, context);
       return { state: { ...state, phase: 'opening', user, reserved: [] }, sends: [...settle(state.reserved, 'count'), open] };
     }
-    case 'opening': {
-      if (message.error) return end(state, 'release', refused(message.error));
-      const opened = message.reply as { session_id: string; user: PublicUser };
+    case 'open-session': {
+      if (state.phase !== 'opening') return { state };
+      const answer = flowOutcome<{ session_id: string; user: PublicUser }>(message);
+      if (!answer.ok) return end(state, 'release', refused(refusalOf(answer.error)));
+      const opened = answer.reply;
       if (state.purpose === 'register') return end(state, 'release', { ok: true, value: { user: opened.user, session_id: opened.session_id } satisfies Registered });
       const done: LoginDone = { requires_2fa: false, session_id: opened.session_id, user: opened.user };
       return end(state, 'release', { ok: true, value: done });

@@ -1,4 +1,4 @@
-import type { FlowCall } from '../flow-call.js';
+import type { FlowAnswer as CallAnswer, FlowCall } from '../flow-call.js';
 import { ServiceError, type ErrorCode } from '../../runtime/index.js';
 
 /**
@@ -23,18 +23,23 @@ export interface UserListQuery {
 }
 
 
+/**
+ * The directory's messages. Flows (login and registration, the user actor's
+ * rename, SCIM provisioning, the OAuth token endpoint) send them wrapped as a
+ * `flow-call` and hear the outcome as a `flow-answer` (actors/flow-call.ts).
+ */
 export type DirectoryMessage =
-  /** With `flow` (a registration's login flow), the outcome goes back to it as `claimed`. */
-  | { op: 'claim'; user: NewUser; flow?: string }
-  /** With `flow` (a login flow), the answer goes back to it as `looked-up`. */
-  | { op: 'lookup'; login: string; flow?: string }
+  /** Claims a new user's names and creates the user (through the outbox); 409 email_taken / username_taken. Answers {user_id}. */
+  | { op: 'claim'; user: NewUser }
+  /** Answers {user_id} (null: no such login). */
+  | { op: 'lookup'; login: string }
   | SummarySync
-  /** Claims new names for a user; with `flow_id` (the user actor's rename flow) the outcome is sent back as `reserved`. */
-  | { op: 'reserve'; user_id: string; email?: string; username?: string; flow_id?: string }
+  /** Claims new names for a user (the user actor's rename step); answers {reserved: true}. */
+  | { op: 'reserve'; user_id: string; email?: string; username?: string }
   /** Compensation of a reserve whose rename did not happen: frees the names if they still point at the user and it does not use them. */
   | { op: 'release'; user_id: string; email?: string; username?: string }
   | ({ op: 'list' } & UserListQuery)
-  /** A flow's step (SCIM provisioning, the OAuth token endpoint): any message above, answered through the outbox (actors/flow-call.ts). */
+  /** A flow's step: any message above, answered through the outbox (actors/flow-call.ts). */
   | FlowCall<DirectoryMessage>;
 
 
@@ -120,13 +125,11 @@ export interface SessionRequest {
 }
 
 /**
- * A user message a login flow sends (`flow`: its key) is answered to the flow
- * as `user-answer` through the outbox, a refusal included; `reply_to` names
- * another coordinator (the CLI login) that takes the same `user-answer`.
+ * The user actor's messages. A flow (login, registration, code checks, the
+ * CLI login, SCIM, OAuth) sends them wrapped as a `flow-call` and hears the
+ * outcome, a refusal included, as a `flow-answer` (actors/flow-call.ts).
  */
-export type UserMessage = UserOp & { flow?: string; reply_to?: { kind: string; key: string } };
-
-type UserOp =
+export type UserMessage =
   | { op: 'create'; user: NewUser }
   | { op: 'get' }
   | { op: 'credentials' }
@@ -149,12 +152,14 @@ type UserOp =
     } & SessionRequest)
   | { op: 'admin-detail' }
   /**
-   * A new e-mail or username is first reserved in the directory (through the
-   * outbox: `reserved` comes back), then applied. Like ban, unban, admin-delete
-   * and email-verify-confirm, answered once the directory shows the change.
+   * A new e-mail or username is first reserved in the directory (a flow-call
+   * whose flow-answer comes back here), then applied. Like ban, unban,
+   * admin-delete and email-verify-confirm, answered once the directory shows
+   * the change.
    */
   | { op: 'admin-patch'; patch: AdminPatch }
-  | { op: 'reserved'; flow_id: string; error?: { code: 'email_taken' | 'username_taken' | 'not_found'; message: string } }
+  /** The directory's answer to a rename's `reserve` (step `reserve`, flow_id: the rename's). */
+  | CallAnswer
   | { op: 'sync-applied'; rev: number }
   | { op: 'ban'; reason: string; banned_by: string }
   | { op: 'unban' }
@@ -163,8 +168,6 @@ type UserOp =
   | { op: 'admin-end-session'; session_id: string }
   | { op: 'email-verify-send'; token_hash: string }
   | { op: 'email-verify-confirm'; token_hash: string }
-  | ({ op: 'impersonate'; admin_id: string } & SessionRequest)
-  | { op: 'impersonate-2fa'; admin_id: string; challenge_id: string; ttl_seconds: number }
   /**
    * An admin signs in as this user, checked in one turn: another admin or a
    * banned user is refused (403); a user with two-factor gets a challenge
@@ -172,7 +175,7 @@ type UserOp =
    * `impersonated_by`.
    */
   | ({ op: 'admin-impersonate'; admin_id: string; challenge_ttl_seconds: number } & SessionRequest)
-  /** A flow's step (SCIM provisioning, the OAuth token endpoint): any message above, answered through the outbox (actors/flow-call.ts). */
+  /** A flow's step: any message above, answered through the outbox (actors/flow-call.ts). */
   | FlowCall<UserMessage>;
 
 /** The reply to `admin-impersonate`. */
@@ -296,11 +299,13 @@ export type LoginFlowMessage =
   | { op: 'code-check'; user_id: string; ip_address: string | null; check: CodeCheck }
   /** The edge could not run its check (the KDF was busy): every place is handed back. */
   | { op: 'abandon' }
-  // Answers of other actors, through the outbox.
-  | { op: 'looked-up'; user_id: string | null }
+  /** The throttle admitting (or refusing) this flow, at once or when a place frees: a notice of the queue, not a call's answer. */
   | { op: 'throttle'; subject: string; outcome: ThrottleOutcome }
-  | { op: 'claimed'; error?: FlowRefusal }
-  | { op: 'user-answer'; reply?: unknown; error?: FlowRefusal };
+  /** The directory's or the user actor's answer to one of this flow's calls (actors/flow-call.ts; flow_id: the flow's key, step: LoginStep). */
+  | CallAnswer;
+
+/** The calls a login flow makes, named as the `step` of their flow-call. */
+export type LoginStep = 'lookup' | 'credentials' | 'claim' | 'create' | 'open-session' | 'code-check';
 
 /** The first answer of a password login. */
 export interface LoginBegun {

@@ -1,6 +1,6 @@
-import { ServiceError, type AlarmMessage, type DeferredReply, type ErrorCode, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
-import { answerFlowCall } from '../flow-call.js';
+import { answerFlowCall, flowCall, type FlowError } from '../flow-call.js';
 import {
   beginSetup,
   CHALLENGE_FAILURES_MAX,
@@ -14,12 +14,11 @@ import {
 import {
   DIRECTORY_KEY,
   DIRECTORY_KIND,
-  LOGIN_FLOW_KIND,
   ssoRequiredError,
+  USER_KIND,
   type AdminPatch,
   type BanRecord,
   type ImpersonationStart,
-  type LoginFlowMessage,
   type Credentials,
   type PublicUser,
   type Role,
@@ -154,28 +153,6 @@ function prunedSessions(sessions: Record<string, SessionRecord>, now_ms: number)
 }
 
 export function stepUser(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
-  // A flow-call carries its own reply_to (actors/flow-call.ts); the login flow's `flow`/`reply_to` are for plain ops.
-  if (message.op !== '$alarm' && message.op !== 'flow-call' && (message.flow !== undefined || message.reply_to !== undefined)) {
-    return answeringFlow(state, message, message.reply_to ?? { kind: LOGIN_FLOW_KIND, key: message.flow! }, context);
-  }
-  return stepUserOp(state, message, context);
-}
-
-/** A login flow's message: the reply, or the refusal, goes back to the flow through the outbox. */
-function answeringFlow(state: UserState, message: UserMessage, to: { kind: string; key: string }, context: TurnContext): TurnResult<UserState, unknown> {
-  let result: TurnResult<UserState, unknown>;
-  try {
-    result = stepUserOp(state, message, context);
-  } catch (error) {
-    if (!(error instanceof ServiceError)) throw error;
-    const refused: LoginFlowMessage = { op: 'user-answer', error: { code: error.code, message: error.message, retry_after_seconds: error.retryAfterSeconds } };
-    return { state, sends: [{ kind: to.kind, key: to.key, message: refused }] };
-  }
-  const answered: LoginFlowMessage = { op: 'user-answer', reply: result.reply };
-  return { ...result, sends: [...(result.sends ?? []), { kind: to.kind, key: to.key, message: answered }] };
-}
-
-function stepUserOp(state: UserState, message: UserMessage | AlarmMessage, context: TurnContext): TurnResult<UserState, unknown> {
   const now = context.now;
   switch (message.op) {
     case 'create': {
@@ -347,25 +324,27 @@ function stepUserOp(state: UserState, message: UserMessage | AlarmMessage, conte
       requireUser(state);
       const patch = message.patch;
       if (patch.email === undefined && patch.username === undefined) return applyPatch(state, patch, now, context.request_id);
-      // New names are claimed first (the directory keeps them unique), then applied when `reserved` comes back.
+      // New names are claimed first (the directory keeps them unique), then applied when its answer comes back.
       const renames = state.renames ?? {};
       if (Object.keys(renames).length >= AWAITING_SYNC_MAX) throw new ServiceError('server_busy', 'Too many renames of this user in flight.');
       const flow_id = context.newId('ren_');
+      const reserve = { op: 'reserve', user_id: context.key, email: patch.email, username: patch.username } as const;
       return {
         state: { ...state, renames: { ...renames, [flow_id]: { request_id: context.request_id, patch } } },
-        sends: [{ kind: DIRECTORY_KIND, key: DIRECTORY_KEY, message: { op: 'reserve', user_id: context.key, email: patch.email, username: patch.username, flow_id } }],
+        sends: [flowCall(DIRECTORY_KIND, DIRECTORY_KEY, reserve, { kind: USER_KIND, key: context.key, flow_id, step: 'reserve' })],
         defer: true,
       };
     }
 
-    case 'reserved': {
+    case 'flow-answer': {
+      // The directory's answer to a rename's `reserve` (the only call this actor makes).
       const renames = state.renames ?? {};
       const flow = renames[message.flow_id];
-      if (!flow) return { state };
+      if (!flow || message.step !== 'reserve') return { state };
       const { [message.flow_id]: _done, ...rest } = renames;
       const next: UserState = { ...state, renames: Object.keys(rest).length > 0 ? rest : undefined };
-      const answer = (error: { code: ErrorCode; message: string }): DeferredReply[] => (flow.request_id ? [{ request_id: flow.request_id, error }] : []);
-      if (message.error) return { state: next, replies: answer(message.error) };
+      const answer = (error: FlowError): DeferredReply[] => (flow.request_id ? [{ request_id: flow.request_id, error }] : []);
+      if (!message.ok) return { state: next, replies: answer(message.error) };
       if (!next.user) {
         // Deleted while the names were reserved: give them back (compensation).
         const release = { op: 'release', user_id: context.key, email: flow.patch.email, username: flow.patch.username };
@@ -456,12 +435,6 @@ function stepUserOp(state: UserState, message: UserMessage | AlarmMessage, conte
       return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, { waiter: context.request_id });
     }
 
-    case 'impersonate': {
-      const user = requireUser(state);
-      if (user.two_factor_enabled) throw new ServiceError('conflict', 'The user has two-factor enabled: use impersonate-2fa.');
-      return openSession(state, { ...message, ttl_seconds: impersonationTtlSeconds(message.ttl_seconds) }, context, message.admin_id);
-    }
-
     case 'admin-impersonate': {
       const user = requireUser(state);
       if (user.role === 'admin') throw new ServiceError('forbidden', 'Admins cannot be impersonated.');
@@ -481,21 +454,10 @@ function stepUserOp(state: UserState, message: UserMessage | AlarmMessage, conte
       return { state: opened.state, reply };
     }
 
-    case 'impersonate-2fa': {
-      const user = requireUser(state);
-      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
-      const kept = (state.impersonation_challenges ?? []).filter(([, , expires]) => expires > now);
-      const impersonation_challenges: [string, string, number][] = [
-        ...kept,
-        [message.challenge_id, message.admin_id, now + message.ttl_seconds * 1000] as [string, string, number],
-      ].slice(-IMPERSONATION_CHALLENGES_KEPT);
-      return { state: { ...state, impersonation_challenges }, reply: null };
-    }
-
     case '$alarm':
       return { state };
 
-    // Additive, for flows (scim, oauth): the same messages, answered to the flow that sent them.
+    // A flow's step (login, CLI login, SCIM, OAuth): the same messages, answered to the flow that sent them.
     case 'flow-call':
       return answerFlowCall<UserState, UserMessage>(stepUser, state, message, context);
   }

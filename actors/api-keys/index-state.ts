@@ -1,5 +1,6 @@
-import { ServiceError, type AlarmMessage, type DeferredReply, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { API_KEY_KIND, type ApiKeyMessage, type IndexPage, type UserApiKeysMessage } from './messages.js';
+import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { flowCall, relayAnswer } from '../flow-call.js';
+import { API_KEY_KIND, USER_API_KEYS_KIND, type ApiKeyMessage, type IndexPage, type UserApiKeysMessage } from './messages.js';
 
 /**
  * The per-user index of API keys (kind `user-api-keys`, key = user id): one
@@ -9,10 +10,10 @@ import { API_KEY_KIND, type ApiKeyMessage, type IndexPage, type UserApiKeysMessa
  *
  * It coordinates creating and deleting the user's keys (flows, record
  * `f:<flow id>` while one is in flight): `create` checks the cap and reserves
- * the entry in one turn, then creates the key actor through the outbox; a
- * refusal from the key removes the entry again (compensation). `delete` asks
- * the key actor to delete itself (it checks the owner) and removes the entry
- * when it answers. Either way the asker gets its answer from the turn that
+ * the entry in one turn, then creates the key actor (a flow-call,
+ * actors/flow-call.ts); a refusal from the key removes the entry again
+ * (compensation). `delete` asks the key actor to delete itself (it checks the
+ * owner) and removes the entry when its flow-answer says it did. Either way the asker gets its answer from the turn that
  * ends the flow, so a list right after shows the change.
  */
 export interface IndexEntry {
@@ -62,10 +63,16 @@ function flowsOf(state: UserApiKeysState): Map<string, KeyFlow> {
   return state.flows;
 }
 
-/** Records a flow (its record written with this turn) and defers the ask that started it. */
-function started(state: UserApiKeysState, flow_id: string, flow: KeyFlow, writes: RecordWrite[]): TurnResult<UserApiKeysState, unknown> {
+/** Records a flow (its record written with this turn), calls the key actor and defers the ask that started it. */
+function started(state: UserApiKeysState, context: TurnContext, flow: KeyFlow, call: ApiKeyMessage, writes: RecordWrite[]): TurnResult<UserApiKeysState, unknown> {
+  const flow_id = context.newId('akf_');
   flowsOf(state).set(flow_id, flow);
-  return { state, writes: [...writes, { subkey: `f:${flow_id}`, value: flow }], defer: true };
+  return {
+    state,
+    writes: [...writes, { subkey: `f:${flow_id}`, value: flow }],
+    sends: [flowCall(API_KEY_KIND, flow.api_key_id, call, { kind: USER_API_KEYS_KIND, key: context.key, flow_id, step: flow.op })],
+    defer: true,
+  };
 }
 
 export function stepUserApiKeys(
@@ -74,16 +81,6 @@ export function stepUserApiKeys(
   context: TurnContext,
 ): TurnResult<UserApiKeysState, unknown> {
   switch (message.op) {
-    case 'add': {
-      if (state.entries.has(message.api_key_id)) return { state, reply: { added: false } };
-      if (state.entries.size >= message.limit) {
-        throw new ServiceError('api_key_limit_reached', `A user may hold at most ${message.limit} API keys; delete one first.`);
-      }
-      const entry = { api_key_id: message.api_key_id, created_at_ms: message.created_at_ms };
-      state.entries.set(entry.api_key_id, entry);
-      return { state, reply: { added: true }, writes: [{ subkey: entry.api_key_id, value: { created_at_ms: entry.created_at_ms } }] };
-    }
-
     case 'create': {
       const flows = flowsOf(state);
       if (flows.size >= KEY_FLOWS_MAX) throw new ServiceError('server_busy', 'Too many API key changes in flight; try again.');
@@ -97,36 +94,27 @@ export function stepUserApiKeys(
         state.entries.set(entry.api_key_id, entry);
         writes.push({ subkey: entry.api_key_id, value: { created_at_ms: entry.created_at_ms } });
       }
-      const flow_id = context.newId('akf_');
-      const create: ApiKeyMessage = { op: 'create', user_id: context.key, flow_id, ...message.key };
-      return { ...started(state, flow_id, { op: 'create', api_key_id: message.api_key_id, request_id: context.request_id }, writes), sends: [{ kind: API_KEY_KIND, key: message.api_key_id, message: create }] };
+      const create: ApiKeyMessage = { op: 'create', user_id: context.key, ...message.key };
+      return started(state, context, { op: 'create', api_key_id: message.api_key_id, request_id: context.request_id }, create, writes);
     }
 
     case 'delete': {
       const flows = flowsOf(state);
       if (flows.size >= KEY_FLOWS_MAX) throw new ServiceError('server_busy', 'Too many API key changes in flight; try again.');
-      const flow_id = context.newId('akf_');
-      const remove: ApiKeyMessage = { op: 'delete', user_id: context.key, flow_id };
-      return { ...started(state, flow_id, { op: 'delete', api_key_id: message.api_key_id, request_id: context.request_id }, []), sends: [{ kind: API_KEY_KIND, key: message.api_key_id, message: remove }] };
+      return started(state, context, { op: 'delete', api_key_id: message.api_key_id, request_id: context.request_id }, { op: 'delete', user_id: context.key }, []);
     }
 
-    case 'key-answer': {
+    case 'flow-answer': {
       const flows = flowsOf(state);
       const flow = flows.get(message.flow_id);
-      if (!flow) return { state };
+      if (!flow || message.step !== flow.op) return { state };
       flows.delete(message.flow_id);
       const writes: RecordWrite[] = [{ subkey: `f:${message.flow_id}`, value: undefined }];
       // The key refused a create (an id clash), or deleted itself: the entry goes.
-      const entryGone = flow.op === 'delete' ? message.error === undefined : message.error !== undefined;
+      const entryGone = flow.op === 'delete' ? message.ok : !message.ok;
       if (entryGone && state.entries.delete(flow.api_key_id)) writes.push({ subkey: flow.api_key_id, value: undefined });
       if (flow.request_id === null) return { state, writes };
-      const reply: DeferredReply = message.error ? { request_id: flow.request_id, error: message.error } : { request_id: flow.request_id, reply: message.view };
-      return { state, writes, replies: [reply] };
-    }
-
-    case 'remove': {
-      if (!state.entries.delete(message.api_key_id)) return { state, reply: { removed: false } };
-      return { state, reply: { removed: true }, writes: [{ subkey: message.api_key_id, value: undefined }] };
+      return { state, writes, replies: [relayAnswer(flow.request_id, message)] };
     }
 
     case 'list': {

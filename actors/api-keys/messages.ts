@@ -5,9 +5,12 @@
  *
  * Creating and deleting a key are flows coordinated by the owner's index
  * (actors/api-keys/index-state.ts): the index reserves (or frees) its entry in
- * the same turn that checks the cap, and talks to the key actor through the
- * outbox; the route's one ask is answered when the key actor has answered.
+ * the same turn that checks the cap, and calls the key actor with a flow-call
+ * (actors/flow-call.ts); the route's one ask is answered when the key actor's
+ * flow-answer is in.
  */
+import type { FlowAnswer, FlowCall } from '../flow-call.js';
+
 export const API_KEY_KIND = 'api-key';
 export const USER_API_KEYS_KIND = 'user-api-keys';
 /** `last_used_at` is written at most once per this interval per key. */
@@ -55,24 +58,19 @@ export interface NewKey {
 }
 
 export type ApiKeyMessage =
-  /** `flow_id`: sent by the owner's index, which gets a `key-answer` back. */
-  | ({ op: 'create'; user_id: string; flow_id?: string } & NewKey)
+  /** Answers the new key's view (a retry of the same key: the same view; another key under this id: 409). */
+  | ({ op: 'create'; user_id: string } & NewKey)
   | { op: 'get'; user_id: string }
   | { op: 'update'; user_id: string; name?: string; scopes?: string[]; revoked?: boolean }
-  | { op: 'delete'; user_id: string; flow_id?: string }
-  | { op: 'verify'; key_hash: string };
+  /** Answers the deleted key's view (404 if not the user's). */
+  | { op: 'delete'; user_id: string }
+  | { op: 'verify'; key_hash: string }
+  /** A step of the owner's index (create, delete), answered to it through the outbox. */
+  | FlowCall<ApiKeyMessage>;
 
 export interface IndexPage {
   api_key_ids: string[];
   total: number;
-}
-
-/** The key actor's answer to a flow of the index: the key's view, or why not. */
-export interface KeyAnswer {
-  op: 'key-answer';
-  flow_id: string;
-  view?: ApiKeyView;
-  error?: { code: 'not_found' | 'conflict'; message: string };
 }
 
 export type UserApiKeysMessage =
@@ -80,9 +78,8 @@ export type UserApiKeysMessage =
   | { op: 'create'; api_key_id: string; limit: number; key: NewKey }
   /** Delete flow: deletes the key (404 if not the user's), then drops the entry; answers with the deleted key's view. */
   | { op: 'delete'; api_key_id: string }
-  | KeyAnswer
-  | { op: 'add'; api_key_id: string; created_at_ms: number; limit: number }
-  | { op: 'remove'; api_key_id: string }
+  /** The key actor's answer to a create or delete (flow_id: the flow's, step: its op): the key's view, or why not. */
+  | FlowAnswer
   | { op: 'list'; page: number; page_size: number }
   /** How many keys the user holds (for an admin's UserDetail.api_key_count). */
   | { op: 'count' };

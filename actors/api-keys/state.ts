@@ -1,14 +1,7 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { answerFlowCall } from '../flow-call.js';
 import { sameHash } from '../same-hash.js';
-import {
-  LAST_USED_WRITE_INTERVAL_MS,
-  USER_API_KEYS_KIND,
-  type ApiKeyMessage,
-  type ApiKeyRecord,
-  type ApiKeyView,
-  type KeyAnswer,
-  type VerifiedKey,
-} from './messages.js';
+import { LAST_USED_WRITE_INTERVAL_MS, type ApiKeyMessage, type ApiKeyRecord, type ApiKeyView, type VerifiedKey } from './messages.js';
 
 /**
  * One API key (spec doc 1 §2 ApiKey, §4.2). The actor key is the key id (the
@@ -17,8 +10,9 @@ import {
  * calling user and a key of anyone else is `not_found`, so a key id reveals
  * nothing to another user.
  *
- * Revoking is one-way (`update` with `revoked: true`); deleting removes the
- * record and tells the owner's index (`user-api-keys`) through the outbox.
+ * Revoking is one-way (`update` with `revoked: true`). Creating and deleting
+ * are steps of the owner's index (`user-api-keys`): they come as flow-calls,
+ * and the index adds or drops its entry when the answer comes back.
  */
 
 export type ApiKeyState = ApiKeyRecord | null;
@@ -48,30 +42,6 @@ export function stepApiKey(
   message: ApiKeyMessage | AlarmMessage,
   context: TurnContext,
 ): TurnResult<ApiKeyState, unknown> {
-  if ((message.op === 'create' || message.op === 'delete') && message.flow_id !== undefined) return answeringIndex(state, message, context, message.flow_id);
-  return stepKey(state, message, context);
-}
-
-/**
- * A create or delete sent by the owner's index (its flow): the outcome, the
- * key's view or the refusal, goes back to the index through the outbox.
- */
-function answeringIndex(state: ApiKeyState, message: ApiKeyMessage, context: TurnContext, flow_id: string): TurnResult<ApiKeyState, unknown> {
-  const index = (message as { user_id: string }).user_id;
-  let result: TurnResult<ApiKeyState, unknown>;
-  try {
-    result = stepKey(state, message, context);
-  } catch (error) {
-    if (!(error instanceof ServiceError) || (error.code !== 'not_found' && error.code !== 'conflict')) throw error;
-    const answer: KeyAnswer = { op: 'key-answer', flow_id, error: { code: error.code, message: error.message } };
-    return { state, sends: [{ kind: USER_API_KEYS_KIND, key: index, message: answer }] };
-  }
-  const answer: KeyAnswer = { op: 'key-answer', flow_id, view: result.reply as ApiKeyView };
-  // The index removes its entry when it gets the answer: no separate `remove`.
-  return { state: result.state, reply: result.reply, sends: [{ kind: USER_API_KEYS_KIND, key: index, message: answer }] };
-}
-
-function stepKey(state: ApiKeyState, message: ApiKeyMessage | AlarmMessage, context: TurnContext): TurnResult<ApiKeyState, unknown> {
   const now = context.now;
   switch (message.op) {
     case 'create': {
@@ -119,11 +89,7 @@ function stepKey(state: ApiKeyState, message: ApiKeyMessage | AlarmMessage, cont
 
     case 'delete': {
       const record = owned(state, message.user_id);
-      return {
-        state: null,
-        reply: apiKeyView(record),
-        sends: [{ kind: USER_API_KEYS_KIND, key: record.user_id, message: { op: 'remove', api_key_id: record.api_key_id } }],
-      };
+      return { state: null, reply: apiKeyView(record) };
     }
 
     case 'verify': {
@@ -136,6 +102,9 @@ function stepKey(state: ApiKeyState, message: ApiKeyMessage | AlarmMessage, cont
       }
       return { state: { ...state, last_used_at_ms: now }, reply };
     }
+
+    case 'flow-call':
+      return answerFlowCall<ApiKeyState, ApiKeyMessage>(stepApiKey, state, message, context);
 
     case '$alarm':
       return { state };

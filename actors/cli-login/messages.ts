@@ -2,7 +2,7 @@
  * The cli-login area's public surface: the kind, the messages the CLI login
  * actor takes and its replies. Other layers import this file only.
  */
-import type { ErrorCode } from '../../runtime/index.js';
+import type { FlowAnswer } from '../flow-call.js';
 
 export const CLI_LOGIN_KIND = 'cli-login';
 export const CLI_SESSION_TTL_MS = 10 * 60_000;
@@ -16,12 +16,13 @@ export type CliMessage =
   /**
    * With `session` (what opening one needs: the hash of the edge's refresh
    * secret, its lifetime, the client), a completed login opens the user's
-   * session through the outbox and answers once it is open (one ask).
+   * session (a flow-call to the user actor, actors/flow-call.ts) and answers
+   * once it is open (one ask).
    */
   | { op: 'poll'; poll_hash: string; session?: CliSessionRequest }
   | { op: 'info' }
-  /** The user actor's answer to the session it was asked to open. */
-  | { op: 'user-answer'; reply?: { session_id: string; user: unknown }; error?: { code: ErrorCode; message: string } };
+  /** The user actor's answer to the session it was asked to open (flow_id: this login's id, step `open-session`). */
+  | FlowAnswer;
 
 export interface CliSessionRequest {
   refresh_hash: string;

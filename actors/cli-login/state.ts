@@ -1,5 +1,6 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { USER_KIND } from '../accounts/messages.js';
+import { USER_KIND, type UserMessage } from '../accounts/messages.js';
+import { flowCall, relayAnswer } from '../flow-call.js';
 import { CLI_POLL_INTERVAL_S, CLI_SESSION_TTL_MS, type CliMessage, type CliStatus, type PollReply } from './messages.js';
 import { sameHash } from '../same-hash.js';
 
@@ -78,10 +79,11 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
       // Single delivery: the user id leaves once, then the session is spent.
       if (message.session) {
         // The user actor opens the session (it refuses a banned user) and answers here; the poll waits for it.
-        const open = { op: 'open-session', ...message.session, reply_to: { kind: context.kind, key: context.key } };
+        const open: UserMessage = { op: 'open-session', ...message.session };
+        const reply_to = { kind: context.kind, key: context.key, flow_id: context.key, step: 'open-session' };
         return {
           state: { session: { ...session, status: 'delivered', last_poll_ms: now, delivering: context.request_id } },
-          sends: [{ kind: USER_KIND, key: session.user_id!, message: open }],
+          sends: [flowCall(USER_KIND, session.user_id!, open, reply_to)],
           defer: true,
         };
       }
@@ -90,14 +92,13 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
         reply: { status: 'completed', user_id: session.user_id! } satisfies PollReply,
       };
     }
-    case 'user-answer': {
+    case 'flow-answer': {
       const session = state.session;
       const request_id = session?.delivering;
-      if (!session || !request_id) return { state };
+      if (!session || !request_id || message.flow_id !== context.key || message.step !== 'open-session') return { state };
       const next: CliState = { session: { ...session, delivering: null } };
-      if (message.error) return { state: next, replies: [{ request_id, error: message.error }] };
-      const reply: PollReply = { status: 'completed', user_id: session.user_id!, session_id: message.reply!.session_id, user: message.reply!.user };
-      return { state: next, replies: [{ request_id, reply }] };
+      const delivered = (opened: { session_id: string; user: unknown }): PollReply => ({ status: 'completed', user_id: session.user_id!, session_id: opened.session_id, user: opened.user });
+      return { state: next, replies: [relayAnswer(request_id, message, delivered)] };
     }
     case 'info': {
       const session = liveSession(state, now);

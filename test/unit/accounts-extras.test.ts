@@ -134,8 +134,11 @@ describe('user: impersonation', () => {
   const send = (state: UserState, message: UserMessage, now: number) => stepUser(state, message, fixedContext(now, 'user', 'usr_1'));
   const fresh = () => send(initialUserState(), { op: 'create', user: alice }, T0).state;
 
-  it('impersonate opens a session with impersonated_by and at most an hour', () => {
-    const opened = send(fresh(), { op: 'impersonate', admin_id: 'usr_admin', refresh_hash: 'r', ttl_seconds: 30 * 86400, ip_address: '::1', user_agent: '' }, T0);
+  const impersonate = (state: UserState, now: number) =>
+    send(state, { op: 'admin-impersonate', admin_id: 'usr_admin', challenge_ttl_seconds: 300, refresh_hash: 'r', ttl_seconds: 30 * 86400, ip_address: '::1', user_agent: '' }, now);
+
+  it('admin-impersonate opens a session with impersonated_by and at most an hour', () => {
+    const opened = impersonate(fresh(), T0);
     const session = Object.values(opened.state.sessions)[0];
     expect(session.impersonated_by).toBe('usr_admin');
     expect(session.expires_at_ms).toBe(T0 + IMPERSONATION_SESSION_TTL_MS);
@@ -145,12 +148,14 @@ describe('user: impersonation', () => {
     expect(refreshed.state.sessions[session.id].expires_at_ms).toBe(T0 + IMPERSONATION_SESSION_TTL_MS);
   });
 
-  it('impersonate refuses a user with two-factor (the 2fa path is used instead)', () => {
+  it('admin-impersonate of a user with two-factor opens a challenge instead of a session', () => {
     const state = fresh();
     const withTwoFactor: UserState = { ...state, user: { ...state.user!, two_factor_enabled: true } };
-    expect(codeOf(() => send(withTwoFactor, { op: 'impersonate', admin_id: 'a', refresh_hash: 'r', ttl_seconds: 60, ip_address: '', user_agent: '' }, T0))).toBe('conflict');
-    const registered = send(withTwoFactor, { op: 'impersonate-2fa', admin_id: 'a', challenge_id: 'chl_1', ttl_seconds: 300 }, T0);
-    expect(registered.state.impersonation_challenges).toEqual([['chl_1', 'a', T0 + 300_000]]);
+    const challenged = impersonate(withTwoFactor, T0);
+    const { challenge_id } = challenged.reply as { requires_2fa: true; challenge_id: string };
+    expect(challenged.reply).toMatchObject({ requires_2fa: true, challenge_id: expect.stringMatching(/^chl_/) });
+    expect(challenged.state.sessions).toEqual({});
+    expect(challenged.state.impersonation_challenges).toEqual([[challenge_id, 'usr_admin', T0 + 300_000]]);
   });
 
   it('2fa-login: SSO enforced since the password step refuses a login challenge before judging the code; an impersonation challenge is not gated', () => {
@@ -182,8 +187,9 @@ describe('user: impersonation', () => {
     const opened = login(enabled, 'chl_login', null);
     expect(opened.reply).toMatchObject({ ok: true, session_id: expect.any(String) });
 
-    const impersonation = send(enabled, { op: 'impersonate-2fa', admin_id: 'usr_admin', challenge_id: 'chl_imp', ttl_seconds: 300 }, T0).state;
-    const impersonated = login(impersonation, 'chl_imp', { name: 'Strict Org' });
+    const challenged = impersonate(enabled, T0);
+    const { challenge_id } = challenged.reply as { challenge_id: string };
+    const impersonated = login(challenged.state, challenge_id, { name: 'Strict Org' });
     expect(impersonated.reply).toMatchObject({ ok: true });
     const session = impersonated.state.sessions[(impersonated.reply as { session_id: string }).session_id];
     expect(session.impersonated_by).toBe('usr_admin');

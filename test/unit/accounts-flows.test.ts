@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { FLOW_TTL_MS, THROTTLE_WAIT_MS, stepLoginFlow, type LoginFlowStateOrNone } from '../../actors/accounts/flows.js';
 import { initialThrottleState, stepThrottle, type ThrottleState } from '../../actors/accounts/login-throttle-state.js';
-import type { Credentials, FlowAnswer, LoginFlowMessage, SessionRequest, ThrottleMessage } from '../../actors/accounts/messages.js';
-import type { ActorSend, TurnContext, TurnResult } from '../../runtime/index.js';
+import { loadDirectory, stepDirectory, type DirectoryState } from '../../actors/accounts/directory-state.js';
+import type { Credentials, DirectoryMessage, FlowAnswer, LoginFlowMessage, LoginStep, SessionRequest, ThrottleMessage, UserMessage } from '../../actors/accounts/messages.js';
+import { initialUserState, stepUser, type UserState } from '../../actors/accounts/user-state.js';
+import type { ActorSend, ErrorCode, TurnContext, TurnResult } from '../../runtime/index.js';
 import { fixedContext } from '../helpers/step.js';
 
 /** Pure step tests of the login flow (actors/accounts/flows.ts) and the throttle's queue of waiting flows. */
@@ -19,6 +21,11 @@ const flow = (state: LoginFlowStateOrNone, message: LoginFlowMessage, request_id
 const throttleCtx = (key: string, now = T0) => fixedContext(now, 'login-throttle', key);
 const throttle = (state: ThrottleState, key: string, message: ThrottleMessage, now = T0) => stepThrottle(state, message, throttleCtx(key, now));
 
+/** The flow's call of `step` (actors/flow-call.ts), and the callee's answer or refusal. */
+const call = (step: LoginStep, message: unknown) => ({ op: 'flow-call', call: message, reply_to: { kind: 'login-flow', key: FLOW, flow_id: FLOW, step } });
+const answer = (step: LoginStep, reply: unknown): LoginFlowMessage => ({ op: 'flow-answer', flow_id: FLOW, step, ok: true, reply });
+const refusal = (step: LoginStep, code: ErrorCode, message: string): LoginFlowMessage => ({ op: 'flow-answer', flow_id: FLOW, step, ok: false, error: { code, message } });
+
 const to = (sends: ActorSend[] | undefined, kind: string) => (sends ?? []).filter((s) => s.kind === kind);
 const throttleOps = (result: FlowResult) => to(result.sends, 'login-throttle').map((s) => [s.key, (s.message as { op: string }).op]);
 
@@ -26,17 +33,17 @@ const throttleOps = (result: FlowResult) => to(result.sends, 'login-throttle').m
 function begunLogin(user_id: string | null = 'usr_1', creds: Credentials | null = credentials) {
   const started = flow(null, { op: 'login', login: ' Alice ', ip_address: '10.0.0.1' }, 'req_1');
   expect(started.defer).toBe(true);
-  expect(to(started.sends, 'user-directory')[0].message).toEqual({ op: 'lookup', login: 'alice', flow: FLOW });
-  const looked = flow(started.state, { op: 'looked-up', user_id });
+  expect(to(started.sends, 'user-directory')[0].message).toEqual(call('lookup', { op: 'lookup', login: 'alice' }));
+  const looked = flow(started.state, answer('lookup', { user_id }));
   const account = user_id ? `acct:${user_id}` : 'acct:login:alice';
   expect(to(looked.sends, 'login-throttle')).toEqual([{ kind: 'login-throttle', key: account, message: { op: 'take', limit: 5, flow: FLOW } }]);
-  expect(to(looked.sends, 'user').map((s) => s.message)).toEqual(user_id ? [{ op: 'credentials', flow: FLOW }] : []);
+  expect(to(looked.sends, 'user').map((s) => s.message)).toEqual(user_id ? [call('credentials', { op: 'credentials' })] : []);
   const first = flow(looked.state, { op: 'throttle', subject: account, outcome: { admitted: true, reserved_at_ms: T0 } });
   expect(to(first.sends, 'login-throttle')[0]).toMatchObject({ key: 'ip:10.0.0.1', message: { op: 'take', limit: 20 } });
   let state = flow(first.state, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 + 1 } });
   if (user_id) {
     expect(state.replies ?? []).toEqual([]);
-    state = flow(state.state, { op: 'user-answer', ...(creds ? { reply: creds } : { error: { code: 'not_found', message: 'No such user.' } }) });
+    state = flow(state.state, creds ? answer('credentials', creds) : refusal('credentials', 'not_found', 'No such user.'));
   }
   return { state: state.state, replies: state.replies ?? [] };
 }
@@ -49,8 +56,8 @@ describe('login flow: password', () => {
     expect(checked.defer).toBe(true);
     // The account's count is cleared, the address gets its place back; the session is asked of the user actor.
     expect(throttleOps(checked)).toEqual([['acct:usr_1', 'reset'], ['ip:10.0.0.1', 'release']]);
-    expect(to(checked.sends, 'user')[0].message).toEqual({ op: 'open-session', ...session, flow: FLOW });
-    const opened = flow(checked.state, { op: 'user-answer', reply: { session_id: 'ses_1', user: { id: 'usr_1' } } });
+    expect(to(checked.sends, 'user')[0].message).toEqual(call('open-session', { op: 'open-session', ...session }));
+    const opened = flow(checked.state, answer('open-session', { session_id: 'ses_1', user: { id: 'usr_1' } }));
     expect(opened.replies).toEqual([{ request_id: 'req_2', reply: { ok: true, value: { requires_2fa: false, session_id: 'ses_1', user: { id: 'usr_1' } } } }]);
     expect(opened.state).toBeNull();
     expect(throttleOps(opened)).toEqual([]);
@@ -91,19 +98,19 @@ describe('login flow: password', () => {
 
   it('a subject at its count refuses at once with its Retry-After; the places taken are handed back', () => {
     const started = flow(null, { op: 'login', login: 'alice', ip_address: '10.0.0.1' }, 'req_1');
-    const looked = flow(started.state, { op: 'looked-up', user_id: 'usr_1' });
+    const looked = flow(started.state, answer('lookup', { user_id: 'usr_1' }));
     const first = flow(looked.state, { op: 'throttle', subject: 'acct:usr_1', outcome: { admitted: true, reserved_at_ms: T0 } });
     const refused = flow(first.state, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: false, retry_after_seconds: 600 } });
     expect(refused.replies).toEqual([{ request_id: 'req_1', reply: { ok: false, refusal: { code: 'rate_limited', message: expect.any(String), retry_after_seconds: 600 } } }]);
     expect(throttleOps(refused)).toEqual([['acct:usr_1', 'release']]);
     // A late answer (credentials) or admission reaching the ended flow: the place goes straight back.
-    expect(flow(null, { op: 'user-answer', reply: credentials }).sends ?? []).toEqual([]);
+    expect(flow(null, answer('credentials', credentials)).sends ?? []).toEqual([]);
     expect(throttleOps(flow(null, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } }))).toEqual([['ip:10.0.0.1', 'release']]);
   });
 
   it('a flow that waited THROTTLE_WAIT_MS leaves the queue and is refused 429 (Retry-After 1); one the edge abandons hands back', () => {
     const started = flow(null, { op: 'login', login: 'alice', ip_address: null }, 'req_1');
-    const looked = flow(started.state, { op: 'looked-up', user_id: null });
+    const looked = flow(started.state, answer('lookup', { user_id: null }));
     expect(looked.alarms).toContainEqual({ name: 'wait', due_ms: T0 + THROTTLE_WAIT_MS });
     const late = flow(looked.state, { op: '$alarm', name: 'wait', due_ms: T0 + THROTTLE_WAIT_MS } as never, null, T0 + THROTTLE_WAIT_MS);
     expect(late.replies).toEqual([{ request_id: 'req_1', reply: { ok: false, refusal: { code: 'rate_limited', message: expect.any(String), retry_after_seconds: 1 } } }]);
@@ -129,16 +136,18 @@ describe('login flow: registration and code checks', () => {
     const held = flow(started.state, { op: 'throttle', subject: 'reg:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } });
     expect(held.replies).toEqual([{ request_id: 'req_1', reply: { ok: true, value: null } }]);
     const claiming = flow(held.state, { op: 'create-user', user: newUser, session }, 'req_2');
-    expect(to(claiming.sends, 'user-directory')[0].message).toEqual({ op: 'claim', user: newUser, flow: FLOW });
-    const duplicate = flow(claiming.state, { op: 'claimed', error: { code: 'email_taken', message: 'taken' } });
+    expect(to(claiming.sends, 'user-directory')[0].message).toEqual(call('claim', { op: 'claim', user: newUser }));
+    const duplicate = flow(claiming.state, refusal('claim', 'email_taken', 'taken'));
     expect(duplicate.replies).toEqual([{ request_id: 'req_2', reply: { ok: false, refusal: { code: 'email_taken', message: 'taken' } } }]);
     expect(throttleOps(duplicate)).toEqual([['reg:10.0.0.1', 'count']]);
 
-    const claimed = flow(claiming.state, { op: 'claimed' });
-    expect(to(claimed.sends, 'user')[0].message).toEqual({ op: 'create', user: newUser, flow: FLOW });
-    const created = flow(claimed.state, { op: 'user-answer', reply: { id: 'usr_9' } });
+    const claimed = flow(claiming.state, answer('claim', { user_id: 'usr_9' }));
+    expect(to(claimed.sends, 'user')[0].message).toEqual(call('create', { op: 'create', user: newUser }));
+    // An answer to a step the flow is not at (a late or repeated one) changes nothing.
+    expect(flow(claimed.state, answer('open-session', { session_id: 'ses_x', user: { id: 'usr_9' } }))).toEqual({ state: claimed.state });
+    const created = flow(claimed.state, answer('create', { id: 'usr_9' }));
     expect(throttleOps(created)).toEqual([['reg:10.0.0.1', 'count']]);
-    const opened = flow(created.state, { op: 'user-answer', reply: { session_id: 'ses_9', user: { id: 'usr_9' } } });
+    const opened = flow(created.state, answer('open-session', { session_id: 'ses_9', user: { id: 'usr_9' } }));
     expect(opened.replies).toEqual([{ request_id: 'req_2', reply: { ok: true, value: { user: { id: 'usr_9' }, session_id: 'ses_9' } } }]);
     expect(opened.state).toBeNull();
   });
@@ -157,17 +166,50 @@ describe('login flow: registration and code checks', () => {
       expect(to(started.sends, 'login-throttle')[0]).toMatchObject({ key: '2fa:usr_1', message: { op: 'take', limit: 10 } });
       const one = flow(started.state, { op: 'throttle', subject: '2fa:usr_1', outcome: { admitted: true, reserved_at_ms: T0 } });
       const both = flow(one.state, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } });
-      expect(to(both.sends, 'user')[0].message).toEqual({ ...check, flow: FLOW });
+      expect(to(both.sends, 'user')[0].message).toEqual(call('code-check', check));
       return both.state;
     };
-    const wrong = flow(held(), { op: 'user-answer', error: { code: 'invalid_two_factor_code', message: 'The code is not valid.' } });
+    const wrong = flow(held(), refusal('code-check', 'invalid_two_factor_code', 'The code is not valid.'));
     expect(throttleOps(wrong)).toEqual([['2fa:usr_1', 'count'], ['ip:10.0.0.1', 'count']]);
     expect(wrong.replies![0].reply).toMatchObject({ ok: false, refusal: { code: 'invalid_two_factor_code' } });
-    const notEnabled = flow(held(), { op: 'user-answer', error: { code: 'conflict', message: 'Two-factor authentication is not enabled.' } });
+    const notEnabled = flow(held(), refusal('code-check', 'conflict', 'Two-factor authentication is not enabled.'));
     expect(throttleOps(notEnabled)).toEqual([['2fa:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
-    const right = flow(held(), { op: 'user-answer', reply: null });
+    const right = flow(held(), answer('code-check', null));
     expect(throttleOps(right)).toEqual([['2fa:usr_1', 'reset'], ['ip:10.0.0.1', 'release']]);
     expect(right.replies).toEqual([{ request_id: 'req_1', reply: { ok: true, value: null } }]);
+  });
+});
+
+describe('login flow: the directory and the user actor answer its calls (actors/flow-call.ts)', () => {
+  const newUser = { id: 'usr_9', email: 'n@example.com', username: 'newbie', display_name: 'newbie', role: 'user' as const, password_hash: 'x' };
+  const directoryTurn = (state: DirectoryState, message: unknown) => stepDirectory(state, message as DirectoryMessage, fixedContext(T0, 'user-directory', 'global'));
+  const userTurn = (state: UserState, message: unknown) => stepUser(state, message as UserMessage, fixedContext(T0, 'user', 'usr_9'));
+  const answerIn = (sends: ActorSend[] | undefined) => to(sends, 'login-flow').map((s) => s.message as LoginFlowMessage);
+
+  it('a registration round trip: claim (and a name taken), create, open-session', () => {
+    const held = flow(flow(null, { op: 'register', ip_address: '10.0.0.1', limit: 3 }, 'req_1').state, {
+      op: 'throttle',
+      subject: 'reg:10.0.0.1',
+      outcome: { admitted: true, reserved_at_ms: T0 },
+    });
+    const claiming = flow(held.state, { op: 'create-user', user: newUser, session }, 'req_2');
+    let directory = loadDirectory('global', []);
+    const claim = directoryTurn(directory, to(claiming.sends, 'user-directory')[0].message);
+    directory = claim.state;
+    expect(answerIn(claim.sends)).toEqual([answer('claim', { user_id: 'usr_9' })]);
+    // The same names again: refused, answered to the flow instead of thrown.
+    const taken = directoryTurn(directory, to(claiming.sends, 'user-directory')[0].message);
+    expect(answerIn(taken.sends)).toEqual([refusal('claim', 'email_taken', 'A user with this e-mail already exists.')]);
+
+    const claimed = flow(claiming.state, answerIn(claim.sends)[0]);
+    const create = userTurn(initialUserState(), to(claimed.sends, 'user')[0].message);
+    const created = flow(claimed.state, answerIn(create.sends)[0]);
+    const open = userTurn(create.state, to(created.sends, 'user')[0].message);
+    const [opened] = answerIn(open.sends);
+    expect(opened).toMatchObject({ op: 'flow-answer', step: 'open-session', ok: true, reply: { session_id: expect.any(String), user: { id: 'usr_9' } } });
+    const done = flow(created.state, opened);
+    expect(done.replies).toEqual([{ request_id: 'req_2', reply: { ok: true, value: { user: expect.objectContaining({ id: 'usr_9' }), session_id: expect.any(String) } } }]);
+    expect(done.state).toBeNull();
   });
 });
 

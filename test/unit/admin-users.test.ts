@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { type DirectoryMessage, sessionUserId, type NewUser, type PublicUser, type SessionView, type SummarySync, type UserMessage } from '../../actors/accounts/messages.js';
 import { describe, expect, it } from 'vitest';
 import type { TurnContext } from '../../runtime/index.js';
+import type { FlowCall } from '../../actors/flow-call.js';
 import {
   listUsers,
   loadDirectory,
@@ -134,8 +135,8 @@ describe('admin user ops', () => {
   it('patch of e-mail or username releases the old name only when it really changed', () => {
     const state = created().state;
     const reserving = send(state, { op: 'admin-patch', patch: { email: 'new@example.com', username: 'alice_1' } });
-    const { flow_id } = reserving.sends![0].message as { flow_id: string };
-    const renamed = send(reserving.state, { op: 'reserved', flow_id });
+    const { flow_id } = (reserving.sends![0].message as FlowCall).reply_to;
+    const renamed = send(reserving.state, { op: 'flow-answer', flow_id, step: 'reserve', ok: true, reply: { reserved: true } });
     expect(syncOf(renamed).release).toEqual({ email: 'Alice@Example.com' });
     const empty = send(state, { op: 'admin-patch', patch: {} });
     expect(syncOf(empty)).toMatchObject({ rev: 2, release: {} });
@@ -357,13 +358,20 @@ describe('admin changes as flows of the user actor', () => {
     expect(started.defer).toBe(true);
     expect(started.state.user!.email).toBe(alice.email);
     const reserve = started.sends![0];
-    expect(reserve).toMatchObject({ kind: 'user-directory', key: 'global', message: { op: 'reserve', user_id: 'usr_1', email: 'new@example.com' } });
+    expect(reserve).toMatchObject({
+      kind: 'user-directory',
+      key: 'global',
+      message: { op: 'flow-call', call: { op: 'reserve', user_id: 'usr_1', email: 'new@example.com' }, reply_to: { kind: 'user', key: 'usr_1', step: 'reserve' } },
+    });
+    const { flow_id } = (reserve.message as FlowCall).reply_to;
 
-    // The directory reserves and answers through the outbox.
+    // The directory reserves and answers through the outbox (actors/flow-call.ts).
     let directory = loadDirectory('global', []);
     directory = dir(directory, syncOf(created()) as DirectoryMessage).state;
     const reserved = dir(directory, reserve.message as DirectoryMessage);
-    expect(reserved.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'reserved', flow_id: (reserve.message as { flow_id: string }).flow_id } }]);
+    expect(reserved.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'flow-answer', flow_id, step: 'reserve', ok: true, reply: { reserved: true } } }]);
+    // An answer to a rename that is not in flight changes nothing.
+    expect(send(started.state, { op: 'flow-answer', flow_id: 'ren_other', step: 'reserve', ok: true, reply: { reserved: true } }).state).toBe(started.state);
 
     const applied = send(started.state, reserved.sends![0].message as UserMessage);
     expect(applied.state.user!.email).toBe('new@example.com');
@@ -399,8 +407,8 @@ describe('admin changes as flows of the user actor', () => {
     const state = created().state;
     const started = ask(state, { op: 'admin-patch', patch: { email: 'gone@example.com' } }, 'req_3');
     const deleted = send(started.state, { op: 'admin-delete' });
-    const flow_id = (started.sends![0].message as { flow_id: string }).flow_id;
-    const answered = send(deleted.state, { op: 'reserved', flow_id });
+    const { flow_id } = (started.sends![0].message as FlowCall).reply_to;
+    const answered = send(deleted.state, { op: 'flow-answer', flow_id, step: 'reserve', ok: true, reply: { reserved: true } });
     expect(answered.replies).toEqual([{ request_id: 'req_3', error: { code: 'not_found', message: 'No such user.' } }]);
     expect(answered.sends).toEqual([{ kind: 'user-directory', key: 'global', message: { op: 'release', user_id: 'usr_1', email: 'gone@example.com', username: undefined } }]);
     let directory = loadDirectory('global', []);

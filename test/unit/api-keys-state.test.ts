@@ -9,6 +9,7 @@ import {
   type VerifiedKey,
 } from '../../actors/api-keys/messages.js';
 import { initialApiKeyState, stepApiKey, type ApiKeyState } from '../../actors/api-keys/state.js';
+import type { FlowCall } from '../../actors/flow-call.js';
 import { parseApiKey, newApiKey, requiredScope, scopeAllows } from '../../http/auth/api-keys.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
@@ -102,33 +103,24 @@ describe('api-key step', () => {
     expect(step(revoked, { op: 'update', user_id: 'u1', name: 'x' }).state!.revoked).toBe(true);
   });
 
-  it('delete removes the record and tells the owner index through the outbox', () => {
+  it("delete removes the record and answers its view; another user's key is not found", () => {
     const result = step(created(), { op: 'delete', user_id: 'u1' });
     expect(result.state).toBeNull();
-    expect(result.sends).toEqual([{ kind: USER_API_KEYS_KIND, key: 'u1', message: { op: 'remove', api_key_id: KEY_ID } }]);
+    expect(result.reply).toMatchObject({ api_key_id: KEY_ID, user_id: 'u1' });
+    // The index drops its entry when the flow-answer comes back: nothing else is sent.
+    expect(result.sends).toBeUndefined();
+    expect(codeOf(() => step(created(), { op: 'delete', user_id: 'u2' }))).toBe('not_found');
   });
 });
 
 describe('user-api-keys index step', () => {
   const ictx = fixedContext(T0, USER_API_KEYS_KIND, 'u1');
-  const fresh = (): UserApiKeysState => loadUserApiKeys('u1', []);
-
-  it('adds idempotently, enforces the cap, removes idempotently, writing one record each', () => {
-    const state = fresh();
-    const add = stepUserApiKeys(state, { op: 'add', api_key_id: 'k1', created_at_ms: 1, limit: 2 }, ictx);
-    expect(add.writes).toEqual([{ subkey: 'k1', value: { created_at_ms: 1 } }]);
-    expect(stepUserApiKeys(state, { op: 'add', api_key_id: 'k1', created_at_ms: 1, limit: 2 }, ictx).writes).toBeUndefined();
-    stepUserApiKeys(state, { op: 'add', api_key_id: 'k2', created_at_ms: 2, limit: 2 }, ictx);
-    expect(codeOf(() => stepUserApiKeys(state, { op: 'add', api_key_id: 'k3', created_at_ms: 3, limit: 2 }, ictx))).toBe('api_key_limit_reached');
-    expect(state.entries.size).toBe(2);
-    expect(stepUserApiKeys(state, { op: 'remove', api_key_id: 'k1' }, ictx).writes).toEqual([{ subkey: 'k1', value: undefined }]);
-    expect(stepUserApiKeys(state, { op: 'remove', api_key_id: 'k1' }, ictx).writes).toBeUndefined();
-    expect(state.entries.size).toBe(1);
-  });
+  /** An index holding keys k1..kn, created at 1..n (one record per key). */
+  const holding = (n: number): UserApiKeysState =>
+    loadUserApiKeys('u1', Array.from({ length: n }, (_, i) => [`k${i + 1}`, { created_at_ms: i + 1 }] as [string, unknown]));
 
   it('lists newest first with a total, and reloads the same from its records', () => {
-    const state = fresh();
-    for (let i = 1; i <= 5; i++) stepUserApiKeys(state, { op: 'add', api_key_id: `k${i}`, created_at_ms: i, limit: 100 }, ictx);
+    const state = holding(5);
     const page = (s: UserApiKeysState, p: number) => stepUserApiKeys(s, { op: 'list', page: p, page_size: 2 }, ictx).reply as IndexPage;
     expect(page(state, 1)).toEqual({ api_key_ids: ['k5', 'k4'], total: 5 });
     expect(page(state, 3)).toEqual({ api_key_ids: ['k1'], total: 5 });
@@ -183,11 +175,16 @@ describe('create and delete flows of the index', () => {
     expect(started.defer).toBe(true);
     expect(index.entries.has(KEY_ID)).toBe(true);
     const [send] = started.sends!;
-    expect(send).toMatchObject({ kind: 'api-key', key: KEY_ID, message: { op: 'create', user_id: USER, name: 'ci' } });
+    expect(send).toMatchObject({
+      kind: 'api-key',
+      key: KEY_ID,
+      message: { op: 'flow-call', call: { op: 'create', user_id: USER, name: 'ci' }, reply_to: { kind: USER_API_KEYS_KIND, key: USER, step: 'create' } },
+    });
     const made = keyStep(null, send.message as ApiKeyMessage);
+    expect(made.reply).toMatchObject({ api_key_id: KEY_ID });
     expect(made.state).toMatchObject({ user_id: USER, key_hash: 'h' });
     const [answer] = made.sends!;
-    expect(answer).toMatchObject({ kind: USER_API_KEYS_KIND, key: USER, message: { op: 'key-answer', view: { api_key_id: KEY_ID } } });
+    expect(answer).toMatchObject({ kind: USER_API_KEYS_KIND, key: USER, message: { op: 'flow-answer', step: 'create', ok: true, reply: { api_key_id: KEY_ID } } });
     const done = indexAsk(index, answer.message as Parameters<typeof stepUserApiKeys>[1]);
     expect(done.replies).toEqual([{ request_id: 'req_1', reply: expect.objectContaining({ api_key_id: KEY_ID, name: 'ci' }) }]);
     expect(done.writes).toEqual([{ subkey: expect.stringMatching(/^f:/), value: undefined }]);
@@ -206,16 +203,15 @@ describe('create and delete flows of the index', () => {
     indexAsk(index, { op: 'create', api_key_id: id(2), limit: 2, key: newKey }, 'r2');
     expect(codeOf(() => indexAsk(index, { op: 'create', api_key_id: id(3), limit: 2, key: newKey }, 'r3'))).toBe('api_key_limit_reached');
     // The key actor refuses (an id clash): compensation removes the entry.
-    const flow_id = (first.sends![0].message as { flow_id: string }).flow_id;
-    const refused = indexAsk(index, { op: 'key-answer', flow_id, error: { code: 'conflict', message: 'API key id already in use.' } });
+    const flow_id = (first.sends![0].message as FlowCall).reply_to.flow_id;
+    const refused = indexAsk(index, { op: 'flow-answer', flow_id, step: 'create', ok: false, error: { code: 'conflict', message: 'API key id already in use.' } });
     expect(refused.replies).toEqual([{ request_id: 'r1', error: { code: 'conflict', message: 'API key id already in use.' } }]);
     expect(index.entries.has(id(1))).toBe(false);
     expect(indexAsk(index, { op: 'create', api_key_id: id(3), limit: 2, key: newKey }, 'r4').defer).toBe(true);
   });
 
   it('delete: the key checks its owner and deletes itself, then the index drops the entry and answers', () => {
-    let index = loadUserApiKeys(USER, []);
-    index = indexAsk(index, { op: 'add', api_key_id: KEY_ID, created_at_ms: T0, limit: 10 }).state;
+    const index = loadUserApiKeys(USER, [[KEY_ID, { created_at_ms: T0 }]]);
     const key = created({ user_id: USER });
     const started = indexAsk(index, { op: 'delete', api_key_id: KEY_ID }, 'req_d');
     expect(started.defer).toBe(true);

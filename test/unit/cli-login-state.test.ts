@@ -47,14 +47,18 @@ describe('CLI login session', () => {
     const session = { refresh_hash: 'rh', ttl_seconds: 3600, ip_address: '::1', user_agent: 'cli' };
     const polled = stepCli(state, { op: 'poll', poll_hash: 'ph', session }, { ...fixedContext(T0 + 1, 'cli-login', 'cli_1'), request_id: 'req_1' });
     expect(polled.defer).toBe(true);
-    expect(polled.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'open-session', ...session, reply_to: { kind: 'cli-login', key: 'cli_1' } } }]);
+    const reply_to = { kind: 'cli-login', key: 'cli_1', flow_id: 'cli_1', step: 'open-session' };
+    expect(polled.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'flow-call', call: { op: 'open-session', ...session }, reply_to } }]);
     state = polled.state;
     // Delivered once: another poll is refused even while the session is opening.
     expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, T0 + CLI_POLL_INTERVAL_S * 1000 + 1))).toBe('conflict');
-    const opened = run(state, { op: 'user-answer', reply: { session_id: 'ses_1', user: { id: 'usr_1' } } }, T0 + 2);
+    const answer = { op: 'flow-answer', flow_id: 'cli_1', step: 'open-session' } as const;
+    const opened = run(state, { ...answer, ok: true, reply: { session_id: 'ses_1', user: { id: 'usr_1' } } }, T0 + 2);
     expect(opened.replies).toEqual([{ request_id: 'req_1', reply: { status: 'completed', user_id: 'usr_1', session_id: 'ses_1', user: { id: 'usr_1' } } }]);
     // A banned user: the refusal reaches the poll.
-    const refused = run(state, { op: 'user-answer', error: { code: 'forbidden', message: 'This account is banned.' } }, T0 + 2);
+    const refused = run(state, { ...answer, ok: false, error: { code: 'forbidden', message: 'This account is banned.' } }, T0 + 2);
     expect(refused.replies).toEqual([{ request_id: 'req_1', error: { code: 'forbidden', message: 'This account is banned.' } }]);
+    // An answer to another step (or another login's) changes nothing.
+    expect(run(state, { ...answer, step: 'other', ok: true, reply: null }, T0 + 2).replies).toBeUndefined();
   });
 });
