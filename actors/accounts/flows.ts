@@ -1,8 +1,9 @@
 import { ServiceError, type ActorSend, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { flowCall, flowOutcome, type FlowAnswer as CallAnswer, type FlowError } from '../flow-call.js';
 import {
-  ACCOUNT_FAILURES_MAX,
-  ADDRESS_FAILURES_MAX,
+  ACCOUNT_FAILURES_FREE,
+  ADDRESS_FAILURES_FREE,
+  PAIR_FAILURES_FREE,
   DIRECTORY_KEY,
   DIRECTORY_KIND,
   LOGIN_FLOW_KIND,
@@ -24,6 +25,7 @@ import {
   type Registered,
   type SessionRequest,
   type ThrottleMessage,
+  type ThrottlePolicy,
   type UserMessage,
 } from './messages.js';
 
@@ -71,7 +73,7 @@ const EXPIRE_ALARM = 'expire';
 
 interface Subject {
   key: string;
-  limit: number;
+  policy: ThrottlePolicy;
 }
 
 interface Reservation {
@@ -118,8 +120,30 @@ const INVALID_CODE: FlowRefusal = { code: 'invalid_credentials', message: 'Inval
 const BANNED: FlowRefusal = { code: 'forbidden', message: 'This account is banned.' };
 const BUSY: FlowRefusal = { code: 'rate_limited', message: 'Too many attempts in progress; try again shortly.', retry_after_seconds: 1 };
 
-function addressSubject(ip_address: string | null | undefined): Subject[] {
-  return ip_address ? [{ key: `ip:${ip_address}`, limit: ADDRESS_FAILURES_MAX }] : [];
+function addressSubject(ip_address: string | null | undefined, policy: ThrottlePolicy): Subject[] {
+  return ip_address ? [{ key: `ip:${ip_address}`, policy }] : [];
+}
+
+const backoff = (free: number): ThrottlePolicy => ({ kind: 'backoff', free });
+
+/**
+ * The subjects a password guess is counted on, in their fixed order
+ * (docs/api/accounts.md, Login throttling): the account from this address;
+ * the account from anywhere, unless this address is one the account signed in
+ * from or the account has two-factor on (a guessed password alone opens
+ * nothing then); this address against any account, unless the account knows
+ * it. So an attacker's failures lock the attacker's own address out of the
+ * account, not the owner at home.
+ */
+function passwordSubjects(account: string, ip_address: string | null | undefined, credentials: Credentials | null): Subject[] {
+  const known = credentials?.known_address === true;
+  const subjects: Subject[] = [];
+  if (ip_address) subjects.push({ key: `pair:${account}|${ip_address}`, policy: backoff(PAIR_FAILURES_FREE) });
+  if (!known && !credentials?.two_factor_enabled) subjects.push({ key: `acct:${account}`, policy: backoff(ACCOUNT_FAILURES_FREE) });
+  if (!known) subjects.push(...addressSubject(ip_address, backoff(ADDRESS_FAILURES_FREE)));
+  // No address and nothing else: the account subject is the floor.
+  if (subjects.length === 0) subjects.push({ key: `acct:${account}`, policy: backoff(ACCOUNT_FAILURES_FREE) });
+  return subjects;
 }
 
 function throttle(key: string, message: ThrottleMessage): ActorSend {
@@ -180,7 +204,7 @@ function begin(context: TurnContext, flow: LoginFlowState, sends: ActorSend[]): 
 function acquireNext(context: TurnContext, flow: LoginFlowState, sends: ActorSend[] = [], alarms: { name: string; due_ms: number | null }[] = []): Result {
   const next = flow.subjects[flow.reserved.length];
   if (next) {
-    const take = throttle(next.key, { op: 'take', limit: next.limit, flow: context.key });
+    const take = throttle(next.key, { op: 'take', policy: next.policy, flow: context.key });
     const waiting = flow.reserved.length === 0 ? [{ name: WAIT_ALARM, due_ms: context.now + THROTTLE_WAIT_MS }] : [];
     return { state: { ...flow, phase: 'acquiring' }, sends: [...sends, take], alarms: [...alarms, ...waiting] };
   }
@@ -240,14 +264,14 @@ function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, contex
     case 'register': {
       if (state) throw new ServiceError('conflict', 'This login flow has already started.');
       const limit = message.limit > 0 ? message.limit : 0;
-      const subjects = message.ip_address && limit > 0 ? [{ key: `reg:${message.ip_address}`, limit }] : [];
+      const subjects: Subject[] = message.ip_address && limit > 0 ? [{ key: `reg:${message.ip_address}`, policy: { kind: 'window', limit } }] : [];
       const flow: LoginFlowState = { purpose: 'register', phase: 'acquiring', request_id: context.request_id, subjects, reserved: [], user_id: null };
       return begin(context, flow, []);
     }
 
     case 'code-check': {
       if (state) throw new ServiceError('conflict', 'This login flow has already started.');
-      const subjects = [{ key: `2fa:${message.user_id}`, limit: TWO_FACTOR_FAILURES_MAX }, ...addressSubject(message.ip_address)];
+      const subjects = [{ key: `2fa:${message.user_id}`, policy: { kind: 'window', limit: TWO_FACTOR_FAILURES_MAX } as ThrottlePolicy }, ...addressSubject(message.ip_address, backoff(ADDRESS_FAILURES_FREE))];
       const flow: LoginFlowState = {
         purpose: 'code-check',
         phase: 'acquiring',
@@ -334,18 +358,18 @@ function callAnswered(state: State, message: CallAnswer, context: TurnContext): 
       if (state.phase !== 'lookup') return { state };
       const looked = flowOutcome<{ user_id: string | null }>(message);
       const user_id = looked.ok ? looked.reply.user_id : null;
-      const subjects = [{ key: `acct:${user_id ?? `login:${state.login}`}`, limit: ACCOUNT_FAILURES_MAX }, ...addressSubject(state.ip_address)];
-      const flow: LoginFlowState = { ...state, user_id, subjects, credentials: user_id ? undefined : null };
-      const credentials = user_id ? [toUser(user_id, 'credentials', { op: 'credentials' }, context)] : [];
-      return acquireNext(context, flow, credentials);
+      // A known user: which subjects apply depends on the credentials (a known address, two-factor), so they come first.
+      if (user_id) return { state: { ...state, user_id }, sends: [toUser(user_id, 'credentials', { op: 'credentials', ip_address: state.ip_address }, context)] };
+      const flow: LoginFlowState = { ...state, user_id, subjects: passwordSubjects(`login:${state.login}`, state.ip_address, null), credentials: null };
+      return acquireNext(context, flow);
     }
     case 'credentials': {
-      if (state.purpose !== 'login' || state.phase === 'opening' || state.credentials !== undefined) return { state };
+      if (state.purpose !== 'login' || state.phase !== 'lookup' || state.credentials !== undefined) return { state };
       // No such user any more (deleted since the lookup): checked like an unknown login.
       const answer = flowOutcome<Credentials>(message);
-      const flow: LoginFlowState = { ...state, credentials: answer.ok ? answer.reply : null };
-      if (flow.phase === 'acquiring' && flow.reserved.length === flow.subjects.length) return acquired(context, flow);
-      return { state: flow };
+      const credentials = answer.ok ? answer.reply : null;
+      const account = credentials ? state.user_id! : `login:${state.login}`;
+      return acquireNext(context, { ...state, credentials, subjects: passwordSubjects(account, state.ip_address, credentials) });
     }
     case 'code-check': {
       if (state.purpose !== 'code-check' || state.phase !== 'checking') return { state };

@@ -132,7 +132,8 @@ export interface SessionRequest {
 export type UserMessage =
   | { op: 'create'; user: NewUser }
   | { op: 'get' }
-  | { op: 'credentials' }
+  /** With `ip_address`, `known_address` says whether the user has signed in from it (a session, live or ended in the last 7 days). */
+  | { op: 'credentials'; ip_address?: string | null }
   | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
   | { op: 'authenticate'; session_id: string }
   | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
@@ -213,6 +214,8 @@ export interface Credentials {
   password_hash: string;
   banned: boolean;
   two_factor_enabled: boolean;
+  /** The asked address is one the user signed in from (a session of theirs, live or ended in the last 7 days, not an impersonation). */
+  known_address: boolean;
 }
 
 
@@ -231,30 +234,46 @@ export function sessionUserId(session_id: string): string | null {
 // --- Login throttle (actors/accounts/login-throttle-state.ts) -----------------
 
 export const LOGIN_THROTTLE_KIND = 'login-throttle';
-export const ACCOUNT_FAILURES_MAX = 5;
-export const ADDRESS_FAILURES_MAX = 20;
+/** Failures of one account from one address (key `pair:<account>|<address>`) before its backoff starts. */
+export const PAIR_FAILURES_FREE = 5;
 /**
- * Wrong second-step codes per user (key `2fa:<user id>`). Counted apart from the
+ * Failures of one account from any address (key `acct:<account>`) before its
+ * backoff starts. Not applied to a login from an address the account has
+ * signed in from before, nor to an account with two-factor on.
+ */
+export const ACCOUNT_FAILURES_FREE = 20;
+/** Failures from one address against any account (key `ip:<address>`); not applied to an address the account knows. */
+export const ADDRESS_FAILURES_FREE = 20;
+/** The first lock past the free failures; it doubles with each further failure. */
+export const BACKOFF_BASE_MS = 15_000;
+/** The longest lock. */
+export const BACKOFF_MAX_MS = 15 * 60_000;
+/** Remembered failures are forgotten this long after the last one (or at a success). */
+export const FAILURE_MEMORY_MS = 6 * 3600_000;
+/** The window of the `window` policy. */
+export const THROTTLE_WINDOW_MS = 15 * 60_000;
+/**
+ * Wrong second-step codes per user (key `2fa:<user id>`, window policy). Counted apart from the
  * password failures because a correct password clears those: with one counter,
  * someone holding the password could guess codes without end.
  */
 export const TWO_FACTOR_FAILURES_MAX = 10;
 /** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
 export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
+
+/** How a subject counts (actors/accounts/login-throttle-state.ts). */
+export type ThrottlePolicy = { kind: 'backoff'; free: number } | { kind: 'window'; limit: number };
+
 export type ThrottleMessage =
-  | { op: 'attempt'; limit: number }
   /** A login flow's reservation: answered `throttle` through the outbox, at once or when a place frees. */
-  | { op: 'take'; limit: number; flow: string }
+  | { op: 'take'; policy: ThrottlePolicy; flow: string }
   /** The flow stopped waiting (its own deadline): leave the queue. */
   | { op: 'give-up'; flow: string }
   | { op: 'count'; reserved_at_ms: number }
   | { op: 'release'; reserved_at_ms: number }
   | { op: 'reset'; reserved_at_ms: number };
 
-/** The reply to `attempt`: a reservation (named by its time, for count/release/reset), or wait and ask again. */
-export type ThrottleAttempt = { admitted: true; reserved_at_ms: number } | { admitted: false };
-
-/** The answer to `take`: a reservation (named by its time, for count/release/reset), or refused until the window ends. */
+/** The answer to `take`: a reservation (named by its time, for count/release/reset), or refused for Retry-After seconds. */
 export type ThrottleOutcome = { admitted: true; reserved_at_ms: number } | { admitted: false; retry_after_seconds: number };
 
 

@@ -183,6 +183,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         password_hash: user.password_hash,
         banned: user.banned,
         two_factor_enabled: user.two_factor_enabled,
+        known_address: message.ip_address ? Object.values(state.sessions).some((s) => s.ip_address === message.ip_address && !s.impersonated_by) : false,
       };
       if (state.summary_rev === undefined) return summarized(state, reply, {});
       return { state, reply };

@@ -11,7 +11,7 @@ import { fixedContext } from '../helpers/step.js';
 const T0 = Date.UTC(2026, 0, 1);
 const FLOW = 'lgf_1';
 const session: SessionRequest = { refresh_hash: 'h', ttl_seconds: 3600, ip_address: '10.0.0.1', user_agent: 'ua' };
-const credentials: Credentials = { user_id: 'usr_1', password_hash: 'scrypt$hash', banned: false, two_factor_enabled: false };
+const credentials: Credentials = { user_id: 'usr_1', password_hash: 'scrypt$hash', banned: false, two_factor_enabled: false, known_address: false };
 
 const flowCtx = (now = T0, request_id: string | null = null, key = FLOW): TurnContext => ({ ...fixedContext(now, 'login-flow', key), request_id });
 type FlowResult = TurnResult<LoginFlowStateOrNone, unknown>;
@@ -29,21 +29,26 @@ const refusal = (step: LoginStep, code: ErrorCode, message: string): LoginFlowMe
 const to = (sends: ActorSend[] | undefined, kind: string) => (sends ?? []).filter((s) => s.kind === kind);
 const throttleOps = (result: FlowResult) => to(result.sends, 'login-throttle').map((s) => [s.key, (s.message as { op: string }).op]);
 
-/** A password login up to the edge's KDF: lookup, both places, credentials. */
+/** The subjects of a password login from 10.0.0.1 (an unknown address, no two-factor), in order. */
+const subjectsOf = (account: string) => [`pair:${account}|10.0.0.1`, `acct:${account}`, 'ip:10.0.0.1'];
+
+/** A password login up to the edge's KDF: lookup, credentials (which decide the subjects), every place. */
 function begunLogin(user_id: string | null = 'usr_1', creds: Credentials | null = credentials) {
   const started = flow(null, { op: 'login', login: ' Alice ', ip_address: '10.0.0.1' }, 'req_1');
   expect(started.defer).toBe(true);
   expect(to(started.sends, 'user-directory')[0].message).toEqual(call('lookup', { op: 'lookup', login: 'alice' }));
-  const looked = flow(started.state, answer('lookup', { user_id }));
-  const account = user_id ? `acct:${user_id}` : 'acct:login:alice';
-  expect(to(looked.sends, 'login-throttle')).toEqual([{ kind: 'login-throttle', key: account, message: { op: 'take', limit: 5, flow: FLOW } }]);
-  expect(to(looked.sends, 'user').map((s) => s.message)).toEqual(user_id ? [call('credentials', { op: 'credentials' })] : []);
-  const first = flow(looked.state, { op: 'throttle', subject: account, outcome: { admitted: true, reserved_at_ms: T0 } });
-  expect(to(first.sends, 'login-throttle')[0]).toMatchObject({ key: 'ip:10.0.0.1', message: { op: 'take', limit: 20 } });
-  let state = flow(first.state, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 + 1 } });
+  let state = flow(started.state, answer('lookup', { user_id }));
   if (user_id) {
-    expect(state.replies ?? []).toEqual([]);
+    expect(to(state.sends, 'login-throttle')).toEqual([]);
+    expect(to(state.sends, 'user').map((s) => s.message)).toEqual([call('credentials', { op: 'credentials', ip_address: '10.0.0.1' })]);
     state = flow(state.state, creds ? answer('credentials', creds) : refusal('credentials', 'not_found', 'No such user.'));
+  }
+  const account = user_id && creds ? user_id : 'login:alice';
+  // Two-factor accounts are not counted account-wide.
+  const subjects = subjectsOf(account).filter((key) => !(creds?.two_factor_enabled && key.startsWith('acct:')));
+  for (let i = 0; i < subjects.length; i++) {
+    expect(to(state.sends, 'login-throttle')).toEqual([{ kind: 'login-throttle', key: subjects[i], message: { op: 'take', policy: { kind: 'backoff', free: i === 0 ? 5 : 20 }, flow: FLOW } }]);
+    state = flow(state.state, { op: 'throttle', subject: subjects[i], outcome: { admitted: true, reserved_at_ms: T0 + i } });
   }
   return { state: state.state, replies: state.replies ?? [] };
 }
@@ -55,7 +60,7 @@ describe('login flow: password', () => {
     const checked = flow(begun.state, { op: 'password-checked', verified: true, sso_required_by: null, session }, 'req_2');
     expect(checked.defer).toBe(true);
     // The account's count is cleared, the address gets its place back; the session is asked of the user actor.
-    expect(throttleOps(checked)).toEqual([['acct:usr_1', 'reset'], ['ip:10.0.0.1', 'release']]);
+    expect(throttleOps(checked)).toEqual([['pair:usr_1|10.0.0.1', 'reset'], ['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
     expect(to(checked.sends, 'user')[0].message).toEqual(call('open-session', { op: 'open-session', ...session }));
     const opened = flow(checked.state, answer('open-session', { session_id: 'ses_1', user: { id: 'usr_1' } }));
     expect(opened.replies).toEqual([{ request_id: 'req_2', reply: { ok: true, value: { requires_2fa: false, session_id: 'ses_1', user: { id: 'usr_1' } } } }]);
@@ -68,7 +73,7 @@ describe('login flow: password', () => {
     const checked = flow(begun.state, { op: 'password-checked', verified: false, sso_required_by: null, session }, 'req_2');
     expect(checked.defer).toBeUndefined();
     expect(checked.reply).toEqual({ ok: false, refusal: { code: 'invalid_credentials', message: 'Invalid login or password.' } });
-    expect(throttleOps(checked)).toEqual([['acct:usr_1', 'count'], ['ip:10.0.0.1', 'count']]);
+    expect(throttleOps(checked)).toEqual([['pair:usr_1|10.0.0.1', 'count'], ['acct:usr_1', 'count'], ['ip:10.0.0.1', 'count']]);
     expect(checked.state).toBeNull();
   });
 
@@ -77,16 +82,25 @@ describe('login flow: password', () => {
     expect(begun.replies).toEqual([{ request_id: 'req_1', reply: { ok: true, value: { user_id: null, password_hash: null } } }]);
     const checked = flow(begun.state, { op: 'password-checked', verified: true, sso_required_by: null, session }, 'req_2');
     expect((checked.reply as FlowAnswer<unknown>).ok).toBe(false);
-    expect(throttleOps(checked)).toEqual([['acct:login:alice', 'count'], ['ip:10.0.0.1', 'count']]);
+    expect(throttleOps(checked)).toEqual([['pair:login:alice|10.0.0.1', 'count'], ['acct:login:alice', 'count'], ['ip:10.0.0.1', 'count']]);
   });
 
   it('a banned account is refused 403 and its places handed back; SSO is refused after a right password (count cleared)', () => {
     const banned = flow(begunLogin('usr_1', { ...credentials, banned: true }).state, { op: 'password-checked', verified: true, sso_required_by: null, session }, 'r');
     expect(banned.reply).toMatchObject({ ok: false, refusal: { code: 'forbidden' } });
-    expect(throttleOps(banned)).toEqual([['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
+    expect(throttleOps(banned)).toEqual([['pair:usr_1|10.0.0.1', 'release'], ['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
     const sso = flow(begunLogin().state, { op: 'password-checked', verified: true, sso_required_by: { name: 'Acme' }, session }, 'r');
     expect(sso.reply).toMatchObject({ ok: false, refusal: { code: 'sso_required' } });
-    expect(throttleOps(sso)).toEqual([['acct:usr_1', 'reset'], ['ip:10.0.0.1', 'release']]);
+    expect(throttleOps(sso)).toEqual([['pair:usr_1|10.0.0.1', 'reset'], ['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
+  });
+
+  it('an address the account knows is not counted account-wide nor per address: only the pair', () => {
+    const started = flow(null, { op: 'login', login: 'alice', ip_address: '10.0.0.1' }, 'req_1');
+    const looked = flow(started.state, answer('lookup', { user_id: 'usr_1' }));
+    const credited = flow(looked.state, answer('credentials', { ...credentials, known_address: true }));
+    expect(to(credited.sends, 'login-throttle').map((s) => s.key)).toEqual(['pair:usr_1|10.0.0.1']);
+    const held = flow(credited.state, { op: 'throttle', subject: 'pair:usr_1|10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } });
+    expect(held.replies).toEqual([{ request_id: 'req_1', reply: { ok: true, value: { user_id: 'usr_1', password_hash: 'scrypt$hash' } } }]);
   });
 
   it('two-factor users get requires_2fa and no session', () => {
@@ -99,10 +113,12 @@ describe('login flow: password', () => {
   it('a subject at its count refuses at once with its Retry-After; the places taken are handed back', () => {
     const started = flow(null, { op: 'login', login: 'alice', ip_address: '10.0.0.1' }, 'req_1');
     const looked = flow(started.state, answer('lookup', { user_id: 'usr_1' }));
-    const first = flow(looked.state, { op: 'throttle', subject: 'acct:usr_1', outcome: { admitted: true, reserved_at_ms: T0 } });
-    const refused = flow(first.state, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: false, retry_after_seconds: 600 } });
+    const credited = flow(looked.state, answer('credentials', credentials));
+    const first = flow(credited.state, { op: 'throttle', subject: 'pair:usr_1|10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } });
+    const second = flow(first.state, { op: 'throttle', subject: 'acct:usr_1', outcome: { admitted: true, reserved_at_ms: T0 } });
+    const refused = flow(second.state, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: false, retry_after_seconds: 600 } });
     expect(refused.replies).toEqual([{ request_id: 'req_1', reply: { ok: false, refusal: { code: 'rate_limited', message: expect.any(String), retry_after_seconds: 600 } } }]);
-    expect(throttleOps(refused)).toEqual([['acct:usr_1', 'release']]);
+    expect(throttleOps(refused)).toEqual([['pair:usr_1|10.0.0.1', 'release'], ['acct:usr_1', 'release']]);
     // A late answer (credentials) or admission reaching the ended flow: the place goes straight back.
     expect(flow(null, answer('credentials', credentials)).sends ?? []).toEqual([]);
     expect(throttleOps(flow(null, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } }))).toEqual([['ip:10.0.0.1', 'release']]);
@@ -119,11 +135,11 @@ describe('login flow: password', () => {
     const begun = begunLogin();
     const abandoned = flow(begun.state, { op: 'abandon' }, 'req_3');
     expect(abandoned.reply).toEqual({ ok: true, value: null });
-    expect(throttleOps(abandoned)).toEqual([['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
+    expect(throttleOps(abandoned)).toEqual([['pair:usr_1|10.0.0.1', 'release'], ['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
     // An edge that never comes back: the flow ends by itself.
     const expired = flow(begun.state, { op: '$alarm', name: 'expire', due_ms: T0 + FLOW_TTL_MS } as never, null, T0 + FLOW_TTL_MS);
     expect(expired.state).toBeNull();
-    expect(throttleOps(expired)).toEqual([['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
+    expect(throttleOps(expired)).toEqual([['pair:usr_1|10.0.0.1', 'release'], ['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
   });
 });
 
@@ -132,7 +148,7 @@ describe('login flow: registration and code checks', () => {
 
   it('registration: the address place, then claim, create and session; it counts whatever happens to the names', () => {
     const started = flow(null, { op: 'register', ip_address: '10.0.0.1', limit: 3 }, 'req_1');
-    expect(to(started.sends, 'login-throttle')[0]).toMatchObject({ key: 'reg:10.0.0.1', message: { op: 'take', limit: 3 } });
+    expect(to(started.sends, 'login-throttle')[0]).toMatchObject({ key: 'reg:10.0.0.1', message: { op: 'take', policy: { kind: 'window', limit: 3 } } });
     const held = flow(started.state, { op: 'throttle', subject: 'reg:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } });
     expect(held.replies).toEqual([{ request_id: 'req_1', reply: { ok: true, value: null } }]);
     const claiming = flow(held.state, { op: 'create-user', user: newUser, session }, 'req_2');
@@ -163,7 +179,7 @@ describe('login flow: registration and code checks', () => {
     const check = { op: '2fa-disable' as const, presented: { code: '000000', code_hash: 'x' } };
     const held = () => {
       const started = flow(null, { op: 'code-check', user_id: 'usr_1', ip_address: '10.0.0.1', check }, 'req_1');
-      expect(to(started.sends, 'login-throttle')[0]).toMatchObject({ key: '2fa:usr_1', message: { op: 'take', limit: 10 } });
+      expect(to(started.sends, 'login-throttle')[0]).toMatchObject({ key: '2fa:usr_1', message: { op: 'take', policy: { kind: 'window', limit: 10 } } });
       const one = flow(started.state, { op: 'throttle', subject: '2fa:usr_1', outcome: { admitted: true, reserved_at_ms: T0 } });
       const both = flow(one.state, { op: 'throttle', subject: 'ip:10.0.0.1', outcome: { admitted: true, reserved_at_ms: T0 } });
       expect(to(both.sends, 'user')[0].message).toEqual(call('code-check', check));
@@ -222,14 +238,14 @@ describe('login throttle: flows wait in a queue', () => {
     let state = initialThrottleState();
     const places: number[] = [];
     for (let i = 0; i < 2; i++) {
-      const taken = throttle(state, KEY, { op: 'take', limit: 2, flow: `f${i}` }, T0 + i);
+      const taken = throttle(state, KEY, { op: 'take', policy: { kind: 'window', limit: 2 }, flow: `f${i}` }, T0 + i);
       expect(outcomes(taken)).toEqual([[`f${i}`, { admitted: true, reserved_at_ms: T0 + i }]]);
       state = taken.state;
       places.push(T0 + i);
     }
-    const queued = throttle(state, KEY, { op: 'take', limit: 2, flow: 'f2' }, T0 + 5);
+    const queued = throttle(state, KEY, { op: 'take', policy: { kind: 'window', limit: 2 }, flow: 'f2' }, T0 + 5);
     expect(queued.sends).toEqual([]);
-    state = throttle(queued.state, KEY, { op: 'take', limit: 2, flow: 'f3' }, T0 + 6).state;
+    state = throttle(queued.state, KEY, { op: 'take', policy: { kind: 'window', limit: 2 }, flow: 'f3' }, T0 + 6).state;
     expect(state.waiting!.map((w) => w.flow)).toEqual(['f2', 'f3']);
     const freed = throttle(state, KEY, { op: 'release', reserved_at_ms: places[0] }, T0 + 10);
     expect(outcomes(freed)).toEqual([['f2', { admitted: true, reserved_at_ms: T0 + 10 }]]);
@@ -240,21 +256,21 @@ describe('login throttle: flows wait in a queue', () => {
 
   it('once the count reaches the limit every waiter is refused until the window ends', () => {
     let state = initialThrottleState();
-    state = throttle(state, KEY, { op: 'take', limit: 1, flow: 'f0' }).state;
-    state = throttle(state, KEY, { op: 'take', limit: 1, flow: 'f1' }, T0 + 1).state;
-    state = throttle(state, KEY, { op: 'take', limit: 1, flow: 'f2' }, T0 + 2).state;
+    state = throttle(state, KEY, { op: 'take', policy: { kind: 'window', limit: 1 }, flow: 'f0' }).state;
+    state = throttle(state, KEY, { op: 'take', policy: { kind: 'window', limit: 1 }, flow: 'f1' }, T0 + 1).state;
+    state = throttle(state, KEY, { op: 'take', policy: { kind: 'window', limit: 1 }, flow: 'f2' }, T0 + 2).state;
     const counted = throttle(state, KEY, { op: 'count', reserved_at_ms: T0 }, T0 + 1000);
     expect(outcomes(counted)).toEqual([
       ['f1', { admitted: false, retry_after_seconds: 15 * 60 - 1 }],
       ['f2', { admitted: false, retry_after_seconds: 15 * 60 - 1 }],
     ]);
     expect(counted.state.waiting).toBeUndefined();
-    expect(outcomes(throttle(counted.state, KEY, { op: 'take', limit: 1, flow: 'f3' }, T0 + 2000))).toEqual([['f3', { admitted: false, retry_after_seconds: 15 * 60 - 2 }]]);
+    expect(outcomes(throttle(counted.state, KEY, { op: 'take', policy: { kind: 'window', limit: 1 }, flow: 'f3' }, T0 + 2000))).toEqual([['f3', { admitted: false, retry_after_seconds: 15 * 60 - 2 }]]);
   });
 
   it('while flows wait, the oldest reservation lapsing frees a place (alarm)', () => {
-    let state = throttle(initialThrottleState(), KEY, { op: 'take', limit: 1, flow: 'f0' }).state;
-    const queued = throttle(state, KEY, { op: 'take', limit: 1, flow: 'f1' }, T0 + 1);
+    let state = throttle(initialThrottleState(), KEY, { op: 'take', policy: { kind: 'window', limit: 1 }, flow: 'f0' }).state;
+    const queued = throttle(state, KEY, { op: 'take', policy: { kind: 'window', limit: 1 }, flow: 'f1' }, T0 + 1);
     expect(queued.alarms).toContainEqual({ name: 'lapse', due_ms: T0 + 60_000 });
     state = queued.state;
     const lapsed = throttle(state, KEY, { op: '$alarm', name: 'lapse', due_ms: T0 + 60_000 } as never, T0 + 60_000);

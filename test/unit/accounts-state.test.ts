@@ -76,8 +76,17 @@ describe('user step', () => {
       password_hash: alice.password_hash,
       banned: false,
       two_factor_enabled: false,
+      known_address: false,
     });
     expect(send(state, { op: 'get' }, T0).reply).not.toHaveProperty('password_hash');
+  });
+
+  it('credentials say whether the asked address is one the user signed in from (not by impersonation)', () => {
+    const { state } = openSession(user(), T0, 'h1', 60);
+    const address = Object.values(state.sessions)[0].ip_address;
+    expect((send(state, { op: 'credentials', ip_address: address }, T0).reply as { known_address: boolean }).known_address).toBe(true);
+    expect((send(state, { op: 'credentials', ip_address: '198.51.100.9' }, T0).reply as { known_address: boolean }).known_address).toBe(false);
+    expect((send(state, { op: 'credentials', ip_address: null }, T0).reply as { known_address: boolean }).known_address).toBe(false);
   });
 
   it('open-session adds a live session; authenticate accepts it until it expires', () => {
