@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Etcd3, type Watcher } from 'etcd3';
 import type { Registry } from 'prom-client';
 import { ActorRuntime, LmdbStore, partitionOf, ServiceError, type ActorDefinition, type Clock, type RuntimeLogger, type RuntimeObserver } from '../runtime/index.js';
-import type { ClusterConfig } from '../http/config.js';
+import type { ClusterConfig } from './config.js';
 import { clusterKeys, type ClusterConfigRecord, type ClusterKeys, type NodeStatus } from './etcd-keys.js';
 import { Leadership } from './leadership.js';
 import { Membership } from './membership.js';
