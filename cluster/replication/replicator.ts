@@ -1,6 +1,6 @@
 import { ServiceError, storageKeys, type RuntimeLogger, type Store, type StoreKey, type WriteOp } from '../../runtime/index.js';
 import type { ReplicateMessage, ReplicateReply } from '../transport/frames.js';
-import type { ReplicateStream } from '../transport/peer.js';
+import { every, type ClusterClock, type ReplicateStream, type TimerHandle } from '../ports.js';
 import { LeaderLog } from './leader-log.js';
 import { decideAppend, decideSnapshot, EMPTY_VERSION, fenceAt, type LogEntry, type PartitionVersion } from './partition-log.js';
 
@@ -32,6 +32,7 @@ export interface ReplicatorPorts {
   /** This node learned it no longer leads p (a follower knows a newer epoch, or a commit failed). */
   deposed(p: number, reason: string): void;
   logger: RuntimeLogger;
+  clock: ClusterClock;
   replicationTimeoutMs: number;
 }
 
@@ -76,17 +77,16 @@ export class Replicator {
   /** Follower side: frames waiting to be applied, from whichever leader; applied together, one commit per round. */
   private readonly frameQueue: { messages: ReplicateMessage[]; resolve: (replies: ReplicateReply[]) => void; reject: (error: unknown) => void }[] = [];
   private applying?: Promise<void>;
-  private timer?: NodeJS.Timeout;
+  private timer?: TimerHandle;
 
   constructor(private readonly ports: ReplicatorPorts) {}
 
   start(): void {
-    this.timer = setInterval(() => this.checkLaggards(), Math.max(20, Math.floor(this.ports.replicationTimeoutMs / 4)));
-    this.timer.unref();
+    this.timer = every(this.ports.clock, Math.max(20, Math.floor(this.ports.replicationTimeoutMs / 4)), () => this.checkLaggards());
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
   }
 
   isLeading(p: number): boolean {
@@ -186,7 +186,7 @@ export class Replicator {
     const all: WriteOp[] = localOnly;
     const waits: Promise<void>[] = [];
     const made: [LedPartition, LogEntry][] = [];
-    const now = performance.now();
+    const now = this.ports.clock.monotonicNow();
     for (const [p, group] of groups) {
       const led = this.led.get(p)!;
       const entry = led.log.append(group, now);
@@ -339,7 +339,7 @@ export class Replicator {
   }
 
   private checkLaggards(): void {
-    const now = performance.now();
+    const now = this.ports.clock.monotonicNow();
     for (const led of this.led.values()) {
       for (const node of led.log.laggards(now, this.ports.replicationTimeoutMs)) void this.changeInSync(led, node, 'demote');
     }
@@ -390,12 +390,12 @@ export class Replicator {
     const oldest = led.recent[0];
     if (at.seq < led.log.lastSequence && (!oldest || oldest.seq > at.seq + 1)) {
       // The tail after the visible version is no longer in memory: try again shortly.
-      setTimeout(() => {
+      this.ports.clock.setTimer(50, () => {
         if (this.led.get(p) === led && led.sessions.get(node) === session) {
           session.stage = 'streaming';
           this.sendSnapshot(led, node);
         }
-      }, 50).unref();
+      });
       return;
     }
     const records: [StoreKey, unknown][] = [];
