@@ -144,9 +144,14 @@ export class ClusterNode {
 
   /** Starts a node on `ports` (by default the real ones: etcd, gRPC, LMDB in dataDir, the system clock). */
   static async start(options: ClusterNodeOptions, ports: ClusterPorts = productionPorts(options)): Promise<ClusterNode> {
-    const node = new ClusterNode(options, ports);
+    const node = ClusterNode.create(options, ports);
     await node.begin();
     return node;
+  }
+
+  /** A node not started yet (the simulation hooks its checks in first); begin() starts it. */
+  static create(options: ClusterNodeOptions, ports: ClusterPorts): ClusterNode {
+    return new ClusterNode(options, ports);
   }
 
   /** A node-level control other nodes can trigger here with broadcastControl (e.g. dropping cached session checks). */
@@ -259,7 +264,8 @@ export class ClusterNode {
 
   // ---- internals ----
 
-  private async begin(): Promise<void> {
+  /** Joins the cluster: etcd config check, runtime, transport, membership, leadership, timers, operator keys. */
+  async begin(): Promise<void> {
     const { cluster } = this.options;
     await this.ensureClusterConfig();
     await this.runtime.start();

@@ -1,7 +1,10 @@
 /**
  * The fake clock and the event queue: events run in (time, insertion order),
- * time is an integer number of milliseconds. Also keeps a short trace of
- * notable events for failure messages.
+ * time is an integer number of milliseconds. After each event every promise
+ * continuation it caused runs (the queue of microtasks is drained) before the
+ * next event, so the production code's async steps happen "at" the event's
+ * instant, in a replayable order. Also keeps a short trace of notable events
+ * for failure messages.
  */
 interface Event {
   at: number;
@@ -27,13 +30,19 @@ export class Scheduler {
     this.at(this.now + delay, run);
   }
 
-  /** Runs events until the queue is empty or the next one is after `until`; the clock ends at `until`. */
-  runUntil(until: number): void {
+  /**
+   * Runs events until the queue is empty or the next one is after `until`;
+   * the clock ends at `until`. `check` runs after each event (and its
+   * continuations): a failure it throws stops the run.
+   */
+  async runUntil(until: number, check?: () => void): Promise<void> {
     while (this.heap.length > 0 && this.heap[0].at <= until) {
       const event = this.pop();
       this.now = event.at;
       this.eventsRun++;
       event.run();
+      await drainMicrotasks();
+      check?.();
     }
     this.now = until;
   }
@@ -81,6 +90,11 @@ export class Scheduler {
     }
     return top;
   }
+}
+
+/** Resolves after every microtask queued so far (and every one those queue) has run. */
+function drainMicrotasks(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function before(a: Event, b: Event): boolean {
