@@ -10,11 +10,11 @@ import { runSeed, type RunResult } from './simulation/run-seed.js';
  * failed commits and joins, with the safety invariants checked throughout
  * (see test/cluster/simulation/README.md).
  *
- * SIM_SEEDS=<n> runs n seeds (default 150), from SIM_FIRST (default 1);
+ * SIM_SEEDS=<n> runs n seeds (default 100), from SIM_FIRST (default 1);
  * SIM_SEED=<n> replays one seed.
  */
 const replay = process.env.SIM_SEED !== undefined ? Number(process.env.SIM_SEED) : undefined;
-const seedCount = Number(process.env.SIM_SEEDS ?? 150);
+const seedCount = Number(process.env.SIM_SEEDS ?? 100);
 const firstSeed = Number(process.env.SIM_FIRST ?? 1);
 
 /** Seeds that once found a defect (kept as regression cases; see README.md). */

@@ -156,14 +156,30 @@ export class SimNode {
     this.process.crash();
     this.cluster = undefined;
     this.transport = undefined;
-    // Peers with an open stream to this node see it reset (the machine is up, the process is gone).
+    this.resetPeers();
+    this.world.onCrash(this.id);
+  }
+
+  /** Peers with an open stream to this node see it reset (the machine is up, the process is gone). */
+  private resetPeers(): void {
     for (const peer of this.world.nodeIds()) {
       const node = this.world.node(peer);
       if (!node || node === this || !this.world.net.isUp(this.id, peer)) continue;
       const peerInc = node.process.incarnation;
       this.world.sched.after(this.world.rng.int(1, 5), () => node.process.post(peerInc, () => node.streamBroken(this.id)));
     }
-    this.world.onCrash(this.id);
+  }
+
+  /** Graceful stop (SIGTERM after a drain): the ClusterNode stops, then the process exits (the disk keeps everything). */
+  async stop(): Promise<void> {
+    const node = this.cluster;
+    if (!node || this.status !== 'up') return;
+    await node.stop();
+    this.world.sched.trace(`${this.id}: stopped`);
+    this.process.crash();
+    this.cluster = undefined;
+    this.transport = undefined;
+    this.resetPeers();
   }
 
   pause(): void {
