@@ -23,9 +23,21 @@ export interface ClusterClock extends Clock {
   monotonicNow(): number;
 }
 
+/**
+ * The system's clock. Timers are plain (monotonic) setTimeout, unref'd: a
+ * step of the wall clock does not delay them (runtime's SystemClock re-checks
+ * the wall clock, which suits alarms due at a wall time, not cluster timers),
+ * and they never keep a process alive on their own.
+ */
 export class SystemClusterClock extends SystemClock implements ClusterClock {
   monotonicNow(): number {
     return performance.now();
+  }
+
+  override setTimer(delay_ms: number, callback: () => void): TimerHandle {
+    const handle = setTimeout(callback, Math.min(Math.max(0, delay_ms), 2_147_000_000));
+    handle.unref();
+    return { cancel: () => clearTimeout(handle) };
   }
 }
 
