@@ -187,16 +187,18 @@ export async function runScale(options: ScaleOptions): Promise<ScaleResult> {
   sched.after(0, sample);
 
   const phases: PhaseFigure[] = [];
-  const phase = async (name: string, act: () => Promise<void> | void, measureServed: boolean, settleTimeout_ms = 120_000): Promise<PhaseFigure> => {
-    // (settleTimeout_ms 0: the phase cannot settle, e.g. partitions whose every replica is down.)
+  /** `settle: false`: the phase cannot settle (partitions whose every replica is down stay unserved). */
+  const phase = async (name: string, act: () => Promise<void> | void, measure: { served: boolean; settle: boolean }, timeout_ms = 120_000): Promise<PhaseFigure> => {
     const startMoves = moves;
     const startWrites = etcd.counters.writes;
     const startWatch = etcd.counters.watchEvents;
     const start = sched.now;
     peak = 0;
+    window.length = 0;
+    window.push(etcd.counters.writes);
     await act();
-    const served_ms = measureServed ? await until(allServed, settleTimeout_ms, 25) : null;
-    const settledAfter = settleTimeout_ms > 0 ? await until(settled, settleTimeout_ms, 250) : null;
+    const served_ms = measure.served ? await until(allServed, timeout_ms, 25) : null;
+    const settledAfter = measure.settle ? await until(settled, timeout_ms, 250) : null;
     const elapsed_s = Math.max(0.001, (sched.now - start) / 1000);
     const n = Math.max(1, live().length);
     const figure: PhaseFigure = {
@@ -222,7 +224,7 @@ export async function runScale(options: ScaleOptions): Promise<ScaleResult> {
       addNode();
       await sched.runUntil(sched.now + 10, check);
     }
-  }, true, 300_000);
+  }, { served: true, settle: true }, 300_000);
 
   // 2. Steady state: no change, etcd's load is keep-alives, status records and nothing else.
   const steadyStart = { writes: etcd.counters.writes, keepalives: etcd.counters.keepalives, watch: etcd.counters.watchEvents, reads: etcd.counters.reads, at: sched.now };
@@ -239,7 +241,7 @@ export async function runScale(options: ScaleOptions): Promise<ScaleResult> {
   log(`steady: ${JSON.stringify(steady)}`);
 
   // 3. Joins, one at a time, each until settled.
-  for (let i = 0; i < options.joins; i++) await phase(`join ${i + 1}`, () => void addNode(), false);
+  for (let i = 0; i < options.joins; i++) await phase(`join ${i + 1}`, () => void addNode(), { served: false, settle: true });
 
   // 4. Drains: the node hands its partitions over, then stops (SIGTERM).
   for (let i = 0; i < options.drains; i++) {
@@ -252,13 +254,13 @@ export async function runScale(options: ScaleOptions): Promise<ScaleResult> {
       let stopped = false;
       void node.stop().then(() => (stopped = true));
       await until(() => stopped, 30_000, 50);
-    }, false);
+    }, { served: false, settle: true });
   }
 
   // 5. Crashes, one at a time (the node does not come back).
   for (let i = 0; i < options.crashes; i++) {
     const node = rng.pick(live());
-    await phase(`crash ${node.id}`, () => node.crash(), true);
+    await phase(`crash ${node.id}`, () => node.crash(), { served: true, settle: true });
   }
 
   // 6. A zone of nodes lost at once, then brought back.
@@ -269,10 +271,10 @@ export async function runScale(options: ScaleOptions): Promise<ScaleResult> {
   await phase(`zone of ${zone.length} lost`, () => {
     for (const node of zone) node.crash();
     for (let p = 0; p < options.partitions; p++) if (!isrAlive(p)) withoutReplica++;
-  }, true, 0);
+  }, { served: true, settle: false });
   await phase(`zone of ${zone.length} back`, () => {
     for (const node of zone) node.start();
-  }, true);
+  }, { served: true, settle: true });
 
   // Leader balance at the end.
   const led = new Map<string, number>(live().map((n) => [n.id, 0]));
