@@ -1,18 +1,19 @@
 import { mkdirSync } from 'node:fs';
-import { Etcd3, type Watcher } from 'etcd3';
+import { Etcd3 } from 'etcd3';
 import type { Registry } from 'prom-client';
 import { ActorRuntime, LmdbStore, partitionOf, ServiceError, type ActorDefinition, type Clock, type RuntimeLogger, type RuntimeObserver } from '../runtime/index.js';
-import type { ClusterConfig } from '../http/config.js';
+import type { ClusterConfig } from './config.js';
 import { clusterKeys, type ClusterConfigRecord, type ClusterKeys, type NodeStatus } from './etcd-keys.js';
 import { Leadership } from './leadership.js';
 import { Membership } from './membership.js';
 import { ClusterMetrics } from './metrics.js';
-import { PeerDirectory } from './peer-directory.js';
 import { replicaSet } from './placement.js';
 import { ReplicatedStore } from './replication/replicated-store.js';
 import { Replicator } from './replication/replicator.js';
 import { ClusterRouter } from './router.js';
-import { ClusterServer } from './transport/cluster-server.js';
+import { EtcdCoordination } from './etcd-coordination.js';
+import { every, sleep, SystemClusterClock, type ClusterClock, type ClusterPorts, type Coordination, type CoordinationWatch, type TimerHandle, type Transport } from './ports.js';
+import { GrpcTransport } from './transport/grpc-transport.js';
 
 export interface ClusterNodeOptions {
   cluster: ClusterConfig;
@@ -55,40 +56,44 @@ export class ClusterNode {
   readonly runtime: ActorRuntime;
   readonly router: ClusterRouter;
   readonly nodeId: string;
-  private readonly etcd: Etcd3;
+  private readonly coordination: Coordination;
+  private readonly transport: Transport;
+  private readonly clusterClock: ClusterClock;
   private readonly keys: ClusterKeys;
   private readonly replicator: Replicator;
   private readonly membership: Membership;
   private readonly leadership: Leadership;
-  private readonly server: ClusterServer;
-  private readonly peers: PeerDirectory;
   private readonly metrics: ClusterMetrics;
   private readonly handingOff = new Set<number>();
   private readonly controls = new Map<string, (key: string) => void>();
-  private reconcileTimer?: NodeJS.Timeout;
-  private statusTimer?: NodeJS.Timeout;
-  private watchers: Watcher[] = [];
+  private reconcileTimer?: TimerHandle;
+  private statusTimer?: TimerHandle;
+  private watchers: CoordinationWatch[] = [];
   private forwardedTotal = 0;
   private drainPromise?: Promise<void>;
   private stopped = false;
 
-  private constructor(private readonly options: ClusterNodeOptions) {
+  private constructor(
+    private readonly options: ClusterNodeOptions,
+    ports: ClusterPorts,
+  ) {
     const { cluster, logger } = options;
     this.nodeId = cluster.nodeId;
-    this.etcd = new Etcd3({ hosts: cluster.etcdEndpoints });
+    this.coordination = ports.coordination;
+    this.transport = ports.transport;
+    this.clusterClock = ports.clock;
     this.keys = clusterKeys(cluster.prefix);
-    this.peers = new PeerDirectory(this.nodeId, logger);
-    mkdirSync(options.dataDir, { recursive: true });
-    const local = new LmdbStore({ path: options.dataDir, sync: options.durability === 'sync' });
+    const local = ports.store;
     const grpcAddress = `${cluster.advertiseHost}:${cluster.grpcPort}`;
     this.membership = new Membership(
-      this.etcd,
+      this.coordination,
+      this.clusterClock,
       this.keys,
       { node_id: this.nodeId, http_url: options.httpUrl, grpc_address: grpcAddress, started_at: new Date(options.clock.now()).toISOString(), draining: false },
       cluster.leaseTtlSeconds,
       logger,
     );
-    this.leadership = new Leadership(this.etcd, this.keys, this.membership, options.partitions, { node_id: this.nodeId, grpc_address: grpcAddress }, logger);
+    this.leadership = new Leadership(this.coordination, this.clusterClock, this.keys, this.membership, options.partitions, { node_id: this.nodeId, grpc_address: grpcAddress }, logger);
     this.replicator = new Replicator({
       local,
       selfId: this.nodeId,
@@ -96,11 +101,12 @@ export class ClusterNode {
       streamTo: (node, onReply, onClose) => {
         const member = this.membership.members().get(node);
         if (!member) return undefined;
-        return this.peers.get(node, member.grpc_address).replicate(onReply, onClose);
+        return this.transport.peer(node, member.grpc_address).replicate(onReply, onClose);
       },
       recordInSync: (p, epoch, replicas) => this.leadership.updateIsr(p, epoch, replicas),
       deposed: (p, reason) => this.deposed(p, reason),
       logger,
+      clock: this.clusterClock,
       replicationTimeoutMs: cluster.replicationTimeoutMs,
     });
     this.runtime = new ActorRuntime({
@@ -118,7 +124,8 @@ export class ClusterNode {
       selfId: this.nodeId,
       runtime: this.runtime,
       leadership: this.leadership,
-      peers: this.peers,
+      transport: this.transport,
+      clock: this.clusterClock,
       serving: (p) => this.serving(p),
       deadlineMs: cluster.forwardDeadlineMs,
       logger,
@@ -127,20 +134,6 @@ export class ClusterNode {
         this.metrics.forwarded.inc();
       },
     });
-    this.server = new ClusterServer(
-      {
-        forward: (request) => {
-          if (request.kind.startsWith(CONTROL_PREFIX)) return this.runControl(request.kind.slice(CONTROL_PREFIX.length), request.key);
-          const p = partitionOf(request.kind, request.key, options.partitions);
-          if (!this.serving(p)) return Promise.reject(new ServiceError('not_leader'));
-          return request.message_id === undefined
-            ? this.runtime.ask(request.kind, request.key, request.message)
-            : this.runtime.deliver(request.kind, request.key, request.message, request.message_id);
-        },
-        replicate: (_from, messages) => this.replicator.applyFrame(messages),
-      },
-      logger,
-    );
     this.metrics = new ClusterMetrics(options.registry, {
       partitionsLed: () => this.replicator.ledPartitions().length,
       maxLag: () => Math.max(0, ...this.replicator.ledPartitions().flatMap((p) => Object.values(this.replicator.lagOf(p)))),
@@ -149,10 +142,16 @@ export class ClusterNode {
     });
   }
 
-  static async start(options: ClusterNodeOptions): Promise<ClusterNode> {
-    const node = new ClusterNode(options);
+  /** Starts a node on `ports` (by default the real ones: etcd, gRPC, LMDB in dataDir, the system clock). */
+  static async start(options: ClusterNodeOptions, ports: ClusterPorts = productionPorts(options)): Promise<ClusterNode> {
+    const node = ClusterNode.create(options, ports);
     await node.begin();
     return node;
+  }
+
+  /** A node not started yet (the simulation hooks its checks in first); begin() starts it. */
+  static create(options: ClusterNodeOptions, ports: ClusterPorts): ClusterNode {
+    return new ClusterNode(options, ports);
   }
 
   /** A node-level control other nodes can trigger here with broadcastControl (e.g. dropping cached session checks). */
@@ -169,17 +168,17 @@ export class ClusterNode {
     const others = [...this.membership.members().values()].filter((m) => m.node_id !== this.nodeId);
     await Promise.all(
       others.map(async (member) => {
-        const peer = this.peers.get(member.node_id, member.grpc_address);
-        let timer: NodeJS.Timeout | undefined;
+        const peer = this.transport.peer(member.node_id, member.grpc_address);
+        let timer: TimerHandle | undefined;
         const timeout = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error('no answer in time')), CONTROL_TIMEOUT_MS);
+          timer = this.clusterClock.setTimer(CONTROL_TIMEOUT_MS, () => reject(new Error('no answer in time')));
         });
         try {
           await Promise.race([peer.forward(CONTROL_PREFIX + name, key, null), timeout]);
         } catch (error) {
           this.options.logger.warn({ err: error, node: member.node_id, control: name }, 'control broadcast not confirmed by a node');
         } finally {
-          clearTimeout(timer);
+          timer?.cancel();
         }
       }),
     );
@@ -190,6 +189,11 @@ export class ClusterNode {
     if (!handler) return Promise.reject(new ServiceError('BAD_REQUEST', `unknown control ${name}`));
     handler(key);
     return Promise.resolve(null);
+  }
+
+  /** The epoch at which this node holds p's key, if it does and its lease is surely alive. */
+  heldEpoch(p: number): number | undefined {
+    return this.leadership.heldEpoch(p);
   }
 
   /** This node serves p now: it holds p's key, its lease is surely alive, its log and runtime are open. */
@@ -226,13 +230,13 @@ export class ClusterNode {
     this.drainPromise ??= (async () => {
       this.leadership.setElectionsEnabled(false);
       await this.membership.setDraining();
-      const deadline = performance.now() + timeoutMs;
+      const deadline = this.clusterClock.monotonicNow() + timeoutMs;
       const othersCanTakeOver = () => [...this.membership.members().values()].some((m) => m.node_id !== this.nodeId && !m.draining);
-      while (this.replicator.ledPartitions().length > 0 && performance.now() < deadline) {
+      while (this.replicator.ledPartitions().length > 0 && this.clusterClock.monotonicNow() < deadline) {
         // The last node standing has nobody to hand over to: stop at once, its data stays on disk.
         if (!othersCanTakeOver()) break;
         this.reconcile();
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await sleep(this.clusterClock, 50);
       }
       const left = this.replicator.ledPartitions().length;
       if (left > 0 && !othersCanTakeOver()) this.options.logger.warn({ partitions: left }, 'no other node to hand partitions to; they stay on this node\'s disk');
@@ -245,37 +249,45 @@ export class ClusterNode {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.reconcileTimer) clearInterval(this.reconcileTimer);
-    if (this.statusTimer) clearInterval(this.statusTimer);
+    this.reconcileTimer?.cancel();
+    this.statusTimer?.cancel();
     for (const watcher of this.watchers) await watcher.cancel().catch(() => undefined);
     await this.leadership.stop();
     this.replicator.stop();
     // An operator's drain request ends with this node's life.
-    await this.etcd.delete().key(this.keys.drain(this.nodeId)).exec().catch(() => undefined);
+    await this.coordination.delete(this.keys.drain(this.nodeId)).catch(() => undefined);
     await this.membership.leave();
-    await this.server.close();
-    this.peers.closeAll();
+    await this.transport.close();
     await this.runtime.stop();
-    this.etcd.close();
+    this.coordination.close();
   }
 
   // ---- internals ----
 
-  private async begin(): Promise<void> {
+  /** Joins the cluster: etcd config check, runtime, transport, membership, leadership, timers, operator keys. */
+  async begin(): Promise<void> {
     const { cluster } = this.options;
     await this.ensureClusterConfig();
     await this.runtime.start();
-    await this.server.listen(this.options.bindHost, cluster.grpcPort);
+    await this.transport.listen(this.options.bindHost, cluster.grpcPort, {
+      forward: (request) => {
+        if (request.kind.startsWith(CONTROL_PREFIX)) return this.runControl(request.kind.slice(CONTROL_PREFIX.length), request.key);
+        const p = partitionOf(request.kind, request.key, this.options.partitions);
+        if (!this.serving(p)) return Promise.reject(new ServiceError('not_leader'));
+        return request.message_id === undefined
+          ? this.runtime.ask(request.kind, request.key, request.message)
+          : this.runtime.deliver(request.kind, request.key, request.message, request.message_id);
+      },
+      replicate: (_from, messages) => this.replicator.applyFrame(messages),
+    });
     this.replicator.start();
     await this.membership.join();
     this.leadership.on('acquired', (p: number, epoch: number) => void this.onAcquired(p, epoch));
     this.leadership.on('lost', (p: number) => this.onLost(p));
     this.membership.on('change', () => this.reconcile());
     await this.leadership.start();
-    this.reconcileTimer = setInterval(() => this.reconcile(), RECONCILE_INTERVAL_MS);
-    this.reconcileTimer.unref();
-    this.statusTimer = setInterval(() => void this.publishStatus(), STATUS_INTERVAL_MS);
-    this.statusTimer.unref();
+    this.reconcileTimer = every(this.clusterClock, RECONCILE_INTERVAL_MS, () => this.reconcile());
+    this.statusTimer = every(this.clusterClock, STATUS_INTERVAL_MS, () => void this.publishStatus());
     await this.watchOperatorKeys();
   }
 
@@ -286,8 +298,8 @@ export class ClusterNode {
       replication_factor: this.options.cluster.replicationFactor,
       created_at: new Date(this.options.clock.now()).toISOString(),
     };
-    await this.etcd.if(this.keys.config, 'Create', '==', 0).then(this.etcd.put(this.keys.config).value(JSON.stringify(wanted))).commit();
-    const stored = JSON.parse((await this.etcd.get(this.keys.config).string()) ?? '{}') as ClusterConfigRecord;
+    await this.coordination.txn([{ key: this.keys.config, target: 'create', equals: 0 }], [{ type: 'put', key: this.keys.config, value: JSON.stringify(wanted) }]);
+    const stored = JSON.parse((await this.coordination.get(this.keys.config)) ?? '{}') as ClusterConfigRecord;
     if (stored.partitions !== this.options.partitions) {
       throw new Error(`PARTITIONS is ${this.options.partitions} but the cluster was created with ${stored.partitions}; it cannot change`);
     }
@@ -381,24 +393,36 @@ export class ClusterNode {
       followers,
       forwarded_total: this.forwardedTotal,
     };
-    await this.etcd
-      .put(this.keys.status(this.nodeId))
-      .value(JSON.stringify(status))
-      .lease(this.membership.leaseId)
-      .exec()
+    await this.coordination
+      .put(this.keys.status(this.nodeId), JSON.stringify(status), this.membership.leaseId)
       .catch((error: unknown) => this.options.logger.debug({ err: error }, 'status publish failed'));
   }
 
   private async watchOperatorKeys(): Promise<void> {
     // A drain request left by a previous life of this node (it crashed while drained) does not apply to this one.
-    await this.etcd.delete().key(this.keys.drain(this.nodeId)).exec();
-    const drainWatcher = await this.etcd.watch().key(this.keys.drain(this.nodeId)).create();
-    drainWatcher.on('put', () => {
-      this.options.logger.info({}, 'drain requested by an operator');
-      void this.drain(120_000);
+    await this.coordination.delete(this.keys.drain(this.nodeId));
+    const ignore = () => undefined;
+    const warn = (error: unknown) => this.options.logger.warn({ err: error }, 'operator key watch error');
+    const drainWatcher = await this.coordination.watch({ key: this.keys.drain(this.nodeId) }, undefined, {
+      put: () => {
+        this.options.logger.info({}, 'drain requested by an operator');
+        void this.drain(120_000);
+      },
+      delete: ignore,
+      error: warn,
     });
-    const rebalanceWatcher = await this.etcd.watch().key(this.keys.rebalance).create();
-    rebalanceWatcher.on('put', () => this.reconcile());
+    const rebalanceWatcher = await this.coordination.watch({ key: this.keys.rebalance }, undefined, { put: () => this.reconcile(), delete: ignore, error: warn });
     this.watchers.push(drainWatcher, rebalanceWatcher);
   }
+}
+
+/** The real ports: etcd at ETCD_ENDPOINTS, gRPC peers, LMDB in dataDir, the system clock. */
+export function productionPorts(options: ClusterNodeOptions): ClusterPorts {
+  mkdirSync(options.dataDir, { recursive: true });
+  return {
+    clock: new SystemClusterClock(),
+    coordination: new EtcdCoordination(new Etcd3({ hosts: options.cluster.etcdEndpoints })),
+    transport: new GrpcTransport(options.cluster.nodeId, options.logger),
+    store: new LmdbStore({ path: options.dataDir, sync: options.durability === 'sync' }),
+  };
 }

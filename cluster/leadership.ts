@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import type { RuntimeLogger } from '../runtime/index.js';
 import { electionRank, isrAfterElection } from './election.js';
 import { parsePartitionKey, type ClusterKeys, type IsrRecord, type LeaderRecord } from './etcd-keys.js';
 import type { Membership } from './membership.js';
+import { every, type ClusterClock, type Coordination, type CoordinationKeyValue, type CoordinationWatch, type TimerHandle } from './ports.js';
 
 export interface LeaderView extends LeaderRecord {
   /** Create revision of the leader key: the partition's epoch. */
@@ -35,14 +35,15 @@ export class Leadership extends EventEmitter {
   private readonly held = new Map<number, number>();
   private readonly noLeaderSince = new Map<number, number>();
   private readonly attempting = new Set<number>();
-  private watcher?: Watcher;
-  private timer?: NodeJS.Timeout;
+  private watcher?: CoordinationWatch;
+  private timer?: TimerHandle;
   private stopped = false;
   /** While false, this node takes no partition (drain, shutdown). */
   private electionsEnabled = true;
 
   constructor(
-    private readonly client: Etcd3,
+    private readonly client: Coordination,
+    private readonly clock: ClusterClock,
     private readonly keys: ClusterKeys,
     private readonly membership: Membership,
     private readonly partitionCount: number,
@@ -55,28 +56,24 @@ export class Leadership extends EventEmitter {
   }
 
   async start(): Promise<void> {
-    const current = await this.client.getAll().prefix(this.keys.partitionsPrefix).exec();
+    const current = await this.client.range(this.keys.partitionsPrefix);
     for (const kv of current.kvs) this.applyPut(kv);
-    const now = performance.now();
+    const now = this.clock.monotonicNow();
     for (let p = 0; p < this.partitionCount; p++) if (!this.leaders.has(p)) this.noLeaderSince.set(p, now);
-    this.watcher = await this.client
-      .watch()
-      .prefix(this.keys.partitionsPrefix)
-      .startRevision(String(Number(current.header.revision) + 1))
-      .create();
-    this.watcher.on('put', (kv) => this.applyPut(kv));
-    this.watcher.on('delete', (kv) => this.applyDelete(kv));
-    this.watcher.on('error', (error) => this.logger.warn({ err: error }, 'partition watch error'));
+    this.watcher = await this.client.watch({ prefix: this.keys.partitionsPrefix }, current.revision + 1, {
+      put: (kv) => this.applyPut(kv),
+      delete: (kv) => this.applyDelete(kv),
+      error: (error) => this.logger.warn({ err: error }, 'partition watch error'),
+    });
     this.membership.on('lost', () => {
       for (const p of [...this.held.keys()]) this.drop(p, 'lease lost');
     });
-    this.timer = setInterval(() => this.tick(), 50);
-    this.timer.unref();
+    this.timer = every(this.clock, 50, () => this.tick());
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
     await this.watcher?.cancel().catch(() => undefined);
   }
 
@@ -117,20 +114,18 @@ export class Leadership extends EventEmitter {
 
   private async deleteKey(p: number, epoch: number): Promise<void> {
     await this.client
-      .if(this.keys.leader(p), 'Create', '==', epoch)
-      .then(this.client.delete().key(this.keys.leader(p)))
-      .commit()
+      .txn([{ key: this.keys.leader(p), target: 'create', equals: epoch }], [{ type: 'delete', key: this.keys.leader(p) }])
       .catch((error: unknown) => this.logger.warn({ err: error, partition: p }, 'leadership release failed; the lease will end it'));
   }
 
   /** Records p's in-sync set, if this node still leads p at `epoch`. Resolves false if it does not. */
   async updateIsr(p: number, epoch: number, replicas: string[]): Promise<boolean> {
     const record: IsrRecord = { epoch, leader: this.self.node_id, replicas };
-    const result = await this.client
-      .if(this.keys.leader(p), 'Create', '==', epoch)
-      .then(this.client.put(this.keys.isr(p)).value(JSON.stringify(record)))
-      .commit();
-    if (result.succeeded) this.isrs.set(p, { record, modRevision: Number(result.header.revision) });
+    const result = await this.client.txn(
+      [{ key: this.keys.leader(p), target: 'create', equals: epoch }],
+      [{ type: 'put', key: this.keys.isr(p), value: JSON.stringify(record) }],
+    );
+    if (result.succeeded) this.isrs.set(p, { record, modRevision: result.revision });
     return result.succeeded;
   }
 
@@ -148,7 +143,7 @@ export class Leadership extends EventEmitter {
       }
       return;
     }
-    const now = performance.now();
+    const now = this.clock.monotonicNow();
     const members = [...this.membership.members().values()].map((m) => ({ node_id: m.node_id, draining: m.draining }));
     for (let p = 0; p < this.partitionCount; p++) {
       if (this.leaders.has(p) || this.attempting.has(p)) continue;
@@ -166,14 +161,17 @@ export class Leadership extends EventEmitter {
       const isr = this.isrs.get(p);
       const leaseId = this.membership.leaseId;
       if (!leaseId) return;
-      const txn = this.client.if(this.keys.leader(p), 'Create', '==', 0);
-      if (isr) txn.and(this.keys.isr(p), 'Mod', '==', isr.modRevision);
-      else txn.and(this.keys.isr(p), 'Create', '==', 0);
       // The epoch is the revision of this transaction; the in-sync record
       // written with it names the epoch, so it is computed after, below.
-      const result = await txn.then(this.client.put(this.keys.leader(p)).value(JSON.stringify(this.self)).lease(leaseId)).commit();
+      const result = await this.client.txn(
+        [
+          { key: this.keys.leader(p), target: 'create', equals: 0 },
+          isr ? { key: this.keys.isr(p), target: 'mod', equals: isr.modRevision } : { key: this.keys.isr(p), target: 'create', equals: 0 },
+        ],
+        [{ type: 'put', key: this.keys.leader(p), value: JSON.stringify(this.self), lease: leaseId }],
+      );
       if (!result.succeeded) return;
-      const epoch = Number(result.header.revision);
+      const epoch = result.revision;
       this.leaders.set(p, { ...this.self, epoch });
       this.noLeaderSince.delete(p);
       this.held.set(p, epoch);
@@ -199,37 +197,37 @@ export class Leadership extends EventEmitter {
     this.emit('lost', p);
   }
 
-  private applyPut(kv: IKeyValue): void {
-    const parsed = parsePartitionKey(this.keys, kv.key.toString());
+  private applyPut(kv: CoordinationKeyValue): void {
+    const parsed = parsePartitionKey(this.keys, kv.key);
     if (!parsed) return;
     const [p, what] = parsed;
     try {
       if (what === 'leader') {
-        const record = JSON.parse(kv.value.toString()) as LeaderRecord;
-        const epoch = Number(kv.create_revision);
+        const record = JSON.parse(kv.value) as LeaderRecord;
+        const epoch = kv.create_revision;
         const held = this.held.get(p);
         if (held !== undefined && held !== epoch) this.drop(p, 'another leader took the partition');
         this.leaders.set(p, { ...record, epoch });
         this.noLeaderSince.delete(p);
       } else {
-        const record = JSON.parse(kv.value.toString()) as IsrRecord;
-        const modRevision = Number(kv.mod_revision);
+        const record = JSON.parse(kv.value) as IsrRecord;
+        const modRevision = kv.mod_revision;
         const known = this.isrs.get(p);
         if (!known || known.modRevision < modRevision) this.isrs.set(p, { record, modRevision });
       }
     } catch (error) {
-      this.logger.warn({ err: error, key: kv.key.toString() }, 'unreadable partition record');
+      this.logger.warn({ err: error, key: kv.key }, 'unreadable partition record');
     }
     this.emit('changed', p);
   }
 
-  private applyDelete(kv: IKeyValue): void {
-    const parsed = parsePartitionKey(this.keys, kv.key.toString());
+  private applyDelete(kv: CoordinationKeyValue): void {
+    const parsed = parsePartitionKey(this.keys, kv.key);
     if (!parsed) return;
     const [p, what] = parsed;
     if (what === 'leader') {
       this.leaders.delete(p);
-      this.noLeaderSince.set(p, performance.now());
+      this.noLeaderSince.set(p, this.clock.monotonicNow());
       this.drop(p, 'leadership key deleted');
     } else this.isrs.delete(p);
     this.emit('changed', p);

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
-import type { Etcd3, Lease, Watcher } from 'etcd3';
 import type { RuntimeLogger } from '../runtime/index.js';
 import type { ClusterKeys, MemberRecord } from './etcd-keys.js';
+import { sleep, type ClusterClock, type Coordination, type CoordinationLease, type CoordinationWatch } from './ports.js';
 
 /**
  * This node's place in the cluster: a lease in etcd, kept alive, with the
@@ -17,19 +17,22 @@ import type { ClusterKeys, MemberRecord } from './etcd-keys.js';
  * gone (the node then re-joins with a new lease, holding nothing).
  */
 export class Membership extends EventEmitter {
-  private lease?: Lease;
+  private lease?: CoordinationLease;
   private leaseIdValue = '';
+  /** The id of `lease` (kept after it is lost, for puts under it that must then fail). */
+  private grantedLeaseId = '';
   private validUntil = 0;
   /** Send times of keep-alives not yet answered, oldest first. */
   private firedAt: number[] = [];
-  private watcher?: Watcher;
+  private watcher?: CoordinationWatch;
   private readonly memberMap = new Map<string, MemberRecord>();
   private record: MemberRecord;
   private stopped = false;
   private rejoining = false;
 
   constructor(
-    private readonly client: Etcd3,
+    private readonly client: Coordination,
+    private readonly clock: ClusterClock,
     private readonly keys: ClusterKeys,
     self: MemberRecord,
     private readonly ttlSeconds: number,
@@ -53,7 +56,7 @@ export class Membership extends EventEmitter {
 
   /** True while this node's lease surely still exists in etcd. */
   leaseValid(): boolean {
-    return this.leaseIdValue !== '' && performance.now() < this.validUntil;
+    return this.leaseIdValue !== '' && this.clock.monotonicNow() < this.validUntil;
   }
 
   members(): Map<string, MemberRecord> {
@@ -62,30 +65,26 @@ export class Membership extends EventEmitter {
 
   async join(): Promise<void> {
     await this.grantLease();
-    const current = await this.client.getAll().prefix(this.keys.membersPrefix).exec();
-    for (const kv of current.kvs) this.applyPut(kv.value.toString());
-    const revision = Number(current.header.revision);
-    this.watcher = await this.client
-      .watch()
-      .prefix(this.keys.membersPrefix)
-      .startRevision(String(revision + 1))
-      .create();
-    this.watcher.on('put', (kv) => {
-      this.applyPut(kv.value.toString());
-      this.emit('change');
+    const current = await this.client.range(this.keys.membersPrefix);
+    for (const kv of current.kvs) this.applyPut(kv.value);
+    this.watcher = await this.client.watch({ prefix: this.keys.membersPrefix }, current.revision + 1, {
+      put: (kv) => {
+        this.applyPut(kv.value);
+        this.emit('change');
+      },
+      delete: (kv) => {
+        const id = kv.key.slice(this.keys.membersPrefix.length);
+        this.memberMap.delete(id);
+        this.emit('change');
+      },
+      error: (error) => this.logger.warn({ err: error }, 'member watch error'),
     });
-    this.watcher.on('delete', (kv) => {
-      const id = kv.key.toString().slice(this.keys.membersPrefix.length);
-      this.memberMap.delete(id);
-      this.emit('change');
-    });
-    this.watcher.on('error', (error) => this.logger.warn({ err: error }, 'member watch error'));
   }
 
   async setDraining(): Promise<void> {
     this.record = { ...this.record, draining: true };
     this.memberMap.set(this.record.node_id, this.record);
-    if (this.lease) await this.lease.put(this.keys.member(this.record.node_id)).value(JSON.stringify(this.record));
+    if (this.lease) await this.client.put(this.keys.member(this.record.node_id), JSON.stringify(this.record), this.grantedLeaseId);
     this.emit('change');
   }
 
@@ -109,35 +108,36 @@ export class Membership extends EventEmitter {
   }
 
   private async grantLease(): Promise<void> {
-    const started = performance.now();
-    const lease = this.client.lease(this.ttlSeconds, { autoKeepAlive: true });
-    this.lease = lease;
-    // A keep-alive answered renews the lease from when it was *sent* (etcd
-    // renewed it somewhere between send and answer): the earliest bound.
+    const started = this.clock.monotonicNow();
     this.firedAt = [];
-    lease.on('keepaliveFired', () => {
-      this.firedAt.push(performance.now());
+    const lease: CoordinationLease = this.client.lease(this.ttlSeconds, {
+      // A keep-alive answered renews the lease from when it was *sent* (etcd
+      // renewed it somewhere between send and answer): the earliest bound.
+      fired: () => {
+        this.firedAt.push(this.clock.monotonicNow());
+      },
+      succeeded: () => {
+        const sentAt = this.firedAt.shift();
+        if (sentAt !== undefined) this.validUntil = Math.max(this.validUntil, sentAt + this.ttlSeconds * 1000 * 0.9);
+      },
+      // A new or failed keep-alive stream: requests sent on the old one will never
+      // be answered; dropping their times keeps the queue aligned with answers.
+      failed: () => {
+        this.firedAt = [];
+      },
+      established: () => {
+        this.firedAt = [];
+      },
+      lost: (error: unknown) => {
+        if (this.lease !== lease) return;
+        this.logger.warn({ err: error }, 'etcd lease lost; re-joining with a new lease');
+        this.leaseIdValue = '';
+        this.validUntil = 0;
+        this.emit('lost');
+        if (!this.stopped && !this.rejoining) void this.rejoin();
+      },
     });
-    lease.on('keepaliveSucceeded', () => {
-      const sentAt = this.firedAt.shift();
-      if (sentAt !== undefined) this.validUntil = Math.max(this.validUntil, sentAt + this.ttlSeconds * 1000 * 0.9);
-    });
-    // A new or failed keep-alive stream: requests sent on the old one will never
-    // be answered; dropping their times keeps the queue aligned with answers.
-    lease.on('keepaliveFailed', () => {
-      this.firedAt = [];
-    });
-    lease.on('keepaliveEstablished', () => {
-      this.firedAt = [];
-    });
-    lease.on('lost', (error: unknown) => {
-      if (this.lease !== lease) return;
-      this.logger.warn({ err: error }, 'etcd lease lost; re-joining with a new lease');
-      this.leaseIdValue = '';
-      this.validUntil = 0;
-      this.emit('lost');
-      if (!this.stopped && !this.rejoining) void this.rejoin();
-    });
+    this.lease = lease;
     try {
       this.leaseIdValue = await lease.grant();
     } catch (error) {
@@ -146,8 +146,9 @@ export class Membership extends EventEmitter {
       lease.release();
       throw error;
     }
+    this.grantedLeaseId = this.leaseIdValue;
     this.validUntil = started + this.ttlSeconds * 1000 * 0.9;
-    await lease.put(this.keys.member(this.record.node_id)).value(JSON.stringify(this.record));
+    await this.client.put(this.keys.member(this.record.node_id), JSON.stringify(this.record), this.grantedLeaseId);
     this.memberMap.set(this.record.node_id, this.record);
   }
 
@@ -162,7 +163,7 @@ export class Membership extends EventEmitter {
           return;
         } catch (error) {
           if (attempt % 10 === 0) this.logger.warn({ err: error, attempt }, 're-join failed; retrying');
-          await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+          await sleep(this.clock, Math.min(2000, 100 * 2 ** attempt));
         }
       }
     } finally {

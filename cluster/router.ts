@@ -1,13 +1,13 @@
 import { partitionOf, ServiceError, type ActorClient, type ActorRuntime, type AskOptions, type RuntimeLogger } from '../runtime/index.js';
 import type { Leadership } from './leadership.js';
-import type { PeerDirectory } from './peer-directory.js';
-import { PeerUnreachable } from './transport/peer.js';
+import { PeerUnreachable, type ClusterClock, type Transport } from './ports.js';
 
 export interface RouterOptions {
   selfId: string;
-  runtime: ActorRuntime;
+  runtime: Pick<ActorRuntime, 'partitionCount' | 'ask' | 'deliver'>;
   leadership: Leadership;
-  peers: PeerDirectory;
+  transport: Transport;
+  clock: ClusterClock;
   /** True when this node serves p right now (holds it, lease alive, runtime open). */
   serving(p: number): boolean;
   /** How long a message may wait for its partition's leader (failover, handoff) before 503. */
@@ -59,8 +59,8 @@ export class ClusterRouter implements ActorClient {
   }
 
   private async route(p: number, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean): Promise<unknown> {
-    const { leadership, runtime, peers, selfId } = this.options;
-    const deadline = performance.now() + this.options.deadlineMs;
+    const { leadership, runtime, transport, selfId, clock } = this.options;
+    const deadline = clock.monotonicNow() + this.options.deadlineMs;
     let delay = 10;
     for (;;) {
       const leader = leadership.leaderOf(p);
@@ -70,7 +70,7 @@ export class ClusterRouter implements ActorClient {
             return messageId === undefined ? await runtime.ask(kind, key, message) : await runtime.deliver(kind, key, message, messageId);
           }
         } else if (leader) {
-          const peer = peers.get(leader.node_id, leader.grpc_address);
+          const peer = transport.peer(leader.node_id, leader.grpc_address);
           this.options.onForward?.();
           const reply = peer.forward(kind, key, message, messageId);
           return await (readOnly ? this.unlessLeaderChanges(p, leader.epoch, reply) : reply);
@@ -78,7 +78,7 @@ export class ClusterRouter implements ActorClient {
       } catch (error) {
         if (!retryable(error, readOnly)) throw error;
       }
-      const now = performance.now();
+      const now = clock.monotonicNow();
       if (now >= deadline) {
         throw new ServiceError('partition_unavailable', 'No node could serve this request in time; retry shortly.', { retryAfterSeconds: 1 });
       }
@@ -117,17 +117,17 @@ export class ClusterRouter implements ActorClient {
   /** Resolves when p's leader changes or after `ms`, whichever comes first. */
   private waitForChange(p: number, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const { leadership } = this.options;
+      const { leadership, clock } = this.options;
       const onChange = (changed: number) => {
         if (changed !== p) return;
         done();
       };
-      const timer = setTimeout(() => done(), ms);
+      const timer = clock.setTimer(ms, () => done());
       const done = () => {
-        clearTimeout(timer);
+        timer.cancel();
         leadership.off('changed', onChange);
         // Let a just-elected leader finish opening the partition.
-        setTimeout(resolve, 5);
+        clock.setTimer(5, resolve);
       };
       leadership.on('changed', onChange);
     });

@@ -1,5 +1,8 @@
 import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
+import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
+
+export type { ClusterConfig };
 
 /**
  * Node configuration from the environment, read once at start. Every
@@ -44,21 +47,6 @@ export interface NodeConfig {
   trustProxy: false | number | string[];
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
-}
-
-/** Cluster settings (docs/cluster.md). */
-export interface ClusterConfig {
-  etcdEndpoints: string[];
-  nodeId: string;
-  grpcPort: number;
-  advertiseHost: string;
-  replicationFactor: number;
-  leaseTtlSeconds: number;
-  prefix: string;
-  /** A follower that has not acknowledged an entry after this long leaves the in-sync set. */
-  replicationTimeoutMs: number;
-  /** How long the edge keeps retrying a request whose partition has no reachable leader. */
-  forwardDeadlineMs: number;
 }
 
 function clusterFrom(env: NodeJS.ProcessEnv, port: number): ClusterConfig | undefined {

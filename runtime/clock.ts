@@ -1,3 +1,5 @@
+import { MinHeap } from './min-heap.js';
+
 /**
  * Time is an input (as in etcd-io/raft's Tick): every actor turn, alarm and
  * passivation check reads time through a Clock, never Date.now(), so tests can
@@ -44,13 +46,16 @@ interface ManualTimer {
   sequence: number;
   callback: () => void;
   cancelled: boolean;
+  fired: boolean;
 }
 
 /** A clock that moves only when a test says so. */
 export class ManualClock implements Clock {
   private current_ms: number;
-  private timers: ManualTimer[] = [];
+  /** Pending timers in (due, creation) order; cancelled ones are dropped when they surface. */
+  private readonly timers = new MinHeap<ManualTimer>((a, b) => a.due_ms < b.due_ms || (a.due_ms === b.due_ms && a.sequence < b.sequence));
   private sequence = 0;
+  private pending = 0;
 
   constructor(start_ms = Date.UTC(2026, 0, 1)) {
     this.current_ms = start_ms;
@@ -66,11 +71,16 @@ export class ManualClock implements Clock {
       sequence: this.sequence++,
       callback,
       cancelled: false,
+      fired: false,
     };
     this.timers.push(timer);
+    this.pending++;
+    const clock = this;
     return {
       cancel() {
+        if (timer.cancelled || timer.fired) return;
         timer.cancelled = true;
+        clock.pending--;
       },
     };
   }
@@ -78,16 +88,27 @@ export class ManualClock implements Clock {
   /** Moves time forward, firing every timer that falls due, in due order. */
   advance(delta_ms: number): void {
     const target_ms = this.current_ms + delta_ms;
+    while (this.fireNext(target_ms));
+    this.current_ms = target_ms;
+  }
+
+  /**
+   * Fires the earliest timer due at or before `until_ms`, moving time to its
+   * due time; false if there is none. Lets a driver run something between
+   * timers (the cluster simulation lets promise continuations run).
+   */
+  fireNext(until_ms: number): boolean {
     for (;;) {
-      this.timers = this.timers.filter((t) => !t.cancelled);
-      this.timers.sort((a, b) => a.due_ms - b.due_ms || a.sequence - b.sequence);
-      const next = this.timers[0];
-      if (!next || next.due_ms > target_ms) break;
-      this.timers.shift();
+      const next = this.timers.peek();
+      if (!next || next.due_ms > until_ms) return false;
+      this.timers.pop();
+      if (next.cancelled) continue;
+      next.fired = true;
+      this.pending--;
       this.current_ms = Math.max(this.current_ms, next.due_ms);
       next.callback();
+      return true;
     }
-    this.current_ms = target_ms;
   }
 
   set(time_ms: number): void {
@@ -95,6 +116,6 @@ export class ManualClock implements Clock {
   }
 
   pendingTimerCount(): number {
-    return this.timers.filter((t) => !t.cancelled).length;
+    return this.pending;
   }
 }

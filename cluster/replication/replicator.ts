@@ -1,6 +1,6 @@
 import { ServiceError, storageKeys, type RuntimeLogger, type Store, type StoreKey, type WriteOp } from '../../runtime/index.js';
 import type { ReplicateMessage, ReplicateReply } from '../transport/frames.js';
-import type { ReplicateStream } from '../transport/peer.js';
+import { every, type ClusterClock, type ReplicateStream, type TimerHandle } from '../ports.js';
 import { LeaderLog } from './leader-log.js';
 import { decideAppend, decideSnapshot, EMPTY_VERSION, fenceAt, type LogEntry, type PartitionVersion } from './partition-log.js';
 
@@ -32,6 +32,7 @@ export interface ReplicatorPorts {
   /** This node learned it no longer leads p (a follower knows a newer epoch, or a commit failed). */
   deposed(p: number, reason: string): void;
   logger: RuntimeLogger;
+  clock: ClusterClock;
   replicationTimeoutMs: number;
 }
 
@@ -56,10 +57,26 @@ interface LedPartition {
   sessions: Map<string, FollowerSession>;
   /** In-sync set changes in flight, so that two are never sent at once. */
   isrBusy: boolean;
+  /** A local commit of this leadership failed: its later entries are not written here (they would follow a hole). */
+  localFailed: boolean;
+}
+
+/** Leader entries waiting for the local commit in flight, written together in the next one. */
+interface LocalBatch {
+  localOnly: WriteOp[];
+  entries: { led: LedPartition; entry: LogEntry; ops: WriteOp[] }[];
+  done: Promise<void>;
+  resolve: () => void;
 }
 
 const RECENT_ENTRIES = 4096;
 const SNAPSHOT_CHUNK_RECORDS = 2000;
+
+function newLocalBatch(): LocalBatch {
+  let resolve!: () => void;
+  const done = new Promise<void>((r) => (resolve = r));
+  return { localOnly: [], entries: [], done, resolve };
+}
 
 function notLeader(): ServiceError {
   return new ServiceError('not_leader', 'This node does not lead that partition now.', { retryAfterSeconds: 1 });
@@ -76,17 +93,19 @@ export class Replicator {
   /** Follower side: frames waiting to be applied, from whichever leader; applied together, one commit per round. */
   private readonly frameQueue: { messages: ReplicateMessage[]; resolve: (replies: ReplicateReply[]) => void; reject: (error: unknown) => void }[] = [];
   private applying?: Promise<void>;
-  private timer?: NodeJS.Timeout;
+  /** Leader side: one local commit at a time (group commit), so that a failed one is never followed by a later entry of its partition. */
+  private localBusy = false;
+  private nextLocal?: LocalBatch;
+  private timer?: TimerHandle;
 
   constructor(private readonly ports: ReplicatorPorts) {}
 
   start(): void {
-    this.timer = setInterval(() => this.checkLaggards(), Math.max(20, Math.floor(this.ports.replicationTimeoutMs / 4)));
-    this.timer.unref();
+    this.timer = every(this.ports.clock, Math.max(20, Math.floor(this.ports.replicationTimeoutMs / 4)), () => this.checkLaggards());
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
   }
 
   isLeading(p: number): boolean {
@@ -143,6 +162,7 @@ export class Replicator {
       waiters: new Map(),
       sessions: new Map(),
       isrBusy: false,
+      localFailed: false,
     });
   }
 
@@ -183,38 +203,68 @@ export class Replicator {
       const led = this.led.get(p);
       if (!led || this.ports.heldEpoch(p) !== led.epoch) return Promise.reject(notLeader());
     }
-    const all: WriteOp[] = localOnly;
+    const batch = (this.nextLocal ??= newLocalBatch());
+    for (const op of localOnly) batch.localOnly.push(op);
     const waits: Promise<void>[] = [];
-    const made: [LedPartition, LogEntry][] = [];
-    const now = performance.now();
+    const now = this.ports.clock.monotonicNow();
     for (const [p, group] of groups) {
       const led = this.led.get(p)!;
       const entry = led.log.append(group, now);
       led.recent.push(entry);
       if (led.recent.length > RECENT_ENTRIES) led.recent.splice(0, led.recent.length - RECENT_ENTRIES);
-      for (const op of group) all.push(op);
-      all.push({ type: 'put', key: storageKeys.version(p), value: led.log.version });
-      made.push([led, entry]);
+      batch.entries.push({ led, entry, ops: [...group, { type: 'put', key: storageKeys.version(p), value: led.log.version }] });
       waits.push(new Promise<void>((resolve, reject) => led.waiters.set(entry.seq, { resolve, reject })));
       for (const [node, session] of led.sessions) {
         if (session.stage === 'streaming' && led.log.followers.has(node)) this.sendTo(led, node, { t: 'append', entry });
       }
     }
-    const local = this.ports.local.commit(all);
-    for (const p of groups.keys()) void this.trackLocal(p, local).catch(() => undefined);
-    local.then(
+    for (const p of groups.keys()) void this.trackLocal(p, batch.done);
+    if (!this.localBusy) this.flushLocal();
+    return waits.length === 1 ? waits[0] : Promise.all(waits).then(() => undefined);
+  }
+
+  /**
+   * Writes the entries made while the previous local commit was in flight, as
+   * one commit (lmdb-js would group them into one transaction anyway). One at
+   * a time: if a commit fails, the entries after it of the same partitions
+   * must not reach the disk, or this node's copy would claim a version whose
+   * log has a hole (found by the seeded simulation: replicas at the same
+   * version held different data).
+   */
+  private flushLocal(): void {
+    const batch = this.nextLocal;
+    if (!batch) return;
+    this.nextLocal = undefined;
+    const kept = batch.entries.filter(({ led }) => !led.localFailed);
+    const all: WriteOp[] = [...batch.localOnly];
+    for (const { ops } of kept) for (const op of ops) all.push(op);
+    if (all.length === 0) {
+      batch.resolve();
+      return;
+    }
+    this.localBusy = true;
+    this.ports.local.commit(all).then(
       () => {
-        for (const [led, entry] of made) this.settle(led, led.log.localCommitted(entry.seq));
+        for (const { led, entry } of kept) this.settle(led, led.log.localCommitted(entry.seq));
+        this.localDone(batch);
       },
       (error: unknown) => {
         // Followers may hold an entry this node does not: it must not lead on.
-        for (const [led] of made) {
+        for (const { led } of kept) {
+          if (led.localFailed) continue;
+          led.localFailed = true;
           this.ports.logger.error({ err: error, partition: led.log.partition }, 'local commit failed; giving the partition up');
           this.ports.deposed(led.log.partition, 'local commit failed');
         }
+        this.localDone(batch);
       },
     );
-    return waits.length === 1 ? waits[0] : Promise.all(waits).then(() => undefined);
+  }
+
+  private localDone(batch: LocalBatch): void {
+    this.localBusy = false;
+    batch.resolve();
+    this.flushLocal();
   }
 
   private settle(led: LedPartition, seqs: number[]): void {
@@ -339,7 +389,7 @@ export class Replicator {
   }
 
   private checkLaggards(): void {
-    const now = performance.now();
+    const now = this.ports.clock.monotonicNow();
     for (const led of this.led.values()) {
       for (const node of led.log.laggards(now, this.ports.replicationTimeoutMs)) void this.changeInSync(led, node, 'demote');
     }
@@ -390,12 +440,12 @@ export class Replicator {
     const oldest = led.recent[0];
     if (at.seq < led.log.lastSequence && (!oldest || oldest.seq > at.seq + 1)) {
       // The tail after the visible version is no longer in memory: try again shortly.
-      setTimeout(() => {
+      this.ports.clock.setTimer(50, () => {
         if (this.led.get(p) === led && led.sessions.get(node) === session) {
           session.stage = 'streaming';
           this.sendSnapshot(led, node);
         }
-      }, 50).unref();
+      });
       return;
     }
     const records: [StoreKey, unknown][] = [];

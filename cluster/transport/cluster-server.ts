@@ -1,16 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import type { RuntimeLogger } from '../../runtime/index.js';
+import type { TransportHandlers } from '../ports.js';
 import { channelOptions, clusterProto, type FrameMessage } from './proto.js';
 import { FrameBatcher } from './frame-batcher.js';
 import { decodeFrame, encodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
 import { toWireError } from './wire-error.js';
 
-export interface ClusterHandlers {
-  /** Runs a forwarded actor message on this node (which must lead its partition) and returns the reply. */
-  forward(request: ForwardRequest): Promise<unknown>;
-  /** Applies one frame of replication messages from leader `from`, in order, and returns the replies. */
-  replicate(from: string, messages: ReplicateMessage[]): Promise<ReplicateReply[]>;
-}
+export type ClusterHandlers = TransportHandlers;
 
 export const NODE_ID_METADATA = 'x-node-id';
 

@@ -1,27 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import { ServiceError, type RuntimeLogger } from '../../runtime/index.js';
+import type { RuntimeLogger } from '../../runtime/index.js';
+import { PeerUnreachable, type PeerLink, type ReplicateStream } from '../ports.js';
 import { channelOptions, clusterProto, type ClusterClient, type FrameMessage } from './proto.js';
 import { FrameBatcher } from './frame-batcher.js';
 import { decodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
 import { fromWireError } from './wire-error.js';
 import { NODE_ID_METADATA } from './cluster-server.js';
-
-/**
- * The connection to one peer node: one Forward stream for actor messages
- * sent from this node's edge, one Replicate stream for the partitions this
- * node leads and the peer follows. Streams are opened on first use and
- * reopened after a failure.
- */
-export class PeerUnreachable extends ServiceError {
-  /** True when the message surely never reached the peer (the stream never came up): safe to retry elsewhere. */
-  readonly unsent: boolean;
-  constructor(unsent: boolean) {
-    super('partition_unavailable', unsent ? 'The partition leader could not be reached.' : 'The connection to the partition leader broke; the outcome is unknown.', {
-      retryAfterSeconds: 1,
-    });
-    this.unsent = unsent;
-  }
-}
 
 interface ForwardStream {
   call: grpc.ClientDuplexStream<FrameMessage, FrameMessage>;
@@ -35,14 +19,13 @@ interface ForwardStream {
 /** A forwarded message unanswered for this long fails (outcome unknown): a leader that hangs does not hold requests forever. */
 export const FORWARD_REPLY_TIMEOUT_MS = 15_000;
 
-export interface ReplicateStream {
-  send(message: ReplicateMessage): void;
-  /** Sends what is buffered now (before a wait on acknowledgements). */
-  flush(): void;
-  readonly closed: boolean;
-}
-
-export class Peer {
+/**
+ * The connection to one peer node: one Forward stream for actor messages
+ * sent from this node's edge, one Replicate stream for the partitions this
+ * node leads and the peer follows. Streams are opened on first use and
+ * reopened after a failure.
+ */
+export class Peer implements PeerLink {
   readonly nodeId: string;
   readonly address: string;
   private readonly client: ClusterClient;

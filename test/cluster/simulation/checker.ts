@@ -43,8 +43,15 @@ export class Checker {
     private readonly leaderKey: (p: number) => string,
   ) {}
 
-  private fail(message: string): never {
-    throw new InvariantViolation(message);
+  /**
+   * The first violation. Recorded, not thrown: the checks run inside the
+   * production code's promise continuations, where a throw would be lost;
+   * the run stops after the event that recorded it.
+   */
+  failure?: InvariantViolation;
+
+  private fail(message: string): void {
+    this.failure ??= new InvariantViolation(message);
   }
 
   private history(p: number, counter: string): Observation[] {
@@ -86,11 +93,18 @@ export class Checker {
     }
   }
 
+  /** Invariant 1 at every turn: a serving actor's state is at least every value observed. */
+  onState(p: number, counter: string, state: number, node: string): void {
+    const last = this.observed(p, counter);
+    if (last && state < last.value) this.fail(`acknowledged write lost: ${node} serves ${p}/${counter} from ${state}, but ${last.value} was ${last.what} at ${last.at}ms`);
+  }
+
   /** Invariant 3: `node` serves p at `epoch` now; etcd must agree. */
   onServe(p: number, node: string, epoch: number, what: 'write' | 'read'): void {
     const kv = this.etcd.get(this.leaderKey(p));
-    if (!kv || kv.value !== node || kv.createRevision !== epoch) {
-      const holder = kv ? `${kv.value}@${kv.createRevision}` : 'nobody';
+    const holderId = kv ? (JSON.parse(kv.value) as { node_id: string }).node_id : undefined;
+    if (!kv || holderId !== node || kv.createRevision !== epoch) {
+      const holder = kv ? `${holderId}@${kv.createRevision}` : 'nobody';
       this.fail(`${node} served a ${what} on partition ${p} at epoch ${epoch} while etcd says the leader is ${holder}`);
     }
   }

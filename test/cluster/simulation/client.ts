@@ -1,21 +1,30 @@
-import type { ClientReply, ClientRequest } from './messages.js';
-import type { SimNode, World } from './sim-node.js';
+import type { ClientReply } from './messages.js';
+import type { CounterMessage, World } from './sim-node.js';
 
 /**
  * A client: increments ("take a fence token") and reads counters, sending
  * each request to the node it believes leads the partition (a random node
- * otherwise); not_leader or no answer within a timeout makes it forget that
- * node and retry elsewhere, until it gives up on the request.
+ * otherwise); that node's edge routes it (the production router: served
+ * there or forwarded to the leader). An error or no answer within a timeout
+ * makes it forget that node and retry elsewhere, until it gives up on the
+ * request.
  */
-export function sendToNode(world: World, nodeId: string, request: ClientRequest, onReply: (reply: ClientReply) => void): void {
+export function sendToNode(world: World, nodeId: string, p: number, counter: string, message: CounterMessage, onReply: (reply: ClientReply) => void): void {
   const { sched, rng } = world;
-  const node: SimNode | undefined = world.node(nodeId);
+  const answer = (reply: ClientReply) => sched.after(rng.int(1, 4), () => onReply(reply));
   sched.after(rng.int(1, 4), () => {
+    const node = world.node(nodeId);
     if (!node || node.status === 'down') {
-      sched.after(rng.int(1, 4), () => onReply({ ok: false, error: 'unavailable' }));
+      answer({ ok: false, error: 'unavailable' });
       return;
     }
-    node.post(node.incarnation, () => node.handleClient(request, (reply) => sched.after(rng.int(1, 4), () => onReply(reply))));
+    const inc = node.process.incarnation;
+    node.process.post(inc, () =>
+      node.request(p, counter, message).then(
+        (value) => answer({ ok: true, value }),
+        (error: unknown) => answer({ ok: false, error: (error as { code?: string }).code ?? String(error) }),
+      ),
+    );
   });
 }
 
@@ -58,7 +67,7 @@ export class Client {
       this.believed.delete(partition);
       sched.after(rng.int(10, 40), () => this.send(op, partition, counter, giveUpAt));
     };
-    sendToNode(this.world, nodeId, { op, partition, counter, issuedAt: sched.now }, (reply) => {
+    sendToNode(this.world, nodeId, partition, counter, { op, issuedAt: sched.now }, (reply) => {
       if (answered || attempt !== this.attempt) return;
       answered = true;
       if (reply.ok) {

@@ -1,124 +1,143 @@
-import type { WriteOp } from '../../../runtime/index.js';
+import { storageKeys, type Store, type StoreKey, type WriteOp } from '../../../runtime/index.js';
 import { EMPTY_VERSION, type PartitionVersion } from '../../../cluster/replication/partition-log.js';
-import type { Rng } from './prng.js';
-import type { Scheduler } from './scheduler.js';
+import type { SimProcess } from './process.js';
 
 /**
- * A node's disk: per partition its PartitionVersion and its counters. It
- * survives crashes. Commits go through a CommitQueue (one at a time, a few
- * ms each, atomic); a commit may fail (the node then crashes), and a crash
- * makes a random prefix of the commits in flight durable (LMDB may or may
- * not have finished them).
+ * A node's disk and the runtime Store the cluster code reads and commits
+ * through (LMDB's role). The disk survives crashes. Commits go one at a time,
+ * a few ms each, atomically; a commit may fail (nothing of it is written and
+ * the caller gets the error, as when LMDB cannot commit); a crash makes a
+ * random prefix of the commits in flight durable (LMDB may or may not have
+ * finished them). Reads see what is committed.
  */
-export interface PartState {
-  version: PartitionVersion;
-  data: Map<string, number>;
+function compareKeys(a: StoreKey, b: StoreKey): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x === y) continue;
+    if (typeof x === typeof y) return x < y ? -1 : 1;
+    return typeof x === 'number' ? -1 : 1;
+  }
+  return a.length - b.length;
 }
 
-export interface Mutation {
-  p: number;
-  /** Replace the partition's data wholesale (snapshot). */
-  replace?: Map<string, number>;
-  ops?: WriteOp[];
-  version: PartitionVersion;
+/** Keys are bucketed by partition (key[1] of every partition table) so a range touches one bucket. */
+function bucketOf(key: StoreKey): number | string {
+  return typeof key[1] === 'number' ? key[1] : 'meta';
 }
 
-const EMPTY: PartState = { version: EMPTY_VERSION, data: new Map() };
+export class Disk {
+  private readonly buckets = new Map<number | string, Map<string, { key: StoreKey; value: unknown }>>();
+  commits = 0;
 
-export class DurableStore {
-  private readonly parts = new Map<number, PartState>();
+  /** `onCommit` sees each partition's version and counters after each commit that touched it (the replica-agreement check). */
+  constructor(private readonly onCommit: (p: number, version: PartitionVersion, data: Map<string, number>) => void = () => undefined) {}
 
-  /** `onCommit` sees each partition's state after each commit (the replica-agreement check). */
-  constructor(private readonly onCommit: (p: number, state: PartState) => void = () => undefined) {}
-
-  /** The committed state of p (do not mutate). */
-  read(p: number): PartState {
-    return this.parts.get(p) ?? EMPTY;
+  get(key: StoreKey): unknown {
+    return this.buckets.get(bucketOf(key))?.get(JSON.stringify(key))?.value;
   }
 
-  apply(mutations: Mutation[]): void {
-    for (const m of mutations) {
-      const old = this.read(m.p);
-      const data = new Map(m.replace ?? old.data);
-      for (const op of m.ops ?? []) {
-        const counter = String(op.key[2]);
-        if (op.type === 'put') data.set(counter, op.value as number);
-        else data.delete(counter);
-      }
-      const state = { version: m.version, data };
-      this.parts.set(m.p, state);
-      this.onCommit(m.p, state);
+  range(start: StoreKey, end: StoreKey): { key: StoreKey; value: unknown }[] {
+    const buckets = bucketOf(start) === bucketOf(end) ? [this.buckets.get(bucketOf(start))] : [...this.buckets.values()];
+    const found: { key: StoreKey; value: unknown }[] = [];
+    for (const bucket of buckets) {
+      if (!bucket) continue;
+      for (const entry of bucket.values()) if (compareKeys(entry.key, start) >= 0 && compareKeys(entry.key, end) < 0) found.push(entry);
     }
+    return found.sort((a, b) => compareKeys(a.key, b.key));
+  }
+
+  apply(ops: WriteOp[]): void {
+    this.commits++;
+    const touched = new Set<number>();
+    for (const op of ops) {
+      const b = bucketOf(op.key);
+      let bucket = this.buckets.get(b);
+      if (!bucket) this.buckets.set(b, (bucket = new Map()));
+      if (op.type === 'put') bucket.set(JSON.stringify(op.key), { key: op.key, value: op.value });
+      else bucket.delete(JSON.stringify(op.key));
+      if (typeof b === 'number') touched.add(b);
+    }
+    for (const p of touched) this.onCommit(p, this.version(p), this.counters(p));
+  }
+
+  version(p: number): PartitionVersion {
+    return (this.get(storageKeys.version(p)) as PartitionVersion | undefined) ?? EMPTY_VERSION;
+  }
+
+  /** The counters of p (snapshot records of the simulation's counter actor): actor key -> value. */
+  counters(p: number): Map<string, number> {
+    const data = new Map<string, number>();
+    for (const { key, value } of this.buckets.get(p)?.values() ?? []) if (key[0] === 's') data.set(String(key[3]), value as number);
+    return data;
   }
 }
 
 interface Pending {
-  mutations: Mutation[];
-  done: () => void;
+  ops: WriteOp[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }
 
-export class CommitQueue {
+/** One process's view of its disk: the runtime Store port. A new one per incarnation. */
+export class SimStore implements Store {
   private readonly queue: Pending[] = [];
   private busy = false;
   private dead = false;
-  private readonly idleWaiters: (() => void)[] = [];
 
   constructor(
-    private readonly sched: Scheduler,
-    private readonly rng: Rng,
-    private readonly store: DurableStore,
+    private readonly disk: Disk,
+    private readonly process: SimProcess,
+    /** Probability that a commit fails (now). */
     private readonly failRate: () => number,
-    /** The commit failed: the node crashes. */
-    private readonly onFail: () => void,
-    /** Runs a completion callback in the node's process (queued while it is paused, dropped if it crashed). */
-    private readonly post: (fn: () => void) => void,
+    private readonly onFail: () => void = () => undefined,
   ) {}
 
-  commit(mutations: Mutation[], done: () => void): void {
-    this.queue.push({ mutations, done });
-    this.next();
+  get(key: StoreKey): unknown {
+    return this.disk.get(key);
   }
 
-  idle(): boolean {
-    return this.queue.length === 0 && !this.busy;
+  range(start: StoreKey, end: StoreKey): Iterable<{ key: StoreKey; value: unknown }> {
+    return this.disk.range(start, end);
   }
 
-  /** Runs fn (in the node's process) once every commit issued so far is done. */
-  whenIdle(fn: () => void): void {
-    if (this.idle()) fn();
-    else this.idleWaiters.push(fn);
+  commit(ops: WriteOp[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ ops, resolve, reject });
+      this.next();
+    });
   }
+
+  async close(): Promise<void> {}
 
   /** The process died: a random prefix of the commits in flight reached the disk. */
   crash(): void {
     if (this.dead) return;
     this.dead = true;
-    const n = this.rng.int(0, this.queue.length);
-    for (let i = 0; i < n; i++) this.store.apply(this.queue[i].mutations);
+    const n = this.process.rng.int(0, this.queue.length);
+    for (let i = 0; i < n; i++) this.disk.apply(this.queue[i].ops);
     this.queue.length = 0;
   }
 
   private next(): void {
     if (this.busy || this.dead || this.queue.length === 0) return;
     this.busy = true;
-    this.sched.after(this.rng.int(1, 3), () => {
+    const { sched, rng } = this.process;
+    const inc = this.process.incarnation;
+    sched.after(rng.int(1, 3), () => {
       if (this.dead) return;
-      const head = this.queue[0];
-      if (this.rng.chance(this.failRate())) {
-        this.sched.trace('store: commit failed');
-        this.dead = true;
-        this.queue.length = 0;
-        this.onFail();
-        return;
-      }
-      // The disk has it now, even if the process is paused; the process learns when it runs.
-      this.store.apply(head.mutations);
-      this.queue.shift();
+      const head = this.queue.shift()!;
       this.busy = false;
-      this.post(() => {
-        head.done();
-        if (this.idle()) for (const w of this.idleWaiters.splice(0)) w();
-      });
+      if (rng.chance(this.failRate())) {
+        sched.trace(`${this.process.id}: store commit failed`);
+        this.onFail();
+        this.process.post(inc, () => head.reject(new Error('simulated store failure: commit not written')));
+      } else {
+        // The disk has it now, even if the process is paused; the process learns when it runs.
+        this.disk.apply(head.ops);
+        this.process.post(inc, () => head.resolve());
+      }
       this.next();
     });
   }

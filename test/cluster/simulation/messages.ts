@@ -1,46 +1,21 @@
-import type { LogEntry } from '../../../cluster/replication/partition-log.js';
-
-/** Leader -> follower (the real frames, with the snapshot in one message: it is applied in one commit here). */
-export type ReplicateMessage =
-  | { t: 'append'; entry: LogEntry }
-  | { t: 'probe'; partition: number; epoch: number; at: { epoch: number; seq: number } }
-  | { t: 'snapshot'; partition: number; epoch: number; data: Map<string, number>; at: { epoch: number; seq: number } };
-
-/** Follower -> leader (as in cluster/transport/frames.ts: no epoch on acknowledgements). */
-export type ReplicateReply =
-  | { t: 'ack'; partition: number; seq: number }
-  | { t: 'stale_leader'; partition: number; fence: number }
-  | { t: 'mismatch'; partition: number; seq: number };
-
-export interface ClientRequest {
-  op: 'inc' | 'get';
-  partition: number;
-  counter: string;
-  /** When the client issued the request (reads must reflect every write acknowledged before). */
-  issuedAt: number;
-}
-
-export type ClientReply = { ok: true; value: number } | { ok: false; error: 'not_leader' | 'unavailable' };
-
 /**
- * Deliberately broken rules, to show the checker fails: acknowledge on the
- * local commit alone; serve without checking the local lease deadline; drop
- * a partition on lease doubt without deleting its key (cluster/leadership.ts
- * as first written: the partition then stays unserved for good); acknowledge
- * entries whose acknowledgements are processed after the leadership is gone
- * (cluster/replication/replicator.ts settle() as first written); run actor
- * batches queued before the leadership was lost (runtime/actor-runtime.ts).
+ * Faults injected through the ports, to show the checker catches what they
+ * break (each must make some seed fail):
+ * - `followers_ack_unapplied`: the transport acknowledges every append to the
+ *   leader at once, before (or without) the follower storing it;
+ * - `clock_stops_while_paused`: a node's monotonic clock does not count the
+ *   time it was paused (as CLOCK_MONOTONIC does not count a suspended
+ *   machine), so it trusts a lease that may have expired.
  */
-export type SimBug = 'ack_on_local_commit' | 'serve_without_lease' | 'drop_without_release' | 'ack_after_lease' | 'serve_queued_after_loss';
+export type SimFault = 'followers_ack_unapplied' | 'clock_stops_while_paused';
 
 export interface SimConfig {
   partitions: number;
   replicationFactor: number;
-  leaseTtlMs: number;
-  keepaliveMs: number;
-  electionStepMs: number;
-  tickMs: number;
-  reconcileMs: number;
+  leaseTtlSeconds: number;
   replicationTimeoutMs: number;
-  bug?: SimBug;
+  forwardDeadlineMs: number;
+  fault?: SimFault;
 }
+
+export type ClientReply = { ok: true; value: number } | { ok: false; error: string };

@@ -1,25 +1,25 @@
 import { Checker, InvariantViolation } from './checker.js';
 import { Client, sendToNode } from './client.js';
-import { DurableStore } from './durable-store.js';
+import { Disk } from './durable-store.js';
 import { FakeEtcd } from './fake-etcd.js';
-import type { SimBug, SimConfig } from './messages.js';
+import type { SimConfig, SimFault } from './messages.js';
 import { Network } from './network.js';
 import { Rng } from './prng.js';
 import { Scheduler } from './scheduler.js';
-import { keys, SimNode, type World } from './sim-node.js';
+import { CounterKeys, keys, SimNode, type World } from './sim-node.js';
 
 /**
- * One seeded run: three nodes (a fourth, maybe a fifth, join later), clients
- * writing and reading counters, and faults — crashes, pauses (SIGSTOP),
- * link cuts and stalls, failed store commits — for `faultMs`; then every fault heals
- * and each partition must get a leader and take a write within `livenessMs`.
- * Every random choice comes from the seed.
+ * One seeded run of the production cluster code: three nodes (a fourth,
+ * maybe a fifth, join later), clients writing and reading counters, and
+ * faults — crashes, pauses (SIGSTOP), link cuts and stalls, failed store
+ * commits — for `faultMs`; then every fault heals and each partition must
+ * take a write within `livenessMs`. Every random choice comes from the seed.
  */
 export interface RunOptions {
   seed: number;
   faultMs?: number;
   livenessMs?: number;
-  bug?: SimBug;
+  fault?: SimFault;
   clients?: number;
   /** Default: 2 or 3, chosen by the seed. */
   replicationFactor?: number;
@@ -49,15 +49,16 @@ export interface RunResult {
 export const DEFAULT_CONFIG: SimConfig = {
   partitions: 4,
   replicationFactor: 2,
-  leaseTtlMs: 2000,
-  keepaliveMs: 666,
-  electionStepMs: 150,
-  tickMs: 50,
-  reconcileMs: 200,
+  leaseTtlSeconds: 2,
   replicationTimeoutMs: 1000,
+  forwardDeadlineMs: 2000,
 };
 
-export function runSeed(options: RunOptions): RunResult {
+const COUNTERS = ['x', 'y', 'live'];
+/** SIM_TRACE_COMMITS=1: every disk commit goes into the trace. */
+const traceCommits = process.env.SIM_TRACE_COMMITS === '1';
+
+export async function runSeed(options: RunOptions): Promise<RunResult> {
   const { seed } = options;
   const faultMs = options.faultMs ?? 20_000;
   const livenessMs = options.livenessMs ?? 5_000;
@@ -67,15 +68,17 @@ export function runSeed(options: RunOptions): RunResult {
     ...DEFAULT_CONFIG,
     partitions: options.partitions ?? DEFAULT_CONFIG.partitions,
     replicationFactor: options.replicationFactor ?? rng.int(2, 3),
-    bug: options.bug,
+    fault: options.fault,
   };
   const etcd = new FakeEtcd(sched, rng, 15);
   const net = new Network(sched, rng, 1, 5);
   const checker = new Checker(sched, etcd, (p) => keys.leader(p));
+  const counterKeys = new CounterKeys(config.partitions, COUNTERS);
   const nodes = new Map<string, SimNode>();
   const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, storeFailures: 0, events: 0 };
   let faults = true;
-  let storeFailRate = 0.002;
+  /** Faults armed to strike right after a node ships its next entry (mid-replication). */
+  const armed = new Map<string, () => void>();
 
   const world: World = {
     sched,
@@ -86,21 +89,42 @@ export function runSeed(options: RunOptions): RunResult {
     checker,
     node: (id) => nodes.get(id),
     nodeIds: () => [...nodes.keys()],
-    storeFailRate: () => (faults ? storeFailRate : 0),
-    onCrash: (id, reason) => {
-      if (reason === 'store commit failed') stats.storeFailures++;
-      else stats.crashes++;
+    storeFailRate: () => (faults ? 0.002 : 0),
+    onStoreFailure: () => stats.storeFailures++,
+    onCrash: (id) => {
+      stats.crashes++;
+      armed.delete(id);
       // A crashed node comes back after a while (at the latest when the faults stop).
       if (faults) sched.after(rng.int(300, 3000), () => nodes.get(id)?.start());
     },
+    endpoint: (id) => {
+      const node = nodes.get(id);
+      return node && node.status !== 'down' ? { process: node.process, handlers: node.handlers() } : undefined;
+    },
+    followersAckUnapplied: config.fault === 'followers_ack_unapplied',
+    onAppendShipped: (id) => {
+      const fault = armed.get(id);
+      if (!fault) return;
+      armed.delete(id);
+      sched.after(rng.int(0, 2), () => faults && fault());
+    },
   };
-  net.onStreamBroken = (node, peer) => {
-    const n = nodes.get(node);
-    if (n && n.status !== 'down') n.post(n.incarnation, () => n.onStreamClosed(peer));
+  net.onStreamBroken = (id, peer) => {
+    const node = nodes.get(id);
+    if (node && node.status !== 'down') node.process.post(node.process.incarnation, () => node.streamBroken(peer));
   };
 
   const addNode = (id: string) => {
-    const node = new SimNode(id, world, new DurableStore((p, state) => checker.onDurable(id, p, state.version, state.data)));
+    const node = new SimNode(
+      id,
+      world,
+      new Disk((p, version, data) => {
+        if (traceCommits) sched.trace(`${id}: disk p${p} at ${version.epoch}/${version.seq} fence ${version.fence} {${[...data].map(([k, v]) => `${k}=${v}`).join(',')}}`);
+        checker.onDurable(id, p, version, data);
+      }),
+      counterKeys,
+      config.fault === 'clock_stops_while_paused',
+    );
     nodes.set(id, node);
     node.start();
   };
@@ -121,7 +145,7 @@ export function runSeed(options: RunOptions): RunResult {
   // its next entry (mid-replication, where the interesting races are).
   const strike = (node: SimNode, fault: () => void) => {
     if (rng.chance(0.5)) fault();
-    else node.onNextAppend = () => sched.after(rng.int(0, 2), () => faults && fault());
+    else armed.set(node.id, fault);
   };
   loop(2500, () => {
     const targets = started().filter((n) => n.status !== 'down');
@@ -149,7 +173,6 @@ export function runSeed(options: RunOptions): RunResult {
     stats.cuts++;
     sched.after(rng.int(50, 2500), () => net.heal(a, b));
   });
-
   loop(2500, () => {
     const ids = [...nodes.keys()];
     if (ids.length < 2) return;
@@ -160,18 +183,18 @@ export function runSeed(options: RunOptions): RunResult {
   });
 
   const clientCount = options.clients ?? 3;
-  const counters = ['x', 'y'];
   let clientsActive = true;
-  for (let i = 0; i < clientCount; i++) new Client(world, () => clientsActive, counters).start();
+  for (let i = 0; i < clientCount; i++) new Client(world, () => clientsActive, ['x', 'y']).start();
 
-  // Liveness: once the faults stop, each partition must get a leader and take a write.
+  // Liveness: once the faults stop, each partition must take a write (sent to the leader etcd names).
   const written = new Set<number>();
   const probe = () => {
     for (let p = 0; p < config.partitions; p++) {
       if (written.has(p)) continue;
       const kv = etcd.get(keys.leader(p));
       if (!kv) continue;
-      sendToNode(world, kv.value, { op: 'inc', partition: p, counter: 'live', issuedAt: sched.now }, (reply) => {
+      const leader = (JSON.parse(kv.value) as { node_id: string }).node_id;
+      sendToNode(world, leader, p, 'live', { op: 'inc', issuedAt: sched.now }, (reply) => {
         if (reply.ok) written.add(p);
       });
     }
@@ -179,7 +202,7 @@ export function runSeed(options: RunOptions): RunResult {
   };
   sched.at(faultMs, () => {
     faults = false;
-    storeFailRate = 0;
+    armed.clear();
     sched.trace('faults stop: heal, resume, restart');
     for (const [a, b] of net.cutLinks()) net.heal(a, b);
     net.unstallAll();
@@ -192,7 +215,9 @@ export function runSeed(options: RunOptions): RunResult {
 
   let error: string | undefined;
   try {
-    sched.runUntil(faultMs + livenessMs);
+    await sched.runUntil(faultMs + livenessMs, () => {
+      if (checker.failure) throw checker.failure;
+    });
     clientsActive = false;
     if (written.size < config.partitions) {
       const missing: string[] = [];
@@ -208,10 +233,9 @@ export function runSeed(options: RunOptions): RunResult {
     // Every observed value is still there on the partition's leader.
     for (const node of nodes.values()) {
       for (let p = 0; p < config.partitions; p++) {
-        const led = node.serving(p);
-        if (!led) continue;
-        for (const counter of counters) {
-          const have = node.counterValue(led, p, counter);
+        if (!node.cluster?.serving(p)) continue;
+        for (const counter of COUNTERS) {
+          const have = node.committedValue(p, counter);
           const seen = checker.observed(p, counter)?.value ?? 0;
           if (have < seen) throw new InvariantViolation(`acknowledged write lost at the end: ${node.id} leads p${p} with ${counter}=${have} < ${seen}`);
         }
