@@ -48,6 +48,15 @@ import {
  * platform user (every session ends), a new displayName renames it; each
  * summary goes to the user directory. A deleted platform user is skipped.
  *
+ * The summary relay (ban-sync, rename-sync, delete-sync): the user actor holds
+ * an admin change's reply until the directory has applied its summary only
+ * when asked (it keeps the ask's request_id); a flow-call comes through the
+ * outbox and is answered in its own turn, with the summary under `sync`. So
+ * the flow sends the summary on and waits for the directory before it
+ * answers, and the admin list shows the change once SCIM has answered
+ * (test/unit/scim-hardening.test.ts pins the user actor's side; the relay can
+ * go when the user actor holds flow-call answers too).
+ *
  * Deprovisioning (DELETE): remove the member -> delete the platform user
  * (its summary to the directory) -> remove the record here. Each step is
  * idempotent, so a retried DELETE after a failure finishes the job.
