@@ -20,6 +20,12 @@ export interface NodeConfig {
   passwordKdfCostLog2: number;
   /** Registrations one client address may attempt per 15-minute window; 0 turns the throttle off (docs/api/accounts.md, Login throttling). */
   registrationsPerAddressMax: number;
+  /**
+   * SCIM provisioning creates platform users only in e-mail domains the
+   * organization has verified (SCIM_VERIFIED_DOMAINS_ONLY, default on; 0 turns
+   * it off for closed deployments and test setups; docs/api/scim.md).
+   */
+  scimVerifiedDomainsOnly: boolean;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   bodyLimitBytes: number;
@@ -144,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     adminPassword: env.ADMIN_PASSWORD || undefined,
     passwordKdfCostLog2: intFrom(env, 'PASSWORD_KDF_COST', 15, 10, 20),
     registrationsPerAddressMax: intFrom(env, 'REGISTRATIONS_PER_ADDRESS_MAX', REGISTRATIONS_PER_ADDRESS_MAX, 0, 1_000_000),
+    scimVerifiedDomainsOnly: intFrom(env, 'SCIM_VERIFIED_DOMAINS_ONLY', 1, 0, 1) === 1,
     accessTokenTtlSeconds: intFrom(env, 'ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
     refreshTokenTtlSeconds: intFrom(env, 'REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 60, 365 * 86_400),
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),

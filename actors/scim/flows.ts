@@ -1,12 +1,17 @@
 import { ServiceError, type DeferredReply, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { DIRECTORY_KEY, DIRECTORY_KIND, USER_KIND, type NewUser, type SummarySync } from '../accounts/messages.js';
-import { ORGANIZATION_KIND } from '../organizations/messages.js';
+import { emailDomain, ORGANIZATION_KIND } from '../organizations/messages.js';
 import { flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
 import { stepScimDirectory, visibleUser, type ScimDirectoryState } from './state.js';
+import { takeToken, type BucketRule } from './rate.js';
 import {
+  SCIM_CREATE_BURST,
+  SCIM_CREATE_PER_SECOND,
   SCIM_DIRECTORY_KIND,
   SCIM_FLOWS_MAX,
+  type ScimAttributes,
   type ScimDirectoryMessage,
+  type ScimTokenCreate,
   type ScimFlowReply,
   type ScimTokenManager,
   type ScimTokenView,
@@ -24,7 +29,10 @@ import {
  * are pure; the next step is chosen from the previous one's answer.
  *
  * Provisioning (POST /Users), a saga:
- *   reserve the userName here (compensation: abort the reservation)
+ *   take a creation from the organization's bucket (at once: 429 when empty)
+ *   -> with the verified-domains rule: ask the organization whether the
+ *      e-mail's domain is verified (no: 403, nothing reserved or created)
+ *   -> reserve the userName here (compensation: abort the reservation)
  *   -> lookup the e-mail in the user directory (owned by another account: uniqueness)
  *   -> claim e-mail and username (skipped when a resumed create already owns them)
  *   -> create the platform user (no usable password)
@@ -40,6 +48,15 @@ import {
  * platform user (every session ends), a new displayName renames it; each
  * summary goes to the user directory. A deleted platform user is skipped.
  *
+ * The summary relay (ban-sync, rename-sync, delete-sync): the user actor holds
+ * an admin change's reply until the directory has applied its summary only
+ * when asked (it keeps the ask's request_id); a flow-call comes through the
+ * outbox and is answered in its own turn, with the summary under `sync`. So
+ * the flow sends the summary on and waits for the directory before it
+ * answers, and the admin list shows the change once SCIM has answered
+ * (test/unit/scim-hardening.test.ts pins the user actor's side; the relay can
+ * go when the user actor holds flow-call answers too).
+ *
  * Deprovisioning (DELETE): remove the member -> delete the platform user
  * (its summary to the directory) -> remove the record here. Each step is
  * idempotent, so a retried DELETE after a failure finishes the job.
@@ -52,6 +69,7 @@ import {
 export const DEACTIVATION_REASON = 'deactivated by SCIM';
 
 type Step =
+  | 'domain'
   | 'lookup'
   | 'claim'
   | 'create'
@@ -78,6 +96,8 @@ export interface ProvisionFlow extends FlowBase {
   scim_id: string;
   user: NewUser;
   active: boolean;
+  /** The userName and attributes to reserve once the domain is known verified; null (or absent) once reserved. */
+  attributes?: ScimAttributes | null;
   /** Owed if the flow fails terminally, run last first. */
   compensations: 'abort-reservation'[];
 }
@@ -101,7 +121,7 @@ export interface DeprovisionFlow extends FlowBase {
 export interface TokenFlow extends FlowBase {
   kind: 'token';
   by: ScimTokenManager;
-  create: { token_id: string; name: string; secret_hash: string; expires_at_ms: number | null } | null;
+  create: ScimTokenCreate | null;
   revoke: { token_id: string } | null;
 }
 
@@ -179,34 +199,79 @@ function deferred(result: Result): Result {
 
 // --- Provisioning ---------------------------------------------------------------
 
+const CREATE_RULE: BucketRule = { per_second: SCIM_CREATE_PER_SECOND, burst: SCIM_CREATE_BURST };
+
 export function stepUserProvision(state: ScimDirectoryState, message: Provision, context: TurnContext): Result {
   capacity(state);
-  const reserved = local(state, { op: 'user-reserve', scim_id: message.scim_id, user_id: message.user_id, attributes: message.attributes }, context);
-  const { user: record, resumed } = reserved.reply as { user: ScimUserRecord; resumed: boolean };
-  const writes = [...(reserved.writes ?? [])];
-  if (resumed) {
-    // The stalled flow of this record is replaced: its late answers find no flow and are ignored.
-    for (const stale of [...state.flows.values()]) {
-      if (stale.kind !== 'provision' || stale.scim_id !== record.id) continue;
-      state.flows.delete(stale.flow_id);
-      writes.push({ subkey: `f:${stale.flow_id}`, value: undefined });
-    }
+  // The creation rate, per organization, taken in this turn (so no race passes it).
+  const taken = takeToken(state.create_bucket, CREATE_RULE, context.now);
+  if (!taken.ok) {
+    throw new ServiceError(
+      'rate_limited',
+      `This organization provisions at most ${SCIM_CREATE_BURST} users at once and ${SCIM_CREATE_PER_SECOND * 60} a minute; retry later.`,
+      { retryAfterSeconds: Math.max(1, Math.ceil(taken.retry_after_ms / 1000)) },
+    );
   }
+  const bucket: RecordWrite = { subkey: 'b:create', value: taken.bucket };
   const flow: ProvisionFlow = {
     ...begin(context),
     kind: 'provision',
-    scim_id: record.id,
-    // A resumed create keeps its platform user id.
-    user: { id: record.user_id, role: 'user', ...message.platform },
+    scim_id: message.scim_id,
+    user: { id: message.user_id, role: 'user', ...message.platform },
     active: message.active,
-    compensations: ['abort-reservation'],
+    attributes: message.attributes,
+    compensations: [],
   };
-  return deferred(next(state, context, flow, 'lookup', DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login: message.platform.email }, writes));
+  if (message.verified_domains_only) {
+    // Before anything is reserved or created: is the address in a domain this organization verified?
+    const domain = emailDomain(message.platform.email) ?? '';
+    state.create_bucket = taken.bucket;
+    return deferred(next(state, context, flow, 'domain', ORGANIZATION_KIND, context.key, { op: 'domain_verified', domain }, [bucket]));
+  }
+  // user-reserve refuses (a userName in use) before anything changed: the ask is refused, the bucket untouched.
+  const reserved = reserve(state, flow, context, [bucket]);
+  state.create_bucket = taken.bucket;
+  return deferred(reserved);
+}
+
+/** Reserves the userName (or resumes a stalled create of it), then looks the e-mail up. Throws (nothing changed) when the userName is in use. */
+function reserve(state: ScimDirectoryState, flow: ProvisionFlow, context: TurnContext, writes: RecordWrite[] = []): Result {
+  const reserved = local(state, { op: 'user-reserve', scim_id: flow.scim_id, user_id: flow.user.id, attributes: flow.attributes! }, context);
+  const { user: record, resumed } = reserved.reply as { user: ScimUserRecord; resumed: boolean };
+  const out = [...writes, ...(reserved.writes ?? [])];
+  if (resumed) {
+    // The stalled flow of this record is replaced: its late answers find no flow and are ignored.
+    for (const stale of [...state.flows.values()]) {
+      if (stale.kind !== 'provision' || stale.scim_id !== record.id || stale.flow_id === flow.flow_id) continue;
+      state.flows.delete(stale.flow_id);
+      out.push({ subkey: `f:${stale.flow_id}`, value: undefined });
+    }
+  }
+  // A resumed create keeps its scim id and platform user id.
+  const moved: ProvisionFlow = { ...flow, scim_id: record.id, user: { ...flow.user, id: record.user_id }, attributes: null, compensations: ['abort-reservation'] };
+  return next(state, context, moved, 'lookup', DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login: flow.user.email }, out);
+}
+
+function unverifiedDomain(email: string): FlowError {
+  const domain = emailDomain(email) ?? email;
+  return {
+    code: 'forbidden',
+    message: `The e-mail domain ${domain} is not verified by this organization: SCIM provisions only addresses in the organization's verified domains (verify it with POST /api/v1/orgs/{org_id}/domains).`,
+  };
 }
 
 function advanceProvision(state: ScimDirectoryState, flow: ProvisionFlow, answer: FlowAnswer, context: TurnContext): Result {
   const { user } = flow;
   switch (flow.step) {
+    case 'domain': {
+      if (!answer.ok) return fail(state, flow, answer.error, context);
+      if ((answer.reply as { verified?: unknown } | null)?.verified !== true) return fail(state, flow, unverifiedDomain(user.email), context);
+      try {
+        return reserve(state, flow, context);
+      } catch (error) {
+        return fail(state, flow, caught(error), context);
+      }
+    }
     case 'lookup': {
       if (!answer.ok) return fail(state, flow, answer.error, context);
       const owner = (answer.reply as { user_id: string | null }).user_id;

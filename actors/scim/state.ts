@@ -8,7 +8,10 @@ import {
   SCIM_TOKENS_PER_ORG_MAX,
   SCIM_USERS_PER_ORG_MAX,
   type ScimDirectoryMessage,
+  type ScimMintedBy,
   type ScimTokenView,
+  type ScimVerifiedToken,
+  type TokenBucket,
   type ScimUpdateReply,
   type ScimUserPage,
   type ScimUserRecord,
@@ -30,7 +33,12 @@ import {
  * user id).
  *
  * Tokens: only sha256 of the secret is stored; verification compares in
- * constant time.
+ * constant time. Each token records the credential that minted it
+ * (`minted_by`); token-verify hands it to the edge, which lets the request
+ * through only while that credential is live (docs/api/scim.md).
+ *
+ * The creation bucket (record `b:create`, actors/scim/rate.ts) is taken in
+ * the turn that starts a provisioning (flows.ts).
  */
 export interface ScimTokenRecord {
   id: string;
@@ -38,7 +46,10 @@ export interface ScimTokenRecord {
   secret_hash: string;
   created_by: string;
   created_at_ms: number;
+  /** null only on tokens stored before tokens expired. */
   expires_at_ms: number | null;
+  /** Absent on tokens stored before it was recorded: they are refused at use. */
+  minted_by?: ScimMintedBy;
 }
 
 export interface ScimDirectoryState {
@@ -50,10 +61,12 @@ export interface ScimDirectoryState {
   next_seq: number;
   /** Flows in progress (record `f:<flow_id>`; actors/scim/flows.ts). */
   flows: Map<string, ScimFlow>;
+  /** The creation rate's bucket (record `b:create`); null: full. */
+  create_bucket: TokenBucket | null;
 }
 
 export function loadScimDirectory(_key: string, records: Iterable<[string, unknown]>): ScimDirectoryState {
-  const state: ScimDirectoryState = { users: new Map(), byUserName: new Map(), tokens: new Map(), next_seq: 1, flows: new Map() };
+  const state: ScimDirectoryState = { users: new Map(), byUserName: new Map(), tokens: new Map(), next_seq: 1, flows: new Map(), create_bucket: null };
   for (const [subkey, value] of records) {
     if (subkey.startsWith('u:')) {
       const user = value as ScimUserRecord;
@@ -65,14 +78,22 @@ export function loadScimDirectory(_key: string, records: Iterable<[string, unkno
       state.tokens.set(token.id, token);
     } else if (subkey.startsWith('f:')) {
       loadFlow(state, value);
+    } else if (subkey === 'b:create') {
+      state.create_bucket = value as TokenBucket;
     }
   }
   return state;
 }
 
 export function tokenView(token: ScimTokenRecord): ScimTokenView {
-  const { secret_hash: _hash, ...view } = token;
-  return view;
+  return {
+    id: token.id,
+    name: token.name,
+    created_by: token.created_by,
+    created_at_ms: token.created_at_ms,
+    expires_at_ms: token.expires_at_ms,
+    minted_with: token.minted_by?.kind ?? null,
+  };
 }
 
 function scimError(code: 'scim_mutability' | 'scim_uniqueness' | 'conflict' | 'not_found', message: string): ServiceError {
@@ -119,6 +140,7 @@ export function stepScimDirectory(
         created_by: message.created_by,
         created_at_ms: now,
         expires_at_ms: message.expires_at_ms,
+        minted_by: message.minted_by,
       };
       state.tokens.set(token.id, token);
       return { state, reply: tokenView(token), writes: [{ subkey: `t:${token.id}`, value: token }] };
@@ -138,7 +160,8 @@ export function stepScimDirectory(
       const token = state.tokens.get(message.token_id);
       const valid = token !== undefined && sameHash(token.secret_hash, message.secret_hash) && (token.expires_at_ms === null || token.expires_at_ms > now);
       if (!valid) throw new ServiceError('unauthorized', 'The SCIM token is invalid, revoked or expired.');
-      return { state, reply: { token_id: token.id } };
+      const reply: ScimVerifiedToken = { token_id: token.id, created_by: token.created_by, minted_by: token.minted_by ?? null };
+      return { state, reply };
     }
 
     case 'user-reserve': {

@@ -7,6 +7,8 @@ import {
   parseFilter,
   parsePatch,
   SCIM_DIRECTORY_KIND,
+  SCIM_TOKEN_TTL_DEFAULT_DAYS,
+  SCIM_TOKEN_TTL_MAX_DAYS,
   scimBoolean,
   scimDisplayName,
   scimError,
@@ -20,9 +22,11 @@ import {
   type ScimTokenView,
   type ScimUserPage,
   type ScimUserRecord,
+  type ScimVerifiedToken,
 } from '../../actors/scim/messages.js';
 import { UNUSABLE_PASSWORD_HASH } from '../auth/passwords.js';
 import { newScimToken, parseScimToken } from '../scim/tokens.js';
+import { mintingCredential, requireLiveMintingCredential } from '../scim/minting-credential.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
 import { addJsonMediaType } from '../plugins/json-body.js';
 import { SCIM_CONTENT_TYPE, sendScimError, useErrorFormat } from '../plugins/error-handler.js';
@@ -155,7 +159,11 @@ const OrgParams = Type.Object({ org_id: Type.String({ minLength: 1, maxLength: 1
 const TokenParams = Type.Object({ org_id: Type.String({ minLength: 1, maxLength: 128 }), token_id: Type.String({ minLength: 1, maxLength: 64 }) });
 const CreateTokenBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label, e.g. "Okta". Default "SCIM token".' })),
-  expires_in_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'Absent: the token does not expire.' })),
+  expires_in_days: Type.Optional(
+    Type.Union([Type.Integer({ minimum: 1, maximum: SCIM_TOKEN_TTL_MAX_DAYS }), Type.Null()], {
+      description: `Lifetime in days, 1 to ${SCIM_TOKEN_TTL_MAX_DAYS}; absent or null: ${SCIM_TOKEN_TTL_DEFAULT_DAYS}. Every token expires.`,
+    }),
+  ),
 });
 const ScimTokenSchema = Type.Object(
   {
@@ -164,7 +172,10 @@ const ScimTokenSchema = Type.Object(
     org_id: Type.String(),
     created_by: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
-    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null only on a token issued before tokens expired (refused at use).' }),
+    minted_with: Type.Union([Type.Literal('session'), Type.Literal('api_key'), Type.Null()], {
+      description: 'The credential that issued it; the token works only while that session or API key does. null: issued before this was recorded (refused at use).',
+    }),
   },
   { title: 'ScimToken' },
 );
@@ -210,6 +221,7 @@ function tokenOut(org_id: string, token: ScimTokenView) {
     created_by: token.created_by,
     created_at: isoTime(token.created_at_ms)!,
     expires_at: isoTime(token.expires_at_ms),
+    minted_with: token.minted_with,
   };
 }
 
@@ -346,10 +358,13 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 201: ScimTokenCreatedSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
     },
   }, async (request, reply) => {
-    refuseImpersonation(request);
+    const principal = refuseImpersonation(request);
     const { org_id } = request.params;
+    // The token lives only while this credential does (checked on every SCIM request).
+    const minted_by = mintingCredential(principal);
+    if (minted_by === null) throw new ServiceError('forbidden', "SCIM tokens are issued with a user's own session or API key.");
     const fresh = newScimToken(org_id);
-    const days = request.body.expires_in_days;
+    const days = request.body.expires_in_days ?? SCIM_TOKEN_TTL_DEFAULT_DAYS;
     const view = await askDirectory<ScimTokenView>(org_id, {
       op: 'token-manage',
       by: manager(request),
@@ -357,7 +372,8 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
         token_id: fresh.token_id,
         name: request.body.name?.trim() || 'SCIM token',
         secret_hash: fresh.secret_hash,
-        expires_at_ms: days === undefined ? null : services.clock.now() + days * 86_400_000,
+        expires_at_ms: services.clock.now() + days * 86_400_000,
+        minted_by,
       },
     });
     reply.code(201);
@@ -425,13 +441,19 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
       if (typeof header !== 'string' || !/^Bearer\s+\S/i.test(header)) throw unauthorized;
       const parsed = parseScimToken(header.slice(header.indexOf(' ') + 1).trim());
       if (!parsed) throw unauthorized;
+      let token: ScimVerifiedToken;
       try {
-        await readDirectory(parsed.org_id, { op: 'token-verify', token_id: parsed.token_id, secret_hash: parsed.secret_hash });
+        token = await readDirectory<ScimVerifiedToken>(parsed.org_id, { op: 'token-verify', token_id: parsed.token_id, secret_hash: parsed.secret_hash });
         await actors.ask(ORGANIZATION_KIND, parsed.org_id, { op: 'get' }, { readOnly: true });
       } catch (error) {
         if (isServiceError(error) && (error.code === 'unauthorized' || error.code === 'not_found')) throw unauthorized;
         throw error;
       }
+      // Tokens issued before the minting credential was recorded (and without expiry) are refused: issue a new one.
+      if (token.minted_by === null) {
+        throw new ServiceError('unauthorized', 'This SCIM token was issued before tokens were bound to the credential that issued them; an organization owner or admin must issue a new one.');
+      }
+      await requireLiveMintingCredential(services, token.created_by, token.minted_by);
       callers.set(request, { org_id: parsed.org_id, token_id: parsed.token_id });
     }
 
@@ -565,7 +587,7 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
         summary: 'Provision a user: a platform account (no usable password) that joins the organization as a member.',
         security: bearerSecurity,
         body: ScimUserBody,
-        response: { 201: ScimUserSchema, ...scimErrorResponses(400, 401, 409, 413, 415, 429, 503) },
+        response: { 201: ScimUserSchema, ...scimErrorResponses(400, 401, 403, 409, 413, 415, 429, 503) },
       },
     }, async (request, reply) => {
       const { org_id } = callerOf(request);
@@ -584,6 +606,8 @@ export function scimRoutes(app: FastifyInstance, services: AppServices): void {
           // No password matches it (no KDF run here): the user signs in through SSO or a password reset.
           password_hash: UNUSABLE_PASSWORD_HASH,
         },
+        // The flow asks the organization whether the e-mail's domain is verified (docs/api/scim.md).
+        verified_domains_only: config.scimVerifiedDomainsOnly,
       });
       const view = scimUserView(provisioned.user, baseUrl(request, config.publicBaseUrl));
       reply.header('location', (view.meta as { location: string }).location);

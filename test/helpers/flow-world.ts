@@ -63,6 +63,18 @@ export class World {
     return answer.error ? { error: answer.error } : { reply: answer.reply };
   }
 
+  /** The answer to an earlier ask that was not answered when it returned (a held delivery), once it is. */
+  answerOf(request_id: string): Outcome | undefined {
+    const answer = this.answered.get(request_id);
+    if (!answer) return undefined;
+    return answer.error ? { error: answer.error } : { reply: answer.reply };
+  }
+
+  /** The id the next ask will use (to look its answer up with answerOf). */
+  nextRequestId(): string {
+    return `req-${this.requests + 1}`;
+  }
+
   drain(): void {
     const held: ActorSend[] = [];
     for (let send = this.queue.shift(); send !== undefined; send = this.queue.shift()) {

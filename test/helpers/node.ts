@@ -55,6 +55,9 @@ export function testConfig(dataDir: string, overrides: Partial<NodeConfig> = {})
     // Off: every test registers its users from 127.0.0.1 (and some count the runtime's alarms);
     // the registration throttle has its own tests.
     registrationsPerAddressMax: 0,
+    // Off: SCIM tests provision example.com users without verifying the domain;
+    // test/http/scim-hardening.test.ts turns it on.
+    scimVerifiedDomainsOnly: false,
     ...overrides,
   };
 }

@@ -99,7 +99,10 @@ describe('SCIM provisioning tokens', () => {
     expect(listed.status).toBe(200);
     expect(listed.body.tokens.map((x: { id: string }) => x.id)).toContain(created.body.id);
     expect(listed.text).not.toContain(created.body.token);
-    expect(listed.body.tokens.find((x: { name: string }) => x.name === 'Okta').expires_at).toBeNull();
+    // Every token expires: without expires_in_days, after 90 days (test/http/scim-hardening.test.ts has the rules).
+    const okta = listed.body.tokens.find((x: { name: string }) => x.name === 'Okta');
+    expect(new Date(okta.expires_at).getTime() - new Date(okta.created_at).getTime()).toBe(90 * 86_400_000);
+    expect(okta.minted_with).toBe('session');
 
     expect((await scim('GET', '/Users', created.body.token)).status).toBe(200);
     const revoked = await t.request('DELETE', `/api/v1/orgs/${orgA}/scim-tokens/${created.body.id}`, { token: owner.token });

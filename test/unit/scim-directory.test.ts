@@ -119,9 +119,9 @@ describe('scim-directory step', () => {
 
   it('verifies tokens by hash and expiry; revoked tokens stop at once', () => {
     const h = harness();
-    h.step({ op: 'token-create', token_id: 't1', name: 'Okta', secret_hash: 'hash-1', created_by: 'u', expires_at_ms: T0 + 1000 });
-    h.step({ op: 'token-create', token_id: 't2', name: 'Azure', secret_hash: 'hash-2', created_by: 'u', expires_at_ms: null });
-    expect(h.step({ op: 'token-verify', token_id: 't1', secret_hash: 'hash-1' }, T0 + 999)).toEqual({ token_id: 't1' });
+    h.step({ op: 'token-create', token_id: 't1', name: 'Okta', secret_hash: 'hash-1', created_by: 'u', expires_at_ms: T0 + 1000, minted_by: { kind: 'api_key', api_key_id: 'k1' } });
+    h.step({ op: 'token-create', token_id: 't2', name: 'Azure', secret_hash: 'hash-2', created_by: 'u', expires_at_ms: T0 + 5000, minted_by: { kind: 'session', session_id: 's1' } });
+    expect(h.step({ op: 'token-verify', token_id: 't1', secret_hash: 'hash-1' }, T0 + 999)).toEqual({ token_id: 't1', created_by: 'u', minted_by: { kind: 'api_key', api_key_id: 'k1' } });
     expect(scimTypeOf(() => h.step({ op: 'token-verify', token_id: 't1', secret_hash: 'hash-1' }, T0 + 1000))).toBe('unauthorized');
     expect(scimTypeOf(() => h.step({ op: 'token-verify', token_id: 't2', secret_hash: 'hash-1' }))).toBe('unauthorized');
     const listed = h.step<{ id: string }[]>({ op: 'token-list' });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { allActors } from '../../areas.js';
-import { World } from '../helpers/flow-world.js';
+import { World, WORLD_T0 } from '../helpers/flow-world.js';
 import { DIRECTORY_KEY, DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import {
@@ -44,6 +44,8 @@ function provision(userName: string, fields: { active?: boolean; email?: string;
     attributes: attributes(userName),
     active: fields.active ?? true,
     platform: { email: fields.email ?? userName, username: fields.username ?? `u${counter}`, display_name: userName, password_hash: '!unusable' },
+    // The verified-domains rule has its own tests (test/unit/scim-hardening.test.ts).
+    verified_domains_only: false,
   };
 }
 
@@ -203,7 +205,7 @@ describe('SCIM token management flow', () => {
   const create = (by: { user_id: string; platform_admin: boolean }, token_id = 'tok1'): ScimDirectoryMessage => ({
     op: 'token-manage',
     by,
-    create: { token_id, name: 'Okta', secret_hash: 'h', expires_at_ms: null },
+    create: { token_id, name: 'Okta', secret_hash: 'h', expires_at_ms: WORLD_T0 + 86_400_000, minted_by: { kind: 'session', session_id: 'ses_1' } },
   });
 
   it('the organization answers the role: owner and platform admin may, a member is forbidden, a stranger and an unknown org not_found', () => {
