@@ -58,9 +58,21 @@ export function flowCall<Message>(kind: string, key: string, call: Message, repl
 }
 
 /**
+ * A refusal that keeps the turn's effects: a step that must change state
+ * before it can refuse (e.g. housekeeping it owes either way) returns this as
+ * its reply instead of throwing; answerFlowCall answers `ok: false` with the
+ * error and keeps the turn's writes and sends. A class, so no ordinary reply
+ * can be taken for one.
+ */
+export class FlowRefusal {
+  constructor(readonly error: FlowError) {}
+}
+
+/**
  * The receiver's side: runs `step` on the call and answers the coordinator.
  * A ServiceError (the contract: thrown before anything changed) becomes an
- * answer with `ok: false`; any other exception is a defect and propagates.
+ * answer with `ok: false`, and so does a FlowRefusal reply (with the turn's
+ * effects kept); any other exception is a defect and propagates.
  */
 export function answerFlowCall<State, Message>(
   step: (state: State, message: Message, context: TurnContext) => TurnResult<State, unknown>,
@@ -76,6 +88,10 @@ export function answerFlowCall<State, Message>(
   });
   try {
     const result = step(state, message.call, context);
+    if (result.reply instanceof FlowRefusal) {
+      const { error } = result.reply;
+      return { ...result, reply: { refused: error.code }, sends: [...(result.sends ?? []), answer({ ok: false, error })] };
+    }
     return { ...result, sends: [...(result.sends ?? []), answer({ ok: true, reply: result.reply ?? null })] };
   } catch (error) {
     if (!isServiceError(error)) throw error;

@@ -1,5 +1,6 @@
-import type { ActorSend, AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
-import { normalizeSlug, ORG_QUERY_MAX, ORGANIZATION_KIND, type OrgDirectoryMessage, type OrgListQuery, type OrgView } from './messages.js';
+import { answerFlowCall } from '../flow-call.js';
+import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { normalizeSlug, ORG_QUERY_MAX, type OrgDirectoryMessage, type OrgListQuery, type OrgView } from './messages.js';
 
 /**
  * The organization directory (kind `org-directory`, key `global`): slug ->
@@ -8,11 +9,13 @@ import { normalizeSlug, ORG_QUERY_MAX, ORGANIZATION_KIND, type OrgDirectoryMessa
  * null = deleted tombstone, so a late summary cannot bring it back).
  *
  * Creating goes through `claim`, a step of the organization's creation flow
- * (flows.ts): the slug is taken in one turn and the answer goes back to the
- * organization through the outbox; a flow that fails after its claim never
- * happens (the claim is its last step before the organization exists).
- * Summaries come back from the organization actor (`sync`, ordered by
- * revision), acknowledged when the organization waits for them.
+ * (flows.ts), sent as a flow-call (actors/flow-call.ts): the slug is taken
+ * in one turn and the answer goes back to the organization through the
+ * outbox (a taken slug: `ok: false`, org_slug_taken); a flow that fails after
+ * its claim never happens (the claim is its last step before the
+ * organization exists). Summaries come back from the organization actor
+ * (`sync`, ordered by revision), as flow-calls when the organization waits
+ * for them.
  */
 export interface DirectorySummary {
   rev: number;
@@ -50,26 +53,27 @@ export function listOrganizations(state: OrgDirectoryState, query: OrgListQuery)
 export function stepOrgDirectory(
   state: OrgDirectoryState,
   message: OrgDirectoryMessage | AlarmMessage,
-  _context: TurnContext,
+  context: TurnContext,
 ): TurnResult<OrgDirectoryState, unknown> {
   switch (message.op) {
+    case 'flow-call':
+      return answerFlowCall<OrgDirectoryState, OrgDirectoryMessage>(stepOrgDirectory, state, message, context);
+
     case 'claim': {
       const slug = normalizeSlug(message.slug);
       const owner = state.bySlug.get(slug);
-      const answer = (ok: boolean): ActorSend[] => [{ kind: ORGANIZATION_KIND, key: message.org_id, message: { op: 'flow_claimed', flow_id: message.flow_id, ok, slug } }];
-      if (owner !== undefined && owner !== message.org_id) return { state, reply: { claimed: false }, sends: answer(false) };
+      if (owner !== undefined && owner !== message.org_id) throw new ServiceError('org_slug_taken', `The slug "${slug}" is taken by another organization.`);
       const writes: RecordWrite[] = [];
       if (owner === undefined) {
         state.bySlug.set(slug, message.org_id);
         writes.push({ subkey: `s:${slug}`, value: message.org_id });
       }
-      return { state, writes, reply: { claimed: true }, sends: answer(true) };
+      return { state, writes, reply: { claimed: true, slug } };
     }
 
     case 'sync': {
       const current = state.summaries.get(message.org_id);
-      const sends: ActorSend[] = message.ack ? [{ kind: ORGANIZATION_KIND, key: message.ack.org_id, message: { op: 'flow_ack', flow_id: message.ack.flow_id } }] : [];
-      if (current && current.rev >= message.rev) return { state, reply: { applied: false }, sends };
+      if (current && current.rev >= message.rev) return { state, reply: { applied: false } };
       const summary: DirectorySummary = { rev: message.rev, org: message.org };
       state.summaries.set(message.org_id, summary);
       const writes: RecordWrite[] = [{ subkey: `o:${message.org_id}`, value: summary }];
@@ -86,7 +90,7 @@ export function stepOrgDirectory(
         state.bySlug.set(slug, message.org_id);
         writes.push({ subkey: `s:${slug}`, value: message.org_id });
       }
-      return { state, writes, reply: { applied: true }, sends };
+      return { state, writes, reply: { applied: true } };
     }
 
     case 'list':

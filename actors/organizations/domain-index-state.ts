@@ -1,5 +1,6 @@
-import type { ActorSend, AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
-import { ORGANIZATION_KIND, type OrgDomainMessage } from './messages.js';
+import { answerFlowCall } from '../flow-call.js';
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import type { OrgDomainMessage } from './messages.js';
 
 /**
  * The owner of one verified domain (kind `org-domain`, key = the domain as
@@ -7,10 +8,12 @@ import { ORGANIZATION_KIND, type OrgDomainMessage } from './messages.js';
  * while nobody holds the domain.
  *
  * A domain is the organization's that claims it first (`claim`, a step of the
- * organization's verification flow, answered through the outbox with
- * `flow_domain_claimed`); claiming one's own domain again is ok. It is free
- * again when its organization releases it (`release`: the domain removed, the
- * organization deleted, or the compensation of a claim that came too late); a
+ * organization's verification flow, sent as a flow-call (actors/flow-call.ts)
+ * and answered through the outbox: another organization's domain is
+ * `ok: false`, domain_taken); claiming one's own domain again is ok. It is
+ * free again when its organization releases it (`release`: the domain
+ * removed, the organization deleted, or the compensation of a claim that came
+ * too late; a flow-call of step `ack` when the organization waits for it); a
  * release by another organization changes nothing. Both are idempotent, so
  * the outbox may deliver them twice.
  */
@@ -31,21 +34,22 @@ export function loadOrgDomain(_key: string, records: Iterable<[string, unknown]>
 
 export function stepOrgDomain(state: OrgDomainState, message: OrgDomainMessage | AlarmMessage, context: TurnContext): TurnResult<OrgDomainState, unknown> {
   switch (message.op) {
+    case 'flow-call':
+      return answerFlowCall<OrgDomainState, OrgDomainMessage>(stepOrgDomain, state, message, context);
+
     case 'claim': {
-      const answer = (ok: boolean): ActorSend[] => [
-        { kind: ORGANIZATION_KIND, key: message.org_id, message: { op: 'flow_domain_claimed', flow_id: message.flow_id, ok, domain: context.key } },
-      ];
-      if (state.owner && state.owner.org_id !== message.org_id) return { state, reply: { claimed: false }, sends: answer(false) };
-      if (state.owner) return { state, reply: { claimed: true }, sends: answer(true) };
+      if (state.owner && state.owner.org_id !== message.org_id) {
+        throw new ServiceError('domain_taken', `The domain "${context.key}" is verified by another organization.`);
+      }
+      if (state.owner) return { state, reply: { claimed: true, domain: context.key } };
       state.owner = { org_id: message.org_id, claimed_at_ms: context.now };
-      return { state, reply: { claimed: true }, writes: [{ subkey: 'owner', value: state.owner }], sends: answer(true) };
+      return { state, reply: { claimed: true, domain: context.key }, writes: [{ subkey: 'owner', value: state.owner }] };
     }
 
     case 'release': {
-      const sends: ActorSend[] = message.ack ? [{ kind: ORGANIZATION_KIND, key: message.ack.org_id, message: { op: 'flow_ack', flow_id: message.ack.flow_id } }] : [];
-      if (state.owner?.org_id !== message.org_id) return { state, reply: { released: false }, sends };
+      if (state.owner?.org_id !== message.org_id) return { state, reply: { released: false } };
       state.owner = null;
-      return { state, reply: { released: true }, writes: [{ subkey: 'owner', value: undefined }], sends };
+      return { state, reply: { released: true }, writes: [{ subkey: 'owner', value: undefined }] };
     }
 
     case 'get':

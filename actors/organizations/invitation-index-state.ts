@@ -1,5 +1,6 @@
-import type { ActorSend, AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
-import { INVITATION_RETENTION_MS, INVITATIONS_PER_EMAIL_MAX, ORGANIZATION_KIND, type FlowAck, type IndexEntry, type InvitationIndexMessage } from './messages.js';
+import { answerFlowCall, FlowRefusal } from '../flow-call.js';
+import type { AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
+import { INVITATION_RETENTION_MS, INVITATIONS_PER_EMAIL_MAX, type IndexEntry, type InvitationIndexMessage } from './messages.js';
 
 /**
  * Pending organization invitations by address (kind `org-invitation-index`,
@@ -16,7 +17,9 @@ import { INVITATION_RETENTION_MS, INVITATIONS_PER_EMAIL_MAX, ORGANIZATION_KIND, 
  * A new invitation comes as `reserve` (the organization's invitation flow):
  * the turn that counts the address's pending invitations of other
  * organizations against INVITATIONS_PER_EMAIL_MAX also adds it, so two
- * invitations cannot both take the last place.
+ * invitations cannot both take the last place. The organization sends it as a
+ * flow-call (actors/flow-call.ts); at the cap it is refused with a
+ * FlowRefusal, which keeps the turn's removals of the replaced invitations.
  */
 export interface IndexRecord extends IndexEntry {
   removed: boolean;
@@ -51,10 +54,6 @@ export function pendingEntries(state: InvitationIndexState, now: number): IndexE
   return out.sort((a, b) => b.created_at_ms - a.created_at_ms || (a.invitation_id < b.invitation_id ? -1 : 1));
 }
 
-function acked(ack: FlowAck | undefined): ActorSend[] {
-  return ack ? [{ kind: ORGANIZATION_KIND, key: ack.org_id, message: { op: 'flow_ack', flow_id: ack.flow_id } }] : [];
-}
-
 /** Marks an invitation removed (a tombstone when unknown); false if it already was. */
 function remove(state: InvitationIndexState, invitation_id: string, expires_at_ms: number, now: number, writes: RecordWrite[]): boolean {
   const current = state.entries.get(invitation_id);
@@ -73,6 +72,7 @@ export function stepInvitationIndex(
   message: InvitationIndexMessage | AlarmMessage,
   context: TurnContext,
 ): TurnResult<InvitationIndexState, unknown> {
+  if (message.op === 'flow-call') return answerFlowCall<InvitationIndexState, InvitationIndexMessage>(stepInvitationIndex, state, message, context);
   const now = context.now;
   const writes: RecordWrite[] = [];
   prune(state, now, writes);
@@ -80,21 +80,23 @@ export function stepInvitationIndex(
     case 'reserve': {
       const { entry } = message;
       for (const old of message.replaces) remove(state, old.invitation_id, old.expires_at_ms, now, writes);
-      const answer = (ok: boolean): ActorSend[] => [{ kind: ORGANIZATION_KIND, key: entry.org_id, message: { op: 'flow_indexed', flow_id: message.flow_id, ok } }];
       const current = state.entries.get(entry.invitation_id);
       // Already indexed (a repeat), or removed before it got here (replaced meanwhile): nothing to hold.
-      if (current) return { state, writes, reply: { added: false }, sends: answer(true) };
+      if (current) return { state, writes, reply: { added: false } };
       const others = pendingEntries(state, now).filter((pending) => pending.org_id !== entry.org_id).length;
-      if (others >= INVITATIONS_PER_EMAIL_MAX) return { state, writes, reply: { added: false }, sends: answer(false) };
-      if (entry.expires_at_ms <= now) return { state, writes, reply: { added: false }, sends: answer(true) };
+      if (others >= INVITATIONS_PER_EMAIL_MAX) {
+        // The removals above stand: the replaced invitations are gone from the organization either way.
+        return { state, writes, reply: new FlowRefusal({ code: 'conflict', message: `This address already has ${INVITATIONS_PER_EMAIL_MAX} pending invitations.` }) };
+      }
+      if (entry.expires_at_ms <= now) return { state, writes, reply: { added: false } };
       const record: IndexRecord = { ...entry, removed: false };
       state.entries.set(record.invitation_id, record);
       writes.push({ subkey: record.invitation_id, value: record });
-      return { state, writes, reply: { added: true }, sends: answer(true) };
+      return { state, writes, reply: { added: true } };
     }
     case 'remove': {
       const removed = remove(state, message.invitation_id, message.expires_at_ms, now, writes);
-      return { state, writes, reply: { removed }, sends: acked(message.ack) };
+      return { state, writes, reply: { removed } };
     }
     case 'list':
       return { state, writes, reply: { invitations: pendingEntries(state, now) } };

@@ -1,4 +1,4 @@
-import type { FlowCall } from '../flow-call.js';
+import type { FlowAnswer, FlowCall } from '../flow-call.js';
 /**
  * The organizations area's public surface: the actor kinds and keys, the
  * messages each kind takes, the views it answers with and the area's caps.
@@ -171,27 +171,26 @@ export interface DomainView {
 // ---------------------------------------------------------------- flows
 
 /**
- * Attached to a message an organization sends through its outbox when it
- * wants to know the receiver applied it (read-your-writes): the receiver
- * answers `{op: 'flow_ack', flow_id}` to the organization, also through its
- * outbox.
+ * The organization's flows (flows.ts) call the other kinds with
+ * actors/flow-call.ts: `{op: 'flow-call', call, reply_to}`, answered
+ * `{op: 'flow-answer', flow_id, step, ok, reply | error}` through the outbox.
+ * Steps (FlowReplyTo.step) of the organization's flows.
  */
-export interface FlowAck {
-  org_id: string;
-  flow_id: string;
-}
-
-/** Answers of the other kinds to an organization's flow step. */
-export type FlowAnswer =
-  | { op: 'flow_ack'; flow_id: string }
-  /** user-orgs: the membership slot is held (ok) or the user is at USER_ORGS_MAX. */
-  | { op: 'flow_reserved'; flow_id: string; ok: boolean }
-  /** org-directory: the slug is the organization's now (ok) or taken. */
-  | { op: 'flow_claimed'; flow_id: string; ok: boolean; slug: string }
-  /** org-invitation-index: the invitation is indexed (ok) or the address is at INVITATIONS_PER_EMAIL_MAX. */
-  | { op: 'flow_indexed'; flow_id: string; ok: boolean }
-  /** org-domain: the domain is the organization's now (ok) or another organization's. */
-  | { op: 'flow_domain_claimed'; flow_id: string; ok: boolean; domain: string };
+export type OrgFlowStep =
+  /** The user actor's `get` (the account exists; its e-mail and whether it is verified). */
+  | 'user'
+  /** The accounts directory's `lookup` of an invited address. */
+  | 'lookup'
+  /** user-orgs `reserve`: a membership slot. */
+  | 'reserve'
+  /** org-directory `claim`: the slug. */
+  | 'claim'
+  /** org-invitation-index `reserve`: the invitation under INVITATIONS_PER_EMAIL_MAX. */
+  | 'index'
+  /** org-domain `claim`: the verified domain, one organization per domain. */
+  | 'domain'
+  /** An index applied one of the organization's changes (read-your-writes). */
+  | 'ack';
 
 // ---------------------------------------------------------------- messages
 
@@ -211,11 +210,14 @@ export type OrganizationMessage =
       metadata?: unknown;
       owner_user_id?: string;
       capped?: boolean;
+      /** The owner must be an account: the flow asks the user actor first (not_found "No such user."). */
+      check_owner?: boolean;
     }
   /** OrgView; with `by`, a non-member gets not_found and the reply is a MyOrgView. */
   | { op: 'get'; by?: Actor }
   | { op: 'get_member'; user_id: string }
-  | { op: 'add_member'; user_id: string; role: OrgRole; by?: Actor }
+  /** With `check_user`, a flow: the user actor is asked first that the account exists (not_found "No such user."). */
+  | { op: 'add_member'; user_id: string; role: OrgRole; by?: Actor; check_user?: boolean }
   | { op: 'remove_member'; user_id: string; by?: Actor }
   | { op: 'set_role'; user_id: string; role: OrgRole; by?: Actor }
   /** With `by`, members only. */
@@ -224,17 +226,22 @@ export type OrganizationMessage =
   | { op: 'set_sso'; sso_enforced: boolean; sso_exempt_user_ids?: string[] }
   | { op: 'delete'; by?: Actor }
   /**
-   * The invitation flow: rules checked here, the address's index holds it
-   * under INVITATIONS_PER_EMAIL_MAX. `existing_user_id`: the account with this
-   * address, if any (a member needs no invitation). Reply InvitationCreated.
+   * The invitation flow: rules checked here; the accounts directory is asked
+   * for the account with this address (a member needs no invitation); the
+   * address's index holds it under INVITATIONS_PER_EMAIL_MAX. Reply InvitationCreated.
    */
-  | { op: 'invite'; invitation_id: string; email: string; role: OrgRole; token_hash: string; ttl_ms: number; by: Actor; existing_user_id?: string | null }
+  | { op: 'invite'; invitation_id: string; email: string; role: OrgRole; token_hash: string; ttl_ms: number; by: Actor }
   /** With `by`, owners and admins only; reply `{invitations, org_name}`. */
   | { op: 'list_invitations'; by?: Actor }
   | { op: 'revoke_invitation'; invitation_id: string; by: Actor }
-  /** The acceptance flow: a new member's slot is held under USER_ORGS_MAX first. Reply InvitationAccepted. */
-  | { op: 'accept_invitation'; invitation_id: string; user_id: string; email: string; email_verified: boolean; token_hash?: string }
-  | { op: 'decline_invitation'; invitation_id: string; email: string; email_verified: boolean; token_hash?: string }
+  /**
+   * The acceptance flow: the user actor is asked for the account's e-mail and
+   * whether it is verified (the proof, with the token); a new member's slot
+   * is held under USER_ORGS_MAX. Reply InvitationAccepted.
+   */
+  | { op: 'accept_invitation'; invitation_id: string; user_id: string; token_hash?: string }
+  /** The decline flow: the same proof as accept, from the user actor. Reply `{declined: true}`. */
+  | { op: 'decline_invitation'; invitation_id: string; user_id: string; token_hash?: string }
   /**
    * Verified domains (owners and admins; with `by` absent, a trusted caller).
    * `add_domain`: `domain` as parseDomain gives it, `token` the random part of
@@ -262,6 +269,7 @@ export type OrganizationMessage =
    * deleted organization. A read.
    */
   | { op: 'domain_verified'; domain: string }
+  /** The answer to one of the organization's flow-calls. */
   | FlowAnswer
   /** Another area's flow (SCIM provisioning) running one single-turn op here, answered through the outbox (actors/flow-call.ts). */
   | FlowCall<OrganizationMessage>;
@@ -281,30 +289,34 @@ export interface UserOrgSync {
   name: string;
   sso_enforced: boolean;
   sso_exempt: boolean;
-  ack?: FlowAck;
 }
 
 export type UserOrgsMessage =
   | UserOrgSync
-  /** Hold a slot for a membership in the making; answered with flow_reserved. */
+  /** Hold a slot for a membership in the making (`flow_id` names it); refused with 409 conflict at USER_ORGS_MAX. */
   | { op: 'reserve'; org_id: string; flow_id: string; capped: boolean }
-  /** Compensation: give the slot back (acked when `ack`). */
-  | { op: 'release'; org_id: string; flow_id: string; ack?: FlowAck }
+  /** Compensation: give the slot back. */
+  | { op: 'release'; org_id: string; flow_id: string }
   /** `{memberships: Membership[]}` in joining order. */
   | { op: 'list' }
   /** `{enforced_by: {org_id, name} | null}`: the first organization enforcing SSO on this user. */
-  | { op: 'sso_policy' };
+  | { op: 'sso_policy' }
+  /** One of the above as a step of the organization's flow (actors/flow-call.ts). */
+  | FlowCall<UserOrgsMessage>;
 
 export type InvitationIndexMessage =
   /**
    * Index a new invitation under INVITATIONS_PER_EMAIL_MAX (other organizations'
-   * pending invitations count), after removing `replaces`; answered with flow_indexed.
+   * pending invitations count), after removing `replaces`; refused with 409
+   * conflict at the cap (the removals stay: a FlowRefusal).
    */
-  | { op: 'reserve'; entry: IndexEntry; replaces: { invitation_id: string; expires_at_ms: number }[]; flow_id: string }
-  | { op: 'remove'; invitation_id: string; expires_at_ms: number; ack?: FlowAck }
+  | { op: 'reserve'; entry: IndexEntry; replaces: { invitation_id: string; expires_at_ms: number }[] }
+  | { op: 'remove'; invitation_id: string; expires_at_ms: number }
   | { op: 'list' }
   /** One entry that is not removed, expired or not (null if unknown). */
-  | { op: 'get'; invitation_id: string };
+  | { op: 'get'; invitation_id: string }
+  /** One of the above as a step of the organization's flow (actors/flow-call.ts). */
+  | FlowCall<InvitationIndexMessage>;
 
 export interface OrgDirectorySync {
   op: 'sync';
@@ -312,7 +324,6 @@ export interface OrgDirectorySync {
   rev: number;
   slug: string;
   org: OrgView | null;
-  ack?: FlowAck;
 }
 
 export interface OrgListQuery {
@@ -323,15 +334,19 @@ export interface OrgListQuery {
 }
 
 export type OrgDomainMessage =
-  /** Take the domain for the organization (kept when it is already its own); answered with flow_domain_claimed. */
-  | { op: 'claim'; org_id: string; flow_id: string }
-  /** Give the domain up, if the organization holds it (acked when `ack`). */
-  | { op: 'release'; org_id: string; ack?: FlowAck }
+  /** Take the domain for the organization (kept when it is already its own): `{claimed: true, domain}`, or 409 domain_taken. */
+  | { op: 'claim'; org_id: string }
+  /** Give the domain up, if the organization holds it: `{released: boolean}`. */
+  | { op: 'release'; org_id: string }
   /** `{org_id: string | null}`: the organization that verified the domain. A read. */
-  | { op: 'get' };
+  | { op: 'get' }
+  /** One of the above as a step of the organization's flow (actors/flow-call.ts). */
+  | FlowCall<OrgDomainMessage>;
 
 export type OrgDirectoryMessage =
-  /** Take the slug for the organization; answered with flow_claimed. */
-  | { op: 'claim'; org_id: string; slug: string; flow_id: string }
+  /** Take the slug for the organization: `{claimed: true, slug}`, or 409 org_slug_taken. */
+  | { op: 'claim'; org_id: string; slug: string }
   | OrgDirectorySync
-  | ({ op: 'list' } & OrgListQuery);
+  | ({ op: 'list' } & OrgListQuery)
+  /** One of the above as a step of the organization's flow (actors/flow-call.ts). */
+  | FlowCall<OrgDirectoryMessage>;

@@ -324,8 +324,22 @@ export function requireInvitationRoom(state: OrganizationState, email: string, n
   }
 }
 
-/** Ops of one organization's own turn; create, invite, accept and verify_domain are flows (flows.ts). */
-export type SingleTurnMessage = Exclude<OrganizationMessage, { op: 'create' | 'invite' | 'accept_invitation' | 'verify_domain' | 'flow-call' | `flow_${string}` }>;
+/** Ops of one organization's own turn; create, invite, accept, decline and verify_domain are flows (flows.ts), and so is add_member with `check_user`. */
+export type SingleTurnMessage = Exclude<OrganizationMessage, { op: 'create' | 'invite' | 'accept_invitation' | 'decline_invitation' | 'verify_domain' | 'flow-call' | 'flow-answer' }>;
+
+/** The decline flow's last step: the invitee's proof (`email`, `email_verified` from the user actor) checked and the invitation dropped. */
+export function declineInvitation(
+  state: OrganizationState,
+  decline: { invitation_id: string; email: string; email_verified: boolean; token_hash?: string },
+  context: TurnContext,
+): TurnResult<OrganizationState, unknown> {
+  requireLive(state);
+  const invitation = invitationFor(state, decline.invitation_id, decline.email, context.now);
+  requireProof(invitation, decline.email_verified, decline.token_hash);
+  const effects: Effects = { writes: [], sends: [] };
+  dropInvitation(state, effects, invitation);
+  return { state, reply: { declined: true }, ...effects, alarms: [invitationAlarm(state)] };
+}
 
 /**
  * The organization's own rules, one turn each. Its outbox messages to the
@@ -492,14 +506,6 @@ export function stepOrganization(state: OrganizationState, message: SingleTurnMe
       return done({ revoked: true, invitation: invitationView(state.meta!.org_id, invitation) }, true);
     }
 
-    case 'decline_invitation': {
-      requireLive(state);
-      const invitation = invitationFor(state, message.invitation_id, message.email, now);
-      requireProof(invitation, message.email_verified, message.token_hash);
-      dropInvitation(state, effects, invitation);
-      return done({ declined: true }, true);
-    }
-
     case 'add_domain': {
       requireLive(state);
       requireManager(actingRole(state, message.by), 'Only an owner or admin of the organization can manage its domains.');
@@ -553,8 +559,6 @@ export function stepOrganization(state: OrganizationState, message: SingleTurnMe
       }
       return done(undefined, true);
     }
-
-    // Additive, for flows (scim): the same messages, answered to the flow that sent them.
   }
 }
 

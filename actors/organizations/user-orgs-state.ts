@@ -1,5 +1,6 @@
-import type { ActorSend, AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
-import { ORGANIZATION_KIND, USER_ORGS_MAX, type FlowAck, type FlowAnswer, type Membership, type OrgRole, type UserOrgsMessage } from './messages.js';
+import { answerFlowCall } from '../flow-call.js';
+import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { USER_ORGS_MAX, type Membership, type OrgRole, type UserOrgsMessage } from './messages.js';
 
 /**
  * The organizations one user belongs to (kind `user-orgs`, key = user_id), one
@@ -20,6 +21,9 @@ import { ORGANIZATION_KIND, USER_ORGS_MAX, type FlowAck, type FlowAnswer, type M
  * counts the user's memberships and slots against USER_ORGS_MAX, so two
  * requests cannot both take the last one. The membership sync that follows
  * clears the slot; a flow that fails gives it back (`release`).
+ *
+ * The organization's flows send these as flow-calls (actors/flow-call.ts):
+ * the answer goes back in the same turn, a refused slot as `ok: false`.
  */
 export interface UserOrgEntry {
   role: OrgRole | null;
@@ -57,25 +61,20 @@ export function slotsTaken(state: UserOrgsState): number {
   return taken;
 }
 
-function answer(org_id: string, message: FlowAnswer): ActorSend {
-  return { kind: ORGANIZATION_KIND, key: org_id, message };
-}
-
-function acked(ack: FlowAck | undefined): ActorSend[] {
-  return ack ? [answer(ack.org_id, { op: 'flow_ack', flow_id: ack.flow_id })] : [];
-}
-
 function blank(): UserOrgEntry {
   return { role: null, joined_at_ms: 0, seq: 0, rev: -1, name: '', sso_enforced: false, sso_exempt: false, slots: [] };
 }
 
-export function stepUserOrgs(state: UserOrgsState, message: UserOrgsMessage | AlarmMessage, _context: TurnContext): TurnResult<UserOrgsState, unknown> {
+export function stepUserOrgs(state: UserOrgsState, message: UserOrgsMessage | AlarmMessage, context: TurnContext): TurnResult<UserOrgsState, unknown> {
   switch (message.op) {
+    case 'flow-call':
+      return answerFlowCall<UserOrgsState, UserOrgsMessage>(stepUserOrgs, state, message, context);
+
     case 'sync': {
       const current = state.orgs.get(message.org_id);
       const newMembership = !current || current.seq < message.seq;
       const newSummary = !current || current.rev < message.rev;
-      if (!newMembership && !newSummary) return { state, reply: { applied: false }, sends: acked(message.ack) };
+      if (!newMembership && !newSummary) return { state, reply: { applied: false }, };
       const entry: UserOrgEntry = { ...(current ?? blank()) };
       if (newMembership) {
         entry.role = message.role;
@@ -92,25 +91,22 @@ export function stepUserOrgs(state: UserOrgsState, message: UserOrgsMessage | Al
       }
       state.orgs.set(message.org_id, entry);
       const writes: RecordWrite[] = [{ subkey: message.org_id, value: entry }];
-      return { state, writes, reply: { applied: true }, sends: acked(message.ack) };
+      return { state, writes, reply: { applied: true }, };
     }
 
     case 'reserve': {
       const current = state.orgs.get(message.org_id);
-      const ok = () => ({ state, reply: { reserved: true }, sends: [answer(message.org_id, { op: 'flow_reserved', flow_id: message.flow_id, ok: true })] });
-      if (current?.role || current?.slots.includes(message.flow_id)) return ok();
+      if (current?.role || current?.slots.includes(message.flow_id)) return { state, reply: { reserved: true } };
       const held = current !== undefined && current.slots.length > 0;
-      if (message.capped && !held && slotsTaken(state) >= USER_ORGS_MAX) {
-        return { state, reply: { reserved: false }, sends: [answer(message.org_id, { op: 'flow_reserved', flow_id: message.flow_id, ok: false })] };
-      }
+      if (message.capped && !held && slotsTaken(state) >= USER_ORGS_MAX) throw new ServiceError('conflict', `A user may belong to at most ${USER_ORGS_MAX} organizations.`);
       const entry: UserOrgEntry = { ...(current ?? blank()), slots: [...(current?.slots ?? []), message.flow_id] };
       state.orgs.set(message.org_id, entry);
-      return { ...ok(), writes: [{ subkey: message.org_id, value: entry }] };
+      return { state, reply: { reserved: true }, writes: [{ subkey: message.org_id, value: entry }] };
     }
 
     case 'release': {
       const current = state.orgs.get(message.org_id);
-      if (!current || !current.slots.includes(message.flow_id)) return { state, reply: { released: false }, sends: acked(message.ack) };
+      if (!current || !current.slots.includes(message.flow_id)) return { state, reply: { released: false }, };
       const entry: UserOrgEntry = { ...current, slots: current.slots.filter((id) => id !== message.flow_id) };
       const writes: RecordWrite[] = [];
       if (entry.role === null && entry.slots.length === 0 && entry.seq === 0) {
@@ -120,7 +116,7 @@ export function stepUserOrgs(state: UserOrgsState, message: UserOrgsMessage | Al
         state.orgs.set(message.org_id, entry);
         writes.push({ subkey: message.org_id, value: entry });
       }
-      return { state, writes, reply: { released: true }, sends: acked(message.ack) };
+      return { state, writes, reply: { released: true }, };
     }
 
     case 'list':

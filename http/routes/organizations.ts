@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isServiceError, randomId, ServiceError, type ActorClient } from '../../runtime/index.js';
-import { DIRECTORY_KEY, DIRECTORY_KIND, USER_KIND, type PublicUser } from '../../actors/accounts/messages.js';
+import { USER_KIND, type PublicUser } from '../../actors/accounts/messages.js';
 import {
   INVITATION_INDEX_KIND,
   INVITATION_TTL_MS_DEFAULT,
@@ -283,16 +283,6 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
 
   const readOrg = <T>(org_id: string, message: unknown) => actors.ask<T>(ORGANIZATION_KIND, org_id, message, { readOnly: true });
 
-  /** The user's account; unknown: 404 "No such user". */
-  const userExists = async (user_id: string) => {
-    try {
-      return await actors.ask<PublicUser>(USER_KIND, user_id, { op: 'get' }, { readOnly: true });
-    } catch (error) {
-      if (isServiceError(error) && error.code === 'not_found') throw new ServiceError('not_found', 'No such user.');
-      throw error;
-    }
-  };
-
   /** The user's live memberships with their organizations (one read each); organizations deleted since are skipped. */
   const membershipsOf = async (user_id: string): Promise<{ membership: Membership; org: OrgView }[]> => {
     const { memberships } = await actors.ask<{ memberships: Membership[] }>(USER_ORGS_KIND, user_id, { op: 'list' }, { readOnly: true });
@@ -329,11 +319,12 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
   };
 
   /**
-   * The creation flow (one ask): the organization holds the owner's slot in
-   * user-orgs (under USER_ORGS_MAX when `capped`), claims the slug (derived
-   * from the name when absent) and answers when the indexes have it.
+   * The creation flow (one ask): the organization checks the owner's account
+   * (an admin's create), holds the owner's slot in user-orgs (under
+   * USER_ORGS_MAX when `capped`), claims the slug (derived from the name when
+   * absent) and answers when the indexes have it.
    */
-  const createOrg = async (input: { name: string; slug?: string; logo_url?: string | null; metadata?: Record<string, unknown> }, created_by: string, owner: string, capped: boolean) => {
+  const createOrg = async (input: { name: string; slug?: string; logo_url?: string | null; metadata?: Record<string, unknown> }, created_by: string, owner: string, by_admin: boolean) => {
     checkMetadata(input.metadata);
     const name = input.name.trim();
     if (!name) throw new ServiceError('BAD_REQUEST', 'name is blank.', { details: [{ field: 'name', message: 'Must not be blank.' }] });
@@ -347,7 +338,9 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       logo_url: input.logo_url ?? null,
       metadata: input.metadata ?? {},
       owner_user_id: owner,
-      capped,
+      // A member's create counts against USER_ORGS_MAX; an admin's may name any owner, whose account the flow checks.
+      capped: !by_admin,
+      check_owner: by_admin,
     });
   };
 
@@ -417,8 +410,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
   }, async (request, reply) => {
     const admin = requireAdmin(request);
     const owner = request.body.owner_user_id ?? admin.user_id;
-    await userExists(owner);
-    const org = await createOrg(request.body, admin.user_id, owner, false);
+    const org = await createOrg(request.body, admin.user_id, owner, true);
     return reply.code(201).send(orgOut(org));
   });
 
@@ -516,9 +508,8 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request, reply) => {
     const admin = requireAdmin(request);
-    await readOrg(request.params.id, { op: 'get' });
-    await userExists(request.body.user_id);
-    const member = await askOrg<Member>(request.params.id, { op: 'add_member', user_id: request.body.user_id, role: request.body.role ?? 'member', by: actorOf(admin, true) });
+    // One ask: the organization checks itself, then asks the user actor that the account exists (404 otherwise).
+    const member = await askOrg<Member>(request.params.id, { op: 'add_member', user_id: request.body.user_id, role: request.body.role ?? 'member', by: actorOf(admin, true), check_user: true });
     return reply.code(201).send(membershipOut(member));
   });
 
@@ -611,7 +602,7 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     },
   }, async (request, reply) => {
     const principal = requireUser(request);
-    const org = await createOrg(request.body, principal.user_id, principal.user_id, true);
+    const org = await createOrg(request.body, principal.user_id, principal.user_id, false);
     return reply.code(201).send(orgOut(org));
   });
 
@@ -795,8 +786,6 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     const org_id = request.params.id;
     const email = normalizeEmail(request.body.email);
     const role = request.body.role ?? 'member';
-    // The account with this address, if any: the organization refuses to invite a member.
-    const { user_id: existing_user_id } = await actors.ask<{ user_id: string | null }>(DIRECTORY_KIND, DIRECTORY_KEY, { op: 'lookup', login: email }, { readOnly: true });
     const invitation_id = randomId('inv_');
     const token = `oit_${randomBytes(32).toString('base64url')}`;
     const link = linkFor(request, request.body.redirect_url, invitation_id, token);
@@ -808,7 +797,6 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       token_hash: hashSecret(token),
       ttl_ms: request.body.ttl_sec !== undefined ? request.body.ttl_sec * 1000 : INVITATION_TTL_MS_DEFAULT,
       by: actorOf(principal),
-      existing_user_id,
     });
     await services.mail.send({
       to: email,
@@ -849,13 +837,19 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
     return { message: 'Invitation revoked.' };
   });
 
-  /** The caller's account and the index entry of one of their pending invitations (404 otherwise). */
+  /**
+   * Where one of the caller's pending invitations is (404 otherwise): reads
+   * that route the ask (the address's index names the organization). They
+   * guard nothing: the organization's flow asks the user actor for the
+   * e-mail and whether it is verified, and checks the proof on that answer.
+   */
   const myInvitation = async (request: FastifyRequest, invitation_id: string) => {
     const principal = requireUser(request);
     const user = await actors.ask<PublicUser>(USER_KIND, principal.user_id, { op: 'get' }, { readOnly: true });
     const email = normalizeEmail(user.email);
     const { invitation: entry } = await actors.ask<{ invitation: IndexEntry | null }>(INVITATION_INDEX_KIND, email, { op: 'get', invitation_id }, { readOnly: true });
-    return { principal, user, email, entry };
+    if (!entry) throw new ServiceError('invitation_not_found', 'No such pending invitation for your e-mail address.');
+    return { principal, entry };
   };
 
   /** Runs an invitee operation on the organization; an organization gone since is just an unknown invitation. */
@@ -913,15 +907,12 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       response: { 200: Type.Object({ organization: OrganizationSchema, membership: MembershipSchema }), ...userErrors(403, 404, 409) },
     },
   }, async (request) => {
-    const { principal, user, email, entry } = await myInvitation(request, request.params.id);
-    if (!entry) throw new ServiceError('invitation_not_found', 'No such pending invitation for your e-mail address.');
+    const { principal, entry } = await myInvitation(request, request.params.id);
     const token = request.body.token;
     const accepted = await askInvitation<InvitationAccepted>(entry.org_id, {
       op: 'accept_invitation',
       invitation_id: entry.invitation_id,
       user_id: principal.user_id,
-      email,
-      email_verified: user.email_verified,
       token_hash: token === undefined ? undefined : hashSecret(token),
     });
     return { organization: orgOut(accepted.organization), membership: membershipOut(accepted.member) };
@@ -939,14 +930,12 @@ export function organizationRoutes(app: FastifyInstance, services: AppServices):
       response: { 200: MessageBody, ...userErrors(403, 404, 409) },
     },
   }, async (request) => {
-    const { user, email, entry } = await myInvitation(request, request.params.id);
-    if (!entry) throw new ServiceError('invitation_not_found', 'No such pending invitation for your e-mail address.');
+    const { principal, entry } = await myInvitation(request, request.params.id);
     const token = request.body.token;
     await askInvitation(entry.org_id, {
       op: 'decline_invitation',
       invitation_id: entry.invitation_id,
-      email,
-      email_verified: user.email_verified,
+      user_id: principal.user_id,
       token_hash: token === undefined ? undefined : hashSecret(token),
     });
     return { message: 'Invitation declined.' };

@@ -21,6 +21,11 @@ export interface Delivery {
   message: any;
 }
 
+/** The message a delivery carries for its receiver: a flow-call's `call` (actors/flow-call.ts), else the message itself. */
+export function callOf(delivery: Delivery): any {
+  return delivery.message?.op === 'flow-call' ? delivery.message.call : delivery.message;
+}
+
 export function actorWorld(definitions: RecordsActorDefinition<any, any, any>[], start_ms: number) {
   const byKind = new Map(definitions.map((d) => [d.kind, d]));
   const stores = new Map<string, Map<string, unknown>>();

@@ -16,7 +16,7 @@ import {
 } from '../../actors/organizations/messages.js';
 import type { OrganizationState } from '../../actors/organizations/state.js';
 import { isServiceError } from '../../runtime/index.js';
-import { actorWorld, type Delivery } from '../helpers/actor-world.js';
+import { actorWorld, callOf, type Delivery } from '../helpers/actor-world.js';
 import { fixedContext } from '../helpers/step.js';
 
 /**
@@ -27,7 +27,7 @@ import { fixedContext } from '../helpers/step.js';
 const T0 = 1_700_000_000_000;
 const by = (user_id: string) => ({ user_id, platform_admin: false });
 const world = () => actorWorld(organizationActors, T0);
-const isOp = (kind: string, op: string) => (d: Delivery) => d.kind === kind && d.message.op === op;
+const isOp = (kind: string, op: string) => (d: Delivery) => d.kind === kind && callOf(d).op === op;
 
 type World = ReturnType<typeof world>;
 
@@ -193,11 +193,20 @@ describe('verification', () => {
     w.advance(5000);
     const ask = w.send(ORGANIZATION_KIND, 'org_1', { op: 'verify_domain', domain: 'ACME.example', txt: txtFor('tok1'), by: by('org_1-admin') });
     expect(ask.outcome()).toEqual({ deferred: true });
-    expect(w.queue).toEqual([{ kind: ORG_DOMAIN_KIND, key: 'acme.example', message: { op: 'claim', org_id: 'org_1', flow_id: expect.any(String) } }]);
+    expect(w.queue).toEqual([
+      {
+        kind: ORG_DOMAIN_KIND,
+        key: 'acme.example',
+        message: { op: 'flow-call', call: { op: 'claim', org_id: 'org_1' }, reply_to: { kind: ORGANIZATION_KIND, key: 'org_1', flow_id: expect.any(String), step: 'domain' } },
+      },
+    ]);
     w.deliverNext(); // the index claims
     expect(w.state<OrgDomainState>(ORG_DOMAIN_KIND, 'acme.example').owner).toEqual({ org_id: 'org_1', claimed_at_ms: T0 + 5000 });
     expect(ask.outcome().deferred).toBe(true);
-    w.deliverNext(); // flow_domain_claimed
+    expect(w.queue).toEqual([
+      { kind: ORGANIZATION_KIND, key: 'org_1', message: { op: 'flow-answer', flow_id: expect.any(String), step: 'domain', ok: true, reply: { claimed: true, domain: 'acme.example' } } },
+    ]);
+    w.deliverNext(); // the flow-answer
     expect(ask.outcome()).toEqual({ reply: expect.objectContaining({ domain: 'acme.example', status: 'verified', verified_at_ms: T0 + 5000 }), deferred: false });
     expect(w.state<OrganizationState>(ORGANIZATION_KIND, 'org_1').flows.size).toBe(0);
     expect(verified(w, 'org_1', 'acme.example')).toBe(true);
@@ -224,6 +233,25 @@ describe('verification', () => {
     expect(owner(w, 'acme.example')).toBe('org_1');
     expect(verified(w, 'org_2', 'acme.example')).toBe(false);
     expect(w.state<OrganizationState>(ORGANIZATION_KIND, 'org_2').flows.size).toBe(0);
+    // The index refused through the flow-call envelope: an answer with ok: false.
+    expect(w.log.filter((d) => d.kind === ORGANIZATION_KIND && d.key === 'org_2' && d.message.op === 'flow-answer' && d.message.step === 'domain').map((d) => d.message)).toEqual([
+      { op: 'flow-answer', flow_id: expect.any(String), step: 'domain', ok: false, error: { code: 'domain_taken', message: 'The domain "acme.example" is verified by another organization.' } },
+    ]);
+  });
+
+  it('another area cannot run the verification flow through a flow-call', () => {
+    const w = world();
+    orgWith(w, 'org_1');
+    add(w, 'org_1', 'acme.example', 'tok1');
+    const state = w.state<OrganizationState>(ORGANIZATION_KIND, 'org_1');
+    const reply_to = { kind: 'scim-directory', key: 'org_1', flow_id: 'f', step: 'x' };
+    let thrown: unknown;
+    try {
+      stepOrganizationFlows(state, { op: 'flow-call', call: { op: 'verify_domain', domain: 'acme.example', txt: txtFor('tok1') }, reply_to }, fixedContext(T0, ORGANIZATION_KIND, 'org_1'));
+    } catch (error) {
+      thrown = error;
+    }
+    expect(isServiceError(thrown) && thrown.code).toBe('BAD_REQUEST');
   });
 
   it('two verifications racing for one domain: exactly one organization gets it', () => {
@@ -262,7 +290,7 @@ describe('removal', () => {
     verify(w, 'org_1', 'acme.example', txtFor('tok1'));
     const ask = w.send(ORGANIZATION_KIND, 'org_1', { op: 'remove_domain', domain: 'acme.example', by: by('org_1-admin') });
     expect(ask.outcome()).toEqual({ deferred: true });
-    expect(w.queue.map((d) => [d.kind, d.key, d.message.op, !!d.message.ack])).toEqual([[ORG_DOMAIN_KIND, 'acme.example', 'release', true]]);
+    expect(w.queue.map((d) => [d.kind, d.key, callOf(d).op, d.message.reply_to?.step])).toEqual([[ORG_DOMAIN_KIND, 'acme.example', 'release', 'ack']]);
     w.drain();
     expect(ask.outcome()).toEqual({ reply: { removed: true }, deferred: false });
     expect(owner(w, 'acme.example')).toBeNull();
@@ -322,7 +350,7 @@ describe('removal', () => {
     expect(deleted.outcome().reply).toEqual({ deleted: true });
     w.inject(claim.kind, claim.key, claim.message); // then the claim: the index gives it to the dead organization
     expect(w.state<OrgDomainState>(ORG_DOMAIN_KIND, 'acme.example').owner?.org_id).toBe('org_1');
-    w.drain(); // flow_domain_claimed -> release
+    w.drain(); // the flow-answer -> release
     expect(owner(w, 'acme.example')).toBeNull();
     expect(ask.outcome().code).toBe('not_found');
     expect(w.state<OrganizationState>(ORGANIZATION_KIND, 'org_1').flows.size).toBe(0);

@@ -7,6 +7,8 @@ import {
   ORG_DIRECTORY_KEY,
   ORG_DIRECTORY_KIND,
   ORG_INVITATIONS_MAX,
+  INVITATIONS_PER_EMAIL_MAX,
+  USER_ORGS_MAX,
   ORGANIZATION_KIND,
   USER_ORGS_KIND,
   type Member,
@@ -18,7 +20,10 @@ import { INVITATION_ALARM, invitationAlarm, type OrganizationState } from '../..
 import { loadUserOrgs, stepUserOrgs, type UserOrgsState } from '../../actors/organizations/user-orgs-state.js';
 import { loadInvitationIndex, stepInvitationIndex } from '../../actors/organizations/invitation-index-state.js';
 import { loadOrgDirectory, stepOrgDirectory } from '../../actors/organizations/directory-state.js';
-import { actorWorld } from '../helpers/actor-world.js';
+import { USER_KIND } from '../../actors/accounts/messages.js';
+import { FlowRefusal } from '../../actors/flow-call.js';
+import { accountsStubActors } from '../helpers/accounts-stub.js';
+import { actorWorld, callOf } from '../helpers/actor-world.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 const T0 = 1_700_000_000_000;
@@ -29,9 +34,13 @@ const DAY = 24 * 3600 * 1000;
  * indexes in a pure actor world: every ask runs its flow to the end.
  */
 function harness() {
-  const w = actorWorld(organizationActors, T0);
+  const w = actorWorld([...organizationActors, ...accountsStubActors], T0);
   return {
     w,
+    /** The account the user actor answers with (accept and decline ask it for the e-mail and whether it is verified). */
+    user(user_id: string, email: string, email_verified: boolean) {
+      w.inject(USER_KIND, user_id, { op: 'put', email, email_verified });
+    },
     step(message: OrganizationMessage | { op: '$alarm'; name: string; due_ms: number }): { reply: any } {
       const outcome = w.ask(ORGANIZATION_KIND, 'org_1', message);
       if (outcome.code !== undefined) throw new ServiceError(outcome.code as ErrorCode, outcome.code);
@@ -126,7 +135,7 @@ describe('organization actor', () => {
     h.step({ op: 'add_member', user_id: 'u2', role: 'member' });
     h.step({ op: 'set_role', user_id: 'u2', role: 'admin' });
     h.step({ op: 'remove_member', user_id: 'u2' });
-    const seqs = h.w.log.filter((d) => d.kind === USER_ORGS_KIND && d.message.op === 'sync').map((d) => (d.message as UserOrgSync).seq);
+    const seqs = h.w.log.filter((d) => d.kind === USER_ORGS_KIND && callOf(d).op === 'sync').map((d) => (callOf(d) as UserOrgSync).seq);
     expect(seqs).toEqual([1, 2, 3, 4]);
     expect(h.w.state<UserOrgsState>(USER_ORGS_KIND, 'u2').orgs.get('org_1')).toMatchObject({ role: null, seq: 4 });
   });
@@ -158,25 +167,33 @@ describe('organization actor', () => {
     const created = invite('inv_1', ' Bob@Example.com ');
     expect(created.reply).toMatchObject({ org_name: 'Acme', invitation: { invitation_id: 'inv_1', email: 'bob@example.com', role: 'admin', expires_at_ms: T0 + 7 * DAY } });
     expect(invitationAlarm(h.state)).toEqual({ name: INVITATION_ALARM, due_ms: T0 + 7 * DAY + INVITATION_RETENTION_MS });
-    expect(h.w.log.find((d) => d.kind === 'org-invitation-index')).toMatchObject({ key: 'bob@example.com', message: { op: 'reserve' } });
+    expect(h.w.log.find((d) => d.kind === 'org-invitation-index')).toMatchObject({ key: 'bob@example.com', message: { op: 'flow-call', call: { op: 'reserve' } } });
     const accept = { op: 'accept_invitation' as const, invitation_id: 'inv_1', user_id: 'u_bob' };
+    // The user actor's account as of the ask: its e-mail and whether it is verified.
+    const as = (email: string, email_verified: boolean) => {
+      h.user('u_bob', email, email_verified);
+      return accept;
+    };
     // Another address: not found; unverified without a token: forbidden; a wrong token: forbidden.
-    expect(h.code({ ...accept, email: 'eve@example.com', email_verified: true })).toBe('invitation_not_found');
-    expect(h.code({ ...accept, email: 'bob@example.com', email_verified: false })).toBe('forbidden');
-    expect(h.code({ ...accept, email: 'bob@example.com', email_verified: true, token_hash: 'wrong' })).toBe('forbidden');
-    const accepted = h.step({ ...accept, email: 'BOB@example.com', email_verified: false, token_hash: 'hash-inv_1' });
+    expect(h.code(as('eve@example.com', true))).toBe('invitation_not_found');
+    expect(h.code(as('bob@example.com', false))).toBe('forbidden');
+    expect(h.code({ ...as('bob@example.com', true), token_hash: 'wrong' })).toBe('forbidden');
+    // No account: the user actor's not_found.
+    expect(h.code({ ...accept, user_id: 'u_nobody' })).toBe('not_found');
+    const accepted = h.step({ ...as('BOB@example.com', false), token_hash: 'hash-inv_1' });
     expect(accepted.reply.member).toMatchObject({ user_id: 'u_bob', role: 'admin' });
     expect(accepted.reply.organization.member_count).toBe(2);
-    expect(h.code({ ...accept, email: 'bob@example.com', email_verified: true })).toBe('invitation_not_found');
+    expect(h.code(as('bob@example.com', true))).toBe('invitation_not_found');
 
     invite('inv_2', 'carol@example.com');
+    h.user('u_c', 'carol@example.com', true);
     h.advance(7 * DAY);
     expect(h.step({ op: 'list_invitations' }).reply.invitations).toEqual([]);
-    expect(h.code({ op: 'accept_invitation', invitation_id: 'inv_2', user_id: 'u_c', email: 'carol@example.com', email_verified: true })).toBe('invitation_expired');
+    expect(h.code({ op: 'accept_invitation', invitation_id: 'inv_2', user_id: 'u_c' })).toBe('invitation_expired');
     h.advance(INVITATION_RETENTION_MS);
     h.step({ op: '$alarm', name: INVITATION_ALARM, due_ms: h.now });
     expect(invitationAlarm(h.state)).toEqual({ name: INVITATION_ALARM, due_ms: null });
-    expect(h.code({ op: 'accept_invitation', invitation_id: 'inv_2', user_id: 'u_c', email: 'carol@example.com', email_verified: true })).toBe('invitation_not_found');
+    expect(h.code({ op: 'accept_invitation', invitation_id: 'inv_2', user_id: 'u_c' })).toBe('invitation_not_found');
   });
 
   it('re-inviting an address replaces its invitation; revoke and decline remove it', () => {
@@ -185,12 +202,15 @@ describe('organization actor', () => {
     const invite = (id: string) => h.step({ op: 'invite', invitation_id: id, email: 'd@example.com', role: 'member', token_hash: id, ttl_ms: DAY, by: by('u_owner') });
     invite('a');
     invite('b');
-    expect(h.w.log.filter((d) => d.kind === 'org-invitation-index').map((d) => d.message.replaces.map((r: { invitation_id: string }) => r.invitation_id))).toEqual([[], ['a']]);
+    expect(h.w.log.filter((d) => d.kind === 'org-invitation-index').map((d) => callOf(d).replaces.map((r: { invitation_id: string }) => r.invitation_id))).toEqual([[], ['a']]);
     expect(h.step({ op: 'list_invitations' }).reply.invitations.map((i: { invitation_id: string }) => i.invitation_id)).toEqual(['b']);
     expect(h.code({ op: 'invite', invitation_id: 'o', email: 'o@example.com', role: 'owner', token_hash: 'o', ttl_ms: DAY, by: { user_id: 'u_owner', platform_admin: false } })).toBeUndefined();
     expect(h.step({ op: 'revoke_invitation', invitation_id: 'b', by: by('u_owner') }).reply).toMatchObject({ revoked: true, invitation: { email: 'd@example.com' } });
     expect(h.code({ op: 'revoke_invitation', invitation_id: 'b', by: by('u_owner') })).toBe('invitation_not_found');
-    expect(h.step({ op: 'decline_invitation', invitation_id: 'o', email: 'o@example.com', email_verified: true }).reply).toEqual({ declined: true });
+    h.user('u_o', 'o@example.com', false);
+    expect(h.code({ op: 'decline_invitation', invitation_id: 'o', user_id: 'u_o' })).toBe('forbidden');
+    h.user('u_o', 'O@example.com', true);
+    expect(h.step({ op: 'decline_invitation', invitation_id: 'o', user_id: 'u_o' }).reply).toEqual({ declined: true });
     expect(h.step({ op: 'list_invitations' }).reply.invitations).toEqual([]);
   });
 
@@ -274,12 +294,26 @@ describe('user-orgs index', () => {
     expect(step({ op: 'list' }).reply).toMatchObject({ memberships: [{ org_id: 'o2' }] });
   });
 
-  it('acknowledges a sync to the organization that waits for it, applied or not', () => {
+  it('answers a sync sent as a flow-call to the organization that waits for it, applied or not', () => {
     const state = loadUserOrgs('u', []);
-    const ack = { org_id: 'o1', flow_id: 'f1' };
-    for (let i = 0; i < 2; i++) {
-      expect(stepUserOrgs(state, { ...sync('o1', 'member', 1), ack }, fixedContext(T0)).sends).toEqual([{ kind: ORGANIZATION_KIND, key: 'o1', message: { op: 'flow_ack', flow_id: 'f1' } }]);
+    const reply_to = { kind: ORGANIZATION_KIND, key: 'o1', flow_id: 'f1', step: 'ack' };
+    for (const applied of [true, false]) {
+      expect(stepUserOrgs(state, { op: 'flow-call', call: sync('o1', 'member', 1), reply_to }, fixedContext(T0)).sends).toEqual([
+        { kind: ORGANIZATION_KIND, key: 'o1', message: { op: 'flow-answer', flow_id: 'f1', step: 'ack', ok: true, reply: { applied } } },
+      ]);
     }
+  });
+
+  it('a slot at USER_ORGS_MAX is refused: ok false, 409 conflict', () => {
+    const state = loadUserOrgs('u', []);
+    const ctx = fixedContext(T0);
+    for (let i = 0; i < USER_ORGS_MAX; i++) stepUserOrgs(state, { op: 'reserve', org_id: `o${i}`, flow_id: `f${i}`, capped: true }, ctx);
+    const reply_to = { kind: ORGANIZATION_KIND, key: 'ox', flow_id: 'fx', step: 'reserve' };
+    const refused = stepUserOrgs(state, { op: 'flow-call', call: { op: 'reserve', org_id: 'ox', flow_id: 'fx', capped: true }, reply_to }, ctx);
+    expect(refused.writes ?? []).toEqual([]);
+    expect(refused.sends?.[0].message).toMatchObject({ op: 'flow-answer', flow_id: 'fx', step: 'reserve', ok: false, error: { code: 'conflict' } });
+    // Uncapped (an admin's create) goes beyond.
+    expect(stepUserOrgs(state, { op: 'flow-call', call: { op: 'reserve', org_id: 'ox', flow_id: 'fx', capped: false }, reply_to }, ctx).sends?.[0].message).toMatchObject({ ok: true, reply: { reserved: true } });
   });
 
   it('the SSO policy is the first enforcing, non-exempt membership', () => {
@@ -296,7 +330,7 @@ describe('user-orgs index', () => {
 
 describe('invitation index', () => {
   const entry = { invitation_id: 'i1', org_id: 'o1', role: 'member' as const, invited_by: 'u', created_at_ms: T0, expires_at_ms: T0 + DAY };
-  const reserve = (e = entry, replaces: { invitation_id: string; expires_at_ms: number }[] = []) => ({ op: 'reserve' as const, entry: e, replaces, flow_id: 'f' });
+  const reserve = (e = entry, replaces: { invitation_id: string; expires_at_ms: number }[] = []) => ({ op: 'reserve' as const, entry: e, replaces });
   it('adds, lists, removes with a tombstone, hides expired, prunes after retention', () => {
     const state = loadInvitationIndex('e', []);
     expect(stepInvitationIndex(state, reserve(), fixedContext(T0)).reply).toEqual({ added: true });
@@ -315,14 +349,24 @@ describe('invitation index', () => {
     const state = loadInvitationIndex('e', []);
     stepInvitationIndex(state, reserve(), fixedContext(T0));
     const second = { ...entry, invitation_id: 'i2' };
-    expect(stepInvitationIndex(state, reserve(second, [{ invitation_id: 'i1', expires_at_ms: entry.expires_at_ms }]), fixedContext(T0)).sends).toEqual([
-      { kind: ORGANIZATION_KIND, key: 'o1', message: { op: 'flow_indexed', flow_id: 'f', ok: true } },
-    ]);
+    expect(stepInvitationIndex(state, reserve(second, [{ invitation_id: 'i1', expires_at_ms: entry.expires_at_ms }]), fixedContext(T0)).reply).toEqual({ added: true });
     expect(stepInvitationIndex(state, { op: 'list' }, fixedContext(T0)).reply).toEqual({ invitations: [second] });
     // Removed (replaced) before its own reserve arrived: answered ok, never listed.
     stepInvitationIndex(state, { op: 'remove', invitation_id: 'i3', expires_at_ms: T0 + DAY }, fixedContext(T0));
     stepInvitationIndex(state, reserve({ ...entry, invitation_id: 'i3' }), fixedContext(T0));
     expect(stepInvitationIndex(state, { op: 'list' }, fixedContext(T0)).reply).toEqual({ invitations: [second] });
+  });
+
+  it('at INVITATIONS_PER_EMAIL_MAX a reserve is refused (ok false) and its removals stand', () => {
+    const state = loadInvitationIndex('e', []);
+    const ctx = fixedContext(T0);
+    for (let i = 0; i < INVITATIONS_PER_EMAIL_MAX; i++) expect(stepInvitationIndex(state, reserve({ ...entry, invitation_id: `x${i}`, org_id: `other${i}` }), ctx).reply).toEqual({ added: true });
+    expect(stepInvitationIndex(state, reserve(), ctx).reply).toBeInstanceOf(FlowRefusal);
+    // o1 re-invites the address (replacing i1, which the index never held): refused, the tombstone of i1 is written all the same.
+    const reply_to = { kind: ORGANIZATION_KIND, key: 'o1', flow_id: 'f', step: 'index' };
+    const refused = stepInvitationIndex(state, { op: 'flow-call', call: reserve({ ...entry, invitation_id: 'i2' }, [{ invitation_id: 'i1', expires_at_ms: entry.expires_at_ms }]), reply_to }, ctx);
+    expect(refused.sends).toEqual([{ kind: ORGANIZATION_KIND, key: 'o1', message: { op: 'flow-answer', flow_id: 'f', step: 'index', ok: false, error: { code: 'conflict', message: expect.any(String) } } }]);
+    expect(refused.writes).toEqual([{ subkey: 'i1', value: expect.objectContaining({ removed: true }) }]);
   });
 });
 
@@ -330,10 +374,12 @@ describe('org directory', () => {
   it('claims unique slugs (answering the flow), lists by revision and frees the slug on delete', () => {
     const state = loadOrgDirectory('global', []);
     const ctx = fixedContext(T0);
-    const claimed = stepOrgDirectory(state, { op: 'claim', org_id: 'org_1', slug: 'Acme', flow_id: 'f1' }, ctx);
-    expect(claimed.sends).toEqual([{ kind: 'organization', key: 'org_1', message: { op: 'flow_claimed', flow_id: 'f1', ok: true, slug: 'acme' } }]);
-    expect(stepOrgDirectory(state, { op: 'claim', org_id: 'org_2', slug: 'acme', flow_id: 'f2' }, ctx).sends).toEqual([
-      { kind: 'organization', key: 'org_2', message: { op: 'flow_claimed', flow_id: 'f2', ok: false, slug: 'acme' } },
+    const claimed = stepOrgDirectory(state, { op: 'claim', org_id: 'org_1', slug: 'Acme' }, ctx);
+    expect(claimed.reply).toEqual({ claimed: true, slug: 'acme' });
+    expect(codeOf(() => stepOrgDirectory(state, { op: 'claim', org_id: 'org_2', slug: 'acme' }, ctx))).toBe('org_slug_taken');
+    const reply_to = { kind: ORGANIZATION_KIND, key: 'org_2', flow_id: 'f2', step: 'claim' };
+    expect(stepOrgDirectory(state, { op: 'flow-call', call: { op: 'claim', org_id: 'org_2', slug: 'acme' }, reply_to }, ctx).sends).toEqual([
+      { kind: ORGANIZATION_KIND, key: 'org_2', message: { op: 'flow-answer', flow_id: 'f2', step: 'claim', ok: false, error: { code: 'org_slug_taken', message: expect.any(String) } } },
     ]);
     const org = { org_id: 'org_1', name: 'Acme', slug: 'acme', created_by: 'u', created_at_ms: T0, updated_at_ms: T0, logo_url: null, metadata: {}, sso_enforced: false, sso_exempt_user_ids: [], member_count: 1 };
     stepOrgDirectory(state, { op: 'sync', org_id: 'org_1', rev: 2, slug: 'acme', org: { ...org, name: 'Acme 2' } }, ctx);
@@ -342,6 +388,6 @@ describe('org directory', () => {
     expect(stepOrgDirectory(state, { op: 'list', sso_enforced: true, page: 1, page_size: 10 }, ctx).reply).toMatchObject({ total: 0 });
     stepOrgDirectory(state, { op: 'sync', org_id: 'org_1', rev: 3, slug: 'acme', org: null }, ctx);
     expect(stepOrgDirectory(state, { op: 'list', page: 1, page_size: 10 }, ctx).reply).toMatchObject({ total: 0 });
-    expect(stepOrgDirectory(state, { op: 'claim', org_id: 'org_2', slug: 'acme', flow_id: 'f3' }, ctx).sends?.[0].message).toMatchObject({ ok: true });
+    expect(stepOrgDirectory(state, { op: 'claim', org_id: 'org_2', slug: 'acme' }, ctx).reply).toEqual({ claimed: true, slug: 'acme' });
   });
 });
