@@ -60,6 +60,20 @@ import {
  * answer with flow-answers, a refusal included; the throttle's `throttle`
  * is a notice of its queue (it may come long after `take`), not an answer.
  *
+ * Password change, reset request and reset confirmation run the same way
+ * (docs/api/accounts.md, Password change and Password reset): a change takes
+ * the places of a login from the caller's address, answers the current hash,
+ * and after the edge's KDF counts a wrong current password or has the user
+ * actor set the new hash (`password-change`: every other session ends). A
+ * reset request holds the address's `pwreset:` place and answers at once (the
+ * edge answers 202 then, whatever the e-mail), then, on the edge's second
+ * ask, counts, looks the e-mail up and has the user actor store the token's
+ * hash; a confirmation holds the place while the user actor checks the token,
+ * and after the KDF has it use the token and set the hash (every session
+ * ends), then clears the account's `acct:` and this address's `pair:`
+ * subjects. Their answers name the user (`revoked_user_ids`) so the edge
+ * drops its cached session checks everywhere.
+ *
  * The asks are answered from the turns that end their step (deferred
  * replies); refusals are answer values (FlowAnswer), so Retry-After reaches
  * the edge. A flow whose edge never comes back ends after FLOW_TTL_MS and

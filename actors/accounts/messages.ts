@@ -342,7 +342,8 @@ export type ThrottleOutcome = { admitted: true; reserved_at_ms: number } | { adm
 
 /**
  * One login flow per attempt (key: a fresh id from the edge): password login,
- * registration, the second login step and the two-factor code checks. The
+ * registration, the second login step and the two-factor code checks,
+ * password change, password reset request and confirmation. The
  * flow reserves the throttle places (account or second-step subject first,
  * then the address), gets what the check needs, and after the check (at the
  * edge for a password, in the user actor for a code) counts, clears or hands

@@ -155,7 +155,7 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
   app.post<{ Body: Static<typeof RefreshBody> }>('/api/v1/auth/refresh', {
     schema: {
       tags: ['auth'],
-      summary: 'New tokens for a refresh token; the old refresh token stops working. Reusing a rotated token ends the session.',
+      summary: 'New tokens for a refresh token; the old refresh token stops working. Reusing a rotated token ends the session, except by the client that rotated it within 5 s (two concurrent refreshes): 401 only.',
       body: RefreshBody,
       response: { 200: TokenBodySchema, ...errorResponses(400, 401, 413, 415, 503) },
     },
