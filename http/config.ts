@@ -36,6 +36,11 @@ export interface NodeConfig {
   livenessGraceSeconds: number;
   /** OAuth issuer and endpoint base (no trailing slash); '' means the request's own scheme and host. */
   publicBaseUrl: string;
+  /**
+   * Origins a password reset request's `redirect_url` may point to besides the
+   * public base URL's (PASSWORD_RESET_REDIRECT_ORIGINS, comma-separated; docs/api/accounts.md).
+   */
+  passwordResetRedirectOrigins: string[];
   /** External OAuth providers for linked accounts (OAUTH_PROVIDERS, JSON; see docs/api/linked-accounts.md). */
   oauthProviders: OAuthProviders;
   /** A request's headers and body must arrive within this (HTTP_REQUEST_TIMEOUT_MS; docs/api/common.md, Connections). */
@@ -101,6 +106,23 @@ function publicBaseUrlFrom(raw: string | undefined): string {
   return raw.replace(/\/+$/, '');
 }
 
+/** A comma-separated list of http(s) origins (`https://app.example.com`), each normalised to its origin. */
+function originsFrom(name: string, raw: string | undefined): string[] {
+  const entries = (raw ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  return entries.map((entry) => {
+    let url: URL;
+    try {
+      url = new URL(entry);
+    } catch {
+      throw new Error(`${name} entry ${JSON.stringify(entry)} is not an absolute http(s) origin`);
+    }
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || (url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
+      throw new Error(`${name} entry ${JSON.stringify(entry)} must be an http(s) origin such as https://app.example.com`);
+    }
+    return url.origin;
+  });
+}
+
 /**
  * TRUST_PROXY: unset, empty or 0 trusts no proxy; a number n trusts the
  * last n hops of X-Forwarded-For; otherwise a comma-separated list of proxy
@@ -158,6 +180,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     issuer: env.TOKEN_ISSUER || 'platform-service',
     livenessGraceSeconds: intFrom(env, 'LIVENESS_GRACE_SECONDS', 30, 1, 86_400),
     publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),
+    passwordResetRedirectOrigins: originsFrom('PASSWORD_RESET_REDIRECT_ORIGINS', env.PASSWORD_RESET_REDIRECT_ORIGINS),
     oauthProviders: parseOAuthProviders(env.OAUTH_PROVIDERS),
     ...httpLimitsFrom(env),
     trustProxy: trustProxyFrom(env.TRUST_PROXY),

@@ -11,6 +11,7 @@ export const errorCodes = {
   BAD_REQUEST: { status: 400, description: 'The request is malformed or fails validation; `details` names the failing fields.' },
   invalid_two_factor_code: { status: 400, description: 'The two-factor code (TOTP or backup code) is not valid, or was already used.' },
   invalid_verification_token: { status: 400, description: 'The e-mail verification token is unknown, expired, already used, or was sent to an address the account no longer has.' },
+  invalid_reset_token: { status: 400, description: 'The password reset token is unknown, expired, already used, replaced by a newer one, or was sent to an address the account no longer has.' },
   link_failed: { status: 400, description: 'Linking an external account failed at the provider: the code was refused, or the provider was unreachable, slow or answered badly.' },
   // 400, OAuth 2.0 token endpoint (RFC 6749 §5.2): rendered as {error: wire, error_description}
   oauth_invalid_request: { status: 400, wire: 'invalid_request', description: 'The token request is missing a parameter, repeats one, uses two client authentication methods, or is not form-encoded.' },

@@ -8,6 +8,7 @@ import {
   DIRECTORY_KIND,
   LOGIN_FLOW_KIND,
   LOGIN_THROTTLE_KIND,
+  PASSWORD_RESETS_PER_ADDRESS_MAX,
   ssoRequiredError,
   TWO_FACTOR_FAILURES_MAX,
   USER_KIND,
@@ -21,8 +22,11 @@ import {
   type LoginFlowMessage,
   type LoginStep,
   type NewUser,
+  type PasswordSet,
   type PublicUser,
   type Registered,
+  type ResetIssued,
+  type ResetMail,
   type SessionRequest,
   type ThrottleMessage,
   type ThrottlePolicy,
@@ -56,6 +60,20 @@ import {
  * answer with flow-answers, a refusal included; the throttle's `throttle`
  * is a notice of its queue (it may come long after `take`), not an answer.
  *
+ * Password change, reset request and reset confirmation run the same way
+ * (docs/api/accounts.md, Password change and Password reset): a change takes
+ * the places of a login from the caller's address, answers the current hash,
+ * and after the edge's KDF counts a wrong current password or has the user
+ * actor set the new hash (`password-change`: every other session ends). A
+ * reset request holds the address's `pwreset:` place and answers at once (the
+ * edge answers 202 then, whatever the e-mail), then, on the edge's second
+ * ask, counts, looks the e-mail up and has the user actor store the token's
+ * hash; a confirmation holds the place while the user actor checks the token,
+ * and after the KDF has it use the token and set the hash (every session
+ * ends), then clears the account's `acct:` and this address's `pair:`
+ * subjects. Their answers name the user (`revoked_user_ids`) so the edge
+ * drops its cached session checks everywhere.
+ *
  * The asks are answered from the turns that end their step (deferred
  * replies); refusals are answer values (FlowAnswer), so Retry-After reaches
  * the edge. A flow whose edge never comes back ends after FLOW_TTL_MS and
@@ -81,8 +99,13 @@ interface Reservation {
   reserved_at_ms: number;
 }
 
-type Purpose = 'login' | 'register' | 'code-check';
-type Phase = 'lookup' | 'acquiring' | 'checking' | 'claiming' | 'creating' | 'opening';
+type Purpose = 'login' | 'register' | 'code-check' | 'change-password' | 'reset-request' | 'reset-confirm';
+/**
+ * `verifying`: a reset token is being checked; `issuing`: a reset request's
+ * e-mail is being looked up and its token stored; `updating`: the user actor
+ * is setting the new password.
+ */
+type Phase = 'lookup' | 'acquiring' | 'verifying' | 'checking' | 'issuing' | 'claiming' | 'creating' | 'opening' | 'updating';
 
 export interface LoginFlowState {
   purpose: Purpose;
@@ -98,6 +121,10 @@ export interface LoginFlowState {
   user_id: string | null;
   /** Password login: the user's credentials (undefined: asked, not yet answered; null: no such user). */
   credentials?: Credentials | null;
+  /** Password change: the caller's session, which stays. */
+  session_id?: string;
+  /** Password reset: the hash of the token being issued or presented. */
+  token_hash?: string;
   /** Code check: what the user actor judges. */
   check?: CodeCheck;
   /** Registration: the user being created, the session asked for, the created user. */
@@ -119,6 +146,14 @@ const INVALID_LOGIN: FlowRefusal = { code: 'invalid_credentials', message: 'Inva
 const INVALID_CODE: FlowRefusal = { code: 'invalid_credentials', message: 'Invalid two-factor code.' };
 const BANNED: FlowRefusal = { code: 'forbidden', message: 'This account is banned.' };
 const BUSY: FlowRefusal = { code: 'rate_limited', message: 'Too many attempts in progress; try again shortly.', retry_after_seconds: 1 };
+const WRONG_CURRENT_PASSWORD: FlowRefusal = { code: 'invalid_credentials', message: 'The current password is not correct.' };
+const INVALID_RESET: FlowRefusal = { code: 'invalid_reset_token', message: 'The password reset link is not valid, expired or was already used.' };
+const SESSION_GONE: FlowRefusal = { code: 'unauthorized', message: 'The access token is no longer valid.' };
+
+/** Reset requests and confirmations with a bad token, per client address (a window, like registrations). */
+function resetSubjects(ip_address: string | null): Subject[] {
+  return ip_address ? [{ key: `pwreset:${ip_address}`, policy: { kind: 'window', limit: PASSWORD_RESETS_PER_ADDRESS_MAX } }] : [];
+}
 
 function addressSubject(ip_address: string | null | undefined, policy: ThrottlePolicy): Subject[] {
   return ip_address ? [{ key: `ip:${ip_address}`, policy }] : [];
@@ -215,14 +250,19 @@ function acquireNext(context: TurnContext, flow: LoginFlowState, sends: ActorSen
 /** Every place is held: on to the check. */
 function acquired(context: TurnContext, flow: LoginFlowState): Result {
   switch (flow.purpose) {
-    case 'login': {
+    case 'login':
+    case 'change-password': {
       // The password is checked at the edge once the credentials are here too.
       if (flow.credentials === undefined) return { state: flow };
       const begun: LoginBegun = { user_id: flow.user_id, password_hash: flow.credentials?.password_hash ?? null };
       return { state: { ...flow, phase: 'checking', request_id: null }, replies: answered(flow.request_id, { ok: true, value: begun }) };
     }
     case 'register':
+    case 'reset-request':
       return { state: { ...flow, phase: 'checking', request_id: null }, replies: answered(flow.request_id, { ok: true, value: null }) };
+    case 'reset-confirm':
+      // The token is checked before the edge spends a KDF run on the new password.
+      return { state: { ...flow, phase: 'verifying' }, sends: [toUser(flow.user_id!, 'password-reset-check', { op: 'password-reset-check', token_hash: flow.token_hash! }, context)] };
     case 'code-check':
       return { state: { ...flow, phase: 'checking' }, sends: [toUser(flow.user_id!, 'code-check', flow.check!, context)] };
   }
@@ -282,6 +322,69 @@ function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, contex
         check: message.check,
       };
       return begin(context, flow, []);
+    }
+
+    case 'change-password': {
+      if (state) throw new ServiceError('conflict', 'This login flow has already started.');
+      // The account's credentials decide the subjects, as for a login; the caller's session stays.
+      const flow: LoginFlowState = {
+        purpose: 'change-password',
+        phase: 'lookup',
+        request_id: context.request_id,
+        subjects: [],
+        reserved: [],
+        ip_address: message.ip_address,
+        user_id: message.user_id,
+        session_id: message.session_id,
+      };
+      return begin(context, flow, [toUser(message.user_id, 'credentials', { op: 'credentials', ip_address: message.ip_address }, context)]);
+    }
+
+    case 'current-password-checked': {
+      if (!state || state.purpose !== 'change-password' || state.phase !== 'checking') throw new ServiceError('flow_interrupted', 'The password change ended; try again.');
+      const flow: LoginFlowState = { ...state, request_id: context.request_id };
+      const credentials = flow.credentials;
+      // A wrong current password is a wrong guess, counted like a login's.
+      if (!message.verified || !credentials) return end(flow, 'count', refused(WRONG_CURRENT_PASSWORD));
+      if (credentials.banned) return end(flow, 'release', refused(BANNED));
+      if (message.new_password_hash === null) return end(flow, 'release', refused(BUSY));
+      const change = toUser(credentials.user_id, 'password-change', { op: 'password-change', password_hash: message.new_password_hash, keep_session_id: flow.session_id! }, context);
+      return { state: { ...flow, phase: 'updating', reserved: [] }, sends: [...settle(flow.reserved, 'succeed'), change] };
+    }
+
+    case 'reset-request': {
+      if (state) throw new ServiceError('conflict', 'This login flow has already started.');
+      const flow: LoginFlowState = { purpose: 'reset-request', phase: 'acquiring', request_id: context.request_id, subjects: resetSubjects(message.ip_address), reserved: [], user_id: null };
+      return begin(context, flow, []);
+    }
+
+    case 'reset-issue': {
+      if (!state || state.purpose !== 'reset-request' || state.phase !== 'checking') throw new ServiceError('flow_interrupted', 'The password reset request ended; try again.');
+      // Every request counts on its address, whether or not the e-mail is an account's.
+      const flow: LoginFlowState = { ...state, phase: 'issuing', request_id: context.request_id, reserved: [], token_hash: message.token_hash };
+      const lookup = toDirectory('reset-lookup', { op: 'lookup', login: message.email.trim().toLowerCase() }, context);
+      return { state: flow, sends: [...settle(state.reserved, 'count'), lookup] };
+    }
+
+    case 'reset-confirm': {
+      if (state) throw new ServiceError('conflict', 'This login flow has already started.');
+      const flow: LoginFlowState = {
+        purpose: 'reset-confirm',
+        phase: 'acquiring',
+        request_id: context.request_id,
+        subjects: resetSubjects(message.ip_address),
+        reserved: [],
+        ip_address: message.ip_address,
+        user_id: message.user_id,
+        token_hash: message.token_hash,
+      };
+      return begin(context, flow, []);
+    }
+
+    case 'reset-complete': {
+      if (!state || state.purpose !== 'reset-confirm' || state.phase !== 'checking') throw new ServiceError('flow_interrupted', 'The password reset ended; try again.');
+      const complete = toUser(state.user_id!, 'password-reset-complete', { op: 'password-reset-complete', token_hash: state.token_hash!, password_hash: message.password_hash }, context);
+      return { state: { ...state, phase: 'updating', request_id: context.request_id }, sends: [complete] };
     }
 
     case 'throttle': {
@@ -364,9 +467,14 @@ function callAnswered(state: State, message: CallAnswer, context: TurnContext): 
       return acquireNext(context, flow);
     }
     case 'credentials': {
-      if (state.purpose !== 'login' || state.phase !== 'lookup' || state.credentials !== undefined) return { state };
-      // No such user any more (deleted since the lookup): checked like an unknown login.
+      if ((state.purpose !== 'login' && state.purpose !== 'change-password') || state.phase !== 'lookup' || state.credentials !== undefined) return { state };
       const answer = flowOutcome<Credentials>(message);
+      if (state.purpose === 'change-password') {
+        // The caller's user is gone (deleted since its token was checked).
+        if (!answer.ok) return end(state, 'release', refused(SESSION_GONE));
+        return acquireNext(context, { ...state, credentials: answer.reply, subjects: passwordSubjects(state.user_id!, state.ip_address, answer.reply) });
+      }
+      // No such user any more (deleted since the lookup): checked like an unknown login.
       const credentials = answer.ok ? answer.reply : null;
       const account = credentials ? state.user_id! : `login:${state.login}`;
       return acquireNext(context, { ...state, credentials, subjects: passwordSubjects(account, state.ip_address, credentials) });
@@ -406,6 +514,41 @@ function callAnswered(state: State, message: CallAnswer, context: TurnContext): 
       if (state.purpose === 'register') return end(state, 'release', { ok: true, value: { user: opened.user, session_id: opened.session_id } satisfies Registered });
       const done: LoginDone = { requires_2fa: false, session_id: opened.session_id, user: opened.user };
       return end(state, 'release', { ok: true, value: done });
+    }
+    case 'password-change':
+    case 'password-reset-complete': {
+      if (state.phase !== 'updating' || (step === 'password-change') !== (state.purpose === 'change-password')) return { state };
+      const answer = flowOutcome<PasswordSet>(message);
+      if (state.purpose === 'change-password') {
+        if (!answer.ok) return end(state, 'release', refused(refusalOf(answer.error)));
+        return end(state, 'release', { ok: true, value: answer.reply, revoked_user_ids: [answer.reply.user_id] });
+      }
+      // Used or replaced between the check and now (two confirmations at once): counted like a bad token.
+      if (!answer.ok) return end(state, 'count', refused(INVALID_RESET));
+      // The reset lifts the login locks of the account (from anywhere) and of this address (docs/api/accounts.md).
+      const user_id = answer.reply.user_id;
+      const lifted = [throttle(`acct:${user_id}`, { op: 'clear' }), ...(state.ip_address ? [throttle(`pair:${user_id}|${state.ip_address}`, { op: 'clear' })] : [])];
+      return end(state, 'release', { ok: true, value: answer.reply, revoked_user_ids: [user_id] }, lifted);
+    }
+    case 'password-reset-check': {
+      if (state.purpose !== 'reset-confirm' || state.phase !== 'verifying') return { state };
+      if (!message.ok) return end(state, 'count', refused(INVALID_RESET));
+      // The place stays held while the edge hashes the new password.
+      return { state: { ...state, phase: 'checking', request_id: null }, replies: answered(state.request_id, { ok: true, value: null }) };
+    }
+    case 'reset-lookup': {
+      if (state.purpose !== 'reset-request' || state.phase !== 'issuing' || state.user_id !== null) return { state };
+      const looked = flowOutcome<{ user_id: string | null }>(message);
+      const user_id = looked.ok ? looked.reply.user_id : null;
+      if (!user_id) return end(state, 'release', { ok: true, value: null });
+      const issue = toUser(user_id, 'password-reset-issue', { op: 'password-reset-issue', token_hash: state.token_hash! }, context);
+      return { state: { ...state, user_id }, sends: [issue] };
+    }
+    case 'password-reset-issue': {
+      if (state.purpose !== 'reset-request' || state.phase !== 'issuing') return { state };
+      const issued = flowOutcome<ResetIssued>(message);
+      const mail: ResetMail | null = issued.ok && issued.reply.issued ? { user_id: state.user_id!, email: issued.reply.email, expires_at_ms: issued.reply.expires_at_ms } : null;
+      return end(state, 'release', { ok: true, value: mail });
     }
     default:
       return { state };

@@ -37,7 +37,8 @@ import {
  * window's limit) every waiter is refused with Retry-After. Each reservation
  * ends with `count` (a wrong password or code, or a registration), `release`
  * (no check ran, or it was not a guess) or `reset` (a correct password or
- * code: the count is cleared). A reservation whose end never arrives (a
+ * code: the count is cleared). `clear` (a completed password reset) forgets
+ * the count without a reservation. A reservation whose end never arrives (a
  * crash, an unreachable actor) lapses after RESERVATION_TTL_MS.
  */
 
@@ -227,6 +228,12 @@ function stepCounts(state: ThrottleState, message: Exclude<ThrottleMessage, { op
       const current = live(state, now);
       const { last_failure_ms: _forgotten, ...rest } = current;
       return settled(state, { ...rest, failures: 0, in_flight_ms: withoutReservation(current, message.reserved_at_ms) });
+    }
+    case 'clear': {
+      // A completed password reset: the failures are forgotten, attempts in flight keep their places.
+      const current = live(state, now);
+      const { last_failure_ms: _forgotten, ...rest } = current;
+      return settled(state, { ...rest, failures: 0 });
     }
     case '$alarm': {
       const current = live(state, now);

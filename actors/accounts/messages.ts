@@ -136,7 +136,12 @@ export type UserMessage =
   | { op: 'credentials'; ip_address?: string | null }
   | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
   | { op: 'authenticate'; session_id: string }
-  | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number }
+  /**
+   * Rotates the session's refresh token. With `client` (the edge's refresh), a
+   * reuse of the token rotated out less than REFRESH_REUSE_GRACE_MS ago by the
+   * same client (address and User-Agent) is refused without ending the session.
+   */
+  | { op: 'refresh'; session_id: string; presented_hash: string; new_hash: string; ttl_seconds: number; client?: RefreshClient }
   | { op: 'end-session'; session_id: string }
   /** Answers `{email}` (the account the authenticator shows). */
   | { op: '2fa-setup'; secret_b32: string; backup_hashes: string[] }
@@ -168,6 +173,25 @@ export type UserMessage =
   | { op: 'list-sessions' }
   | { op: 'admin-end-session'; session_id: string }
   | { op: 'email-verify-send'; token_hash: string }
+  /**
+   * A new password hash after the current password was checked (the login
+   * flow's password change): every session but `keep_session_id` ends, and a
+   * pending reset token is dropped. Answers PasswordSet.
+   */
+  | { op: 'password-change'; password_hash: string; keep_session_id: string }
+  /**
+   * Stores a reset token's hash (valid PASSWORD_RESET_TTL_MS, replacing the
+   * previous one) unless one was issued less than PASSWORD_RESET_RESEND_MS
+   * ago or the user is banned. Answers ResetIssued (issued false: no mail).
+   */
+  | { op: 'password-reset-issue'; token_hash: string }
+  /** Whether the token is the pending, unexpired one (nothing changes); 400 invalid_reset_token if not. */
+  | { op: 'password-reset-check'; token_hash: string }
+  /**
+   * Uses the token (single use): the new hash, every session ended, the
+   * e-mail verified (the link reached it). 400 invalid_reset_token. Answers PasswordSet.
+   */
+  | { op: 'password-reset-complete'; token_hash: string; password_hash: string }
   | { op: 'email-verify-confirm'; token_hash: string }
   /**
    * An admin signs in as this user, checked in one turn: another admin or a
@@ -178,6 +202,35 @@ export type UserMessage =
   | ({ op: 'admin-impersonate'; admin_id: string; challenge_ttl_seconds: number } & SessionRequest)
   /** A flow's step: any message above, answered through the outbox (actors/flow-call.ts). */
   | FlowCall<UserMessage>;
+
+/** The client of a refresh, for the reuse grace: the same address and User-Agent as the refresh that rotated the token. */
+export interface RefreshClient {
+  ip_address: string;
+  user_agent: string;
+}
+
+/**
+ * A rotated-out refresh token presented again this soon after its rotation,
+ * by the same client, is refused (401) without ending the session: two
+ * concurrent refreshes of one token by one client (two tabs, a retried
+ * request). Later, or from another client, it is reuse: the session ends.
+ */
+export const REFRESH_REUSE_GRACE_MS = 5_000;
+
+/** A password reset token is valid this long. */
+export const PASSWORD_RESET_TTL_MS = 30 * 60_000;
+/** At most one reset e-mail per account in this interval; requests within it send nothing. */
+export const PASSWORD_RESET_RESEND_MS = 60_000;
+
+/** The reply to `password-reset-issue`. */
+export type ResetIssued = { issued: true; email: string; expires_at_ms: number } | { issued: false };
+
+/** The reply to `password-change` and `password-reset-complete`. */
+export interface PasswordSet {
+  user_id: string;
+  /** The sessions this ended. */
+  sessions_ended: number;
+}
 
 /** The reply to `admin-impersonate`. */
 export type ImpersonationStart =
@@ -258,6 +311,11 @@ export const THROTTLE_WINDOW_MS = 15 * 60_000;
  * someone holding the password could guess codes without end.
  */
 export const TWO_FACTOR_FAILURES_MAX = 10;
+/**
+ * Password reset attempts per client address and window (key `pwreset:<address>`):
+ * every reset request, and every reset confirmation with a token that is not valid.
+ */
+export const PASSWORD_RESETS_PER_ADDRESS_MAX = 10;
 /** Registrations per client address and window (key `reg:<address>`); the node's REGISTRATIONS_PER_ADDRESS_MAX overrides it. */
 export const REGISTRATIONS_PER_ADDRESS_MAX = 20;
 
@@ -271,7 +329,9 @@ export type ThrottleMessage =
   | { op: 'give-up'; flow: string }
   | { op: 'count'; reserved_at_ms: number }
   | { op: 'release'; reserved_at_ms: number }
-  | { op: 'reset'; reserved_at_ms: number };
+  | { op: 'reset'; reserved_at_ms: number }
+  /** A completed password reset: the counted failures are forgotten (reservations in flight stay). */
+  | { op: 'clear' };
 
 /** The answer to `take`: a reservation (named by its time, for count/release/reset), or refused for Retry-After seconds. */
 export type ThrottleOutcome = { admitted: true; reserved_at_ms: number } | { admitted: false; retry_after_seconds: number };
@@ -282,7 +342,8 @@ export type ThrottleOutcome = { admitted: true; reserved_at_ms: number } | { adm
 
 /**
  * One login flow per attempt (key: a fresh id from the edge): password login,
- * registration, the second login step and the two-factor code checks. The
+ * registration, the second login step and the two-factor code checks,
+ * password change, password reset request and confirmation. The
  * flow reserves the throttle places (account or second-step subject first,
  * then the address), gets what the check needs, and after the check (at the
  * edge for a password, in the user actor for a code) counts, clears or hands
@@ -298,8 +359,14 @@ export interface FlowRefusal {
   retry_after_seconds?: number;
 }
 
-/** Every answer of a login flow: a value, or a refusal (kept a value so Retry-After survives the deferred reply). */
-export type FlowAnswer<T> = { ok: true; value: T } | { ok: false; refusal: FlowRefusal };
+/**
+ * Every answer of a login flow: a value, or a refusal (kept a value so
+ * Retry-After survives the deferred reply). `revoked_user_ids` names the users
+ * whose sessions the flow ended (a password change or reset): the edge drops
+ * their cached session checks on every node before it answers
+ * (http/auth/revocation-aware-client.ts).
+ */
+export type FlowAnswer<T> = { ok: true; value: T; revoked_user_ids?: string[] } | { ok: false; refusal: FlowRefusal };
 
 /** The two-factor operations of the user actor a flow runs under the second-step throttle. */
 export type CodeCheck = Extract<UserMessage, { op: '2fa-login' | '2fa-disable' | '2fa-regenerate' }>;
@@ -316,6 +383,18 @@ export type LoginFlowMessage =
   | { op: 'create-user'; user: NewUser; session: SessionRequest | null }
   /** A two-factor code judged by the user actor under the second-step throttle; answers the user actor's reply. */
   | { op: 'code-check'; user_id: string; ip_address: string | null; check: CodeCheck }
+  /** Password change, first step: answers {user_id, password_hash} once the places (the caller's account and address, as a login) are held. */
+  | { op: 'change-password'; user_id: string; session_id: string; ip_address: string | null }
+  /** Password change, second step: the KDF's verdict on the current password and the new hash; answers PasswordSet (every other session ended). */
+  | { op: 'current-password-checked'; verified: boolean; new_password_hash: string | null }
+  /** Password reset request, first step: answers null once the address's place is held (the edge answers 202 then). */
+  | { op: 'reset-request'; ip_address: string | null }
+  /** Password reset request, second step (after the 202): counts, looks the e-mail up, issues the token; answers ResetMail or null (no mail). */
+  | { op: 'reset-issue'; email: string; token_hash: string }
+  /** Password reset confirmation, first step: answers null once the address's place is held and the token checked (400 invalid_reset_token). */
+  | { op: 'reset-confirm'; user_id: string; token_hash: string; ip_address: string | null }
+  /** Password reset confirmation, second step: the new hash; answers PasswordSet (every session ended, login locks of the account and this address lifted). */
+  | { op: 'reset-complete'; password_hash: string }
   /** The edge could not run its check (the KDF was busy): every place is handed back. */
   | { op: 'abandon' }
   /** The throttle admitting (or refusing) this flow, at once or when a place frees: a notice of the queue, not a call's answer. */
@@ -324,7 +403,25 @@ export type LoginFlowMessage =
   | CallAnswer;
 
 /** The calls a login flow makes, named as the `step` of their flow-call. */
-export type LoginStep = 'lookup' | 'credentials' | 'claim' | 'create' | 'open-session' | 'code-check';
+export type LoginStep =
+  | 'lookup'
+  | 'credentials'
+  | 'claim'
+  | 'create'
+  | 'open-session'
+  | 'code-check'
+  | 'password-change'
+  | 'reset-lookup'
+  | 'password-reset-issue'
+  | 'password-reset-check'
+  | 'password-reset-complete';
+
+/** The answer to `reset-issue`: whom to mail (the edge formats the token with the user id). */
+export interface ResetMail {
+  user_id: string;
+  email: string;
+  expires_at_ms: number;
+}
 
 /** The first answer of a password login. */
 export interface LoginBegun {

@@ -14,12 +14,18 @@ import {
 import {
   DIRECTORY_KEY,
   DIRECTORY_KIND,
+  PASSWORD_RESET_RESEND_MS,
+  PASSWORD_RESET_TTL_MS,
+  REFRESH_REUSE_GRACE_MS,
   ssoRequiredError,
   USER_KIND,
   type AdminPatch,
   type BanRecord,
   type ImpersonationStart,
   type Credentials,
+  type PasswordSet,
+  type RefreshClient,
+  type ResetIssued,
   type PublicUser,
   type Role,
   type SessionPrincipal,
@@ -59,6 +65,9 @@ export interface SessionRecord {
   refresh_hash: string;
   /** sha256 of the secret it replaced: presenting it again means theft. */
   previous_refresh_hash: string | null;
+  /** When the last refresh rotated the secret, and by which client (absent on sessions never refreshed with a client): the reuse grace. */
+  rotated_at_ms?: number;
+  rotated_by?: RefreshClient | null;
   ended_at_ms: number | null;
   ip_address: string;
   user_agent: string;
@@ -78,6 +87,8 @@ export interface UserState {
   deleted_at_ms?: number | null;
   /** The pending e-mail verification (absent or null: none). */
   email_verification?: EmailVerification | null;
+  /** The pending password reset (absent or null: none). */
+  password_reset?: PasswordReset | null;
   /** Two-factor challenges opened by an admin impersonation: [challenge_id, admin_id, expires_at_ms]. */
   impersonation_challenges?: [string, string, number][];
   /**
@@ -90,6 +101,15 @@ export interface UserState {
 }
 
 export interface EmailVerification {
+  /** sha256 of the secret in the link; single-use. */
+  token_hash: string;
+  /** The address it was sent to: a changed e-mail makes the link invalid. */
+  email: string;
+  sent_at_ms: number;
+  expires_at_ms: number;
+}
+
+export interface PasswordReset {
   /** sha256 of the secret in the link; single-use. */
   token_hash: string;
   /** The address it was sent to: a changed e-mail makes the link invalid. */
@@ -218,6 +238,11 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       }
       if (!sameHash(session.refresh_hash, message.presented_hash)) {
         if (session.previous_refresh_hash !== null && sameHash(session.previous_refresh_hash, message.presented_hash)) {
+          // The same client refreshing the same token twice at once (two tabs, a retry): the other
+          // refresh got the new token, so this one is refused and the session goes on.
+          if (withinReuseGrace(session, message.client, now)) {
+            throw new ServiceError('invalid_refresh_token', 'The refresh token was just rotated by another refresh of this client; use the newer one.');
+          }
           // A rotated-out token came back: it was copied. End the session so
           // neither copy works (refresh token reuse detection).
           const ended: SessionRecord = { ...session, ended_at_ms: now };
@@ -232,6 +257,8 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         ...session,
         refresh_hash: message.new_hash,
         previous_refresh_hash: session.refresh_hash,
+        rotated_at_ms: now,
+        rotated_by: message.client ?? null,
         // An impersonation session never outlives its first hour.
         expires_at_ms: session.impersonated_by
           ? Math.min(now + message.ttl_seconds * 1000, session.created_at_ms + IMPERSONATION_SESSION_TTL_MS)
@@ -436,6 +463,46 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       return summarized({ ...state, user: verified, email_verification: null }, { user: publicUser(verified) }, {}, { waiter: context.request_id });
     }
 
+    case 'password-change': {
+      const user = requireUser(state);
+      if (user.banned) throw new ServiceError('forbidden', 'This account is banned.');
+      const { sessions, ended } = endedSessions(state.sessions, now, message.keep_session_id);
+      const reply: PasswordSet = { user_id: user.id, sessions_ended: ended };
+      // A pending reset link would set another password over this one: it goes.
+      return { state: { ...state, user: { ...user, password_hash: message.password_hash, updated_at_ms: now }, sessions, password_reset: null }, reply };
+    }
+
+    case 'password-reset-issue': {
+      const user = state.user;
+      const none: ResetIssued = { issued: false };
+      if (!user || user.banned) return { state, reply: none };
+      const pending = state.password_reset;
+      // At most one mail a minute: later requests change nothing (the link already sent stays valid).
+      if (pending && pending.email === user.email && now - pending.sent_at_ms < PASSWORD_RESET_RESEND_MS) return { state, reply: none };
+      const password_reset: PasswordReset = { token_hash: message.token_hash, email: user.email, sent_at_ms: now, expires_at_ms: now + PASSWORD_RESET_TTL_MS };
+      const reply: ResetIssued = { issued: true, email: user.email, expires_at_ms: password_reset.expires_at_ms };
+      return { state: { ...state, password_reset }, reply };
+    }
+
+    case 'password-reset-check':
+      validResetToken(state, message.token_hash, now);
+      return { state, reply: null };
+
+    case 'password-reset-complete': {
+      const user = validResetToken(state, message.token_hash, now);
+      const { sessions, ended } = endedSessions(state.sessions, now, null);
+      const reply: PasswordSet = { user_id: user.id, sessions_ended: ended };
+      // The link reached the address: it counts as verified (a pending verification link is moot).
+      const next: UserState = {
+        ...state,
+        user: { ...user, password_hash: message.password_hash, email_verified: true, updated_at_ms: now },
+        sessions,
+        password_reset: null,
+        email_verification: user.email_verified ? state.email_verification : null,
+      };
+      return user.email_verified ? { state: next, reply } : summarized(next, reply, {});
+    }
+
     case 'admin-impersonate': {
       const user = requireUser(state);
       if (user.role === 'admin') throw new ServiceError('forbidden', 'Admins cannot be impersonated.');
@@ -462,6 +529,38 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     case 'flow-call':
       return answerFlowCall<UserState, UserMessage>(stepUser, state, message, context);
   }
+}
+
+/** The refresh that rotated this token out was this client's, less than REFRESH_REUSE_GRACE_MS ago. */
+function withinReuseGrace(session: SessionRecord, client: RefreshClient | undefined, now: number): boolean {
+  const by = session.rotated_by;
+  if (!client || !by || session.rotated_at_ms === undefined) return false;
+  return now - session.rotated_at_ms < REFRESH_REUSE_GRACE_MS && by.ip_address === client.ip_address && by.user_agent === client.user_agent;
+}
+
+/** Every session not ended yet ends now, but `keep` (the caller's, on a password change); `ended` counts the live ones. */
+function endedSessions(sessions: Record<string, SessionRecord>, now: number, keep: string | null): { sessions: Record<string, SessionRecord>; ended: number } {
+  const result: Record<string, SessionRecord> = {};
+  let ended = 0;
+  for (const [id, session] of Object.entries(sessions)) {
+    if (id === keep || session.ended_at_ms !== null) {
+      result[id] = session;
+      continue;
+    }
+    if (isSessionLive(session, now)) ended++;
+    result[id] = { ...session, ended_at_ms: now };
+  }
+  return { sessions: result, ended };
+}
+
+/** The user whose pending reset token this is, unused, unexpired and sent to the current e-mail; else 400 invalid_reset_token. */
+function validResetToken(state: UserState, token_hash: string, now: number): UserRecord {
+  const user = state.user;
+  const pending = state.password_reset;
+  if (!user || user.banned || !pending || !sameHash(pending.token_hash, token_hash) || now >= pending.expires_at_ms || pending.email !== user.email) {
+    throw new ServiceError('invalid_reset_token', 'The password reset link is not valid, expired or was already used.');
+  }
+  return user;
 }
 
 function impersonationTtlSeconds(ttl_seconds: number): number {

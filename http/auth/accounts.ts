@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../../runtime/index.js';
 import { DIRECTORY_KIND, USER_KIND } from '../../actors/accounts/messages.js';
 import { DIRECTORY_KEY } from '../../actors/accounts/messages.js';
 import { LOGIN_FLOW_KIND, type CodeCheck, type FlowAnswer, type LoginBegun, type LoginDone, type LoginFlowMessage, type Registered, type SessionRequest } from '../../actors/accounts/messages.js';
+import { type PasswordSet, type ResetMail } from '../../actors/accounts/messages.js';
 import { type ImpersonationStart, type NewUser, type PublicUser, type Role, type UserMessage } from '../../actors/accounts/messages.js';
 import { USER_ORGS_KIND } from '../../actors/organizations/messages.js';
 import { randomId } from '../../runtime/index.js';
@@ -42,6 +44,19 @@ export function presentedCode(code: string): { code: string; code_hash: string }
 export function normalizeBackupCode(code: string): string {
   return code.toLowerCase().replace(/[\s-]/g, '');
 }
+
+/** `prt.<user id>.<secret>`: the user id routes the confirmation to the right actor; only sha256(secret) is stored. */
+export function formatResetToken(user_id: string, secret: string): string {
+  return `prt.${user_id}.${secret}`;
+}
+
+export function parseResetToken(token: string): { user_id: string; secret: string } | null {
+  const parts = token.trim().split('.');
+  if (parts.length !== 3 || parts[0] !== 'prt' || parts.some((p) => p.length === 0 || p.length > 128)) return null;
+  return { user_id: parts[1], secret: parts[2] };
+}
+
+const INVALID_RESET_TOKEN = 'The password reset link is not valid, expired or was already used.';
 
 /** A login flow's answer, as the edge sees it: the value, or the refusal thrown as a ServiceError. */
 function settled<T>(answer: FlowAnswer<T>): T {
@@ -254,7 +269,80 @@ export class Accounts {
     };
   }
 
-  async refresh(refreshToken: string): Promise<TokenBody & { user: PublicUser }> {
+  /**
+   * POST /auth/password/change: one login flow, like a login. Its first ask reserves the places of
+   * the caller's account and address and answers the current hash; the edge checks the current
+   * password and hashes the new one (the KDF); the second ask hands both to the flow, which counts
+   * a wrong current password like a wrong login (401 `invalid_credentials`) or stores the new hash
+   * and ends every other session of the user. The answer names the user, so its cached session
+   * checks are dropped on every node before this returns.
+   */
+  async changePassword(user_id: string, session_id: string, current_password: string, new_password: string, client: ClientInfo): Promise<PasswordSet> {
+    const { config } = this.services;
+    const flow = randomId('lgf_');
+    const begun = settled(await this.askFlow<LoginBegun>(flow, { op: 'change-password', user_id, session_id, ip_address: client.ip_address || null }));
+    let verified: boolean;
+    let new_password_hash: string | null = null;
+    try {
+      verified = (await verifyPassword(current_password, begun.password_hash ?? UNUSABLE_PASSWORD_HASH, config.passwordKdfCostLog2)) && begun.password_hash !== null;
+      if (verified) new_password_hash = await hashPassword(new_password, config.passwordKdfCostLog2);
+    } catch (error) {
+      await this.abandon(flow);
+      throw error;
+    }
+    return settled(await this.askFlow<PasswordSet>(flow, { op: 'current-password-checked', verified, new_password_hash }));
+  }
+
+  /**
+   * POST /auth/password/reset/request. The first ask of a login flow reserves (or refuses, 429)
+   * the address's place and is all the caller waits for, so the 202 takes as long whether or not
+   * the e-mail is an account's. The flow's second ask (after the answer, in the background) looks
+   * the e-mail up and stores the token's hash; the mail goes out if it answers whom to send it to.
+   * `failed` hears a failure of that background part (logged by the route).
+   */
+  async requestPasswordReset(email: string, link: URL, client: ClientInfo, failed: (error: unknown) => void): Promise<void> {
+    const flow = randomId('lgf_');
+    settled(await this.askFlow<null>(flow, { op: 'reset-request', ip_address: client.ip_address || null }));
+    void this.issuePasswordReset(flow, email, link).catch(failed);
+  }
+
+  private async issuePasswordReset(flow: string, email: string, link: URL): Promise<void> {
+    const secret = randomBytes(32).toString('base64url');
+    const mail = settled(await this.askFlow<ResetMail | null>(flow, { op: 'reset-issue', email, token_hash: hashSecret(secret) }));
+    if (!mail) return;
+    const url = new URL(link);
+    url.searchParams.set('token', formatResetToken(mail.user_id, secret));
+    const minutes = Math.round((mail.expires_at_ms - this.services.clock.now()) / 60_000);
+    await this.services.mail.send({
+      to: mail.email,
+      subject: 'Reset your password',
+      text: `Someone asked to reset the password of your account. Open this link within ${minutes} minutes to choose a new password:\n\n${url}\n\nIf you did not ask for this, ignore this message: your password stays as it is.`,
+      link: url.toString(),
+    });
+  }
+
+  /**
+   * POST /auth/password/reset/confirm: one login flow. Its first ask reserves the address's place
+   * and has the user actor check the token (400 `invalid_reset_token`, counted), so no KDF runs for
+   * a bad token; the edge hashes the new password; the second ask uses the token (single use),
+   * stores the hash, ends every session and lifts the account's login locks.
+   */
+  async confirmPasswordReset(token: string, new_password: string, client: ClientInfo): Promise<PasswordSet> {
+    const parsed = parseResetToken(token);
+    if (!parsed) throw new ServiceError('invalid_reset_token', INVALID_RESET_TOKEN);
+    const flow = randomId('lgf_');
+    settled(await this.askFlow<null>(flow, { op: 'reset-confirm', user_id: parsed.user_id, token_hash: hashSecret(parsed.secret), ip_address: client.ip_address || null }));
+    let password_hash: string;
+    try {
+      password_hash = await hashPassword(new_password, this.services.config.passwordKdfCostLog2);
+    } catch (error) {
+      await this.abandon(flow);
+      throw error;
+    }
+    return settled(await this.askFlow<PasswordSet>(flow, { op: 'reset-complete', password_hash }));
+  }
+
+  async refresh(refreshToken: string, client?: ClientInfo): Promise<TokenBody & { user: PublicUser }> {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) throw new ServiceError('invalid_refresh_token', 'The refresh token is not valid.');
     const { actors, config } = this.services;
@@ -265,7 +353,8 @@ export class Accounts {
       presented_hash: hashSecret(parsed.secret),
       new_hash: next.hash,
       ttl_seconds: config.refreshTokenTtlSeconds,
-    });
+      ...(client ? { client: { ip_address: client.ip_address, user_agent: client.user_agent } } : {}),
+    } satisfies UserMessage);
     if (rotated.reused) throw new ServiceError('invalid_refresh_token', 'The refresh token was already used; the session has been ended.');
     return this.tokenBody(parsed.user_id, rotated.session_id, next.secret, rotated.user);
   }

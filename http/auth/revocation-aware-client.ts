@@ -4,9 +4,9 @@ import { USER_KIND } from '../../actors/accounts/messages.js';
 /**
  * The user actor's operations that can end a session or change what a
  * session may do (a ban, a deletion, a logout, an admin ending a session, a
- * role change, a refresh token presented twice).
+ * role change, a refresh token presented twice, a new password).
  */
-const REVOKING_OPS = new Set(['end-session', 'admin-end-session', 'ban', 'admin-delete', 'admin-patch', 'refresh']);
+const REVOKING_OPS = new Set(['end-session', 'admin-end-session', 'ban', 'admin-delete', 'admin-patch', 'refresh', 'password-change', 'password-reset-complete']);
 
 /**
  * The edge's ActorClient, wrapped: after one of REVOKING_OPS, the user's

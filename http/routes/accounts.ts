@@ -1,12 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type PublicUser } from '../../actors/accounts/messages.js';
+import { ServiceError } from '../../runtime/index.js';
 import { Accounts, type ClientInfo } from '../auth/accounts.js';
-import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
+import { publicBase } from '../public-base.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, MessageBody } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
-/** Getting a token (conventions "Getting a token"): register, login, refresh, logout, me. */
+/** Getting a token (conventions "Getting a token"): register, login, refresh, logout, me; password change and reset. */
 export const UserSchema = Type.Object(
   {
     id: Type.String(),
@@ -46,6 +48,46 @@ const TwoFactorVerifyBody = Type.Object({
   two_factor_token: Type.String({ minLength: 1, maxLength: 2048 }),
   code: Type.String({ minLength: 1, maxLength: 32, description: 'A 6-digit TOTP code or a backup code.' }),
 });
+
+const PasswordChangeBody = Type.Object({
+  current_password: Type.String({ minLength: 1, maxLength: 256 }),
+  new_password: Type.String({ minLength: 8, maxLength: 256, description: 'The rules of registration: 8 to 256 characters.' }),
+});
+const ResetRequestBody = Type.Object({
+  email: Type.String({ format: 'email', maxLength: 254 }),
+  redirect_url: Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      description: 'http(s) URL on the public base URL\'s origin or one of PASSWORD_RESET_REDIRECT_ORIGINS; the link is this URL with the token as its `token` query parameter.',
+    }),
+  ),
+});
+const ResetConfirmBody = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 512 }),
+  new_password: Type.String({ minLength: 8, maxLength: 256, description: 'The rules of registration: 8 to 256 characters.' }),
+});
+
+/**
+ * The base of a reset link: `redirect_url` when given, an http(s) URL on an allowed origin (the
+ * public base URL's, or PASSWORD_RESET_REDIRECT_ORIGINS), else the confirm endpoint on the public
+ * base URL. Never the Host header, and never a caller's arbitrary URL: anyone may ask for a reset
+ * of anyone's account, so an arbitrary origin would carry the victim's token to the asker's site.
+ */
+function resetLinkBase(request: FastifyRequest, redirect_url: string | undefined, allowed: string[]): URL {
+  const base = new URL('/api/v1/auth/password/reset/confirm', publicBase(request));
+  if (redirect_url === undefined) return base;
+  const refuse = (message: string) =>
+    new ServiceError('BAD_REQUEST', message, { details: [{ field: 'redirect_url', message: 'Must be an absolute http(s) URL on the public base URL\'s origin or one of PASSWORD_RESET_REDIRECT_ORIGINS.' }] });
+  let url: URL;
+  try {
+    url = new URL(redirect_url);
+  } catch {
+    throw refuse('redirect_url is not a URL.');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refuse('redirect_url must be http or https.');
+  if (url.origin !== base.origin && !allowed.includes(url.origin)) throw refuse('redirect_url is not on an allowed origin.');
+  return url;
+}
 
 export function userView(user: PublicUser) {
   return {
@@ -113,11 +155,11 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
   app.post<{ Body: Static<typeof RefreshBody> }>('/api/v1/auth/refresh', {
     schema: {
       tags: ['auth'],
-      summary: 'New tokens for a refresh token; the old refresh token stops working. Reusing a rotated token ends the session.',
+      summary: 'New tokens for a refresh token; the old refresh token stops working. Reusing a rotated token ends the session, except by the client that rotated it within 5 s (two concurrent refreshes): 401 only.',
       body: RefreshBody,
       response: { 200: TokenBodySchema, ...errorResponses(400, 401, 413, 415, 503) },
     },
-  }, async (request) => tokenResponse(await accounts.refresh(request.body.refresh_token)));
+  }, async (request) => tokenResponse(await accounts.refresh(request.body.refresh_token, clientInfo(request))));
 
   app.post('/api/v1/auth/logout', {
     onRequest: authenticate,
@@ -131,6 +173,52 @@ export function authRoutes(app: FastifyInstance, services: AppServices): void {
     const principal = requirePrincipal(request);
     await accounts.endSession(principal.user_id, principal.session_id);
     return { message: 'Logged out.' };
+  });
+
+  app.post<{ Body: Static<typeof PasswordChangeBody> }>('/api/v1/auth/password/change', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['auth'],
+      summary:
+        'Change the password with the current one. Every other session of the user ends at once; this one stays. Wrong current password: 401 invalid_credentials, counted like a wrong login (429 when locked). Impersonation sessions: 403; API keys and OAuth tokens: 403.',
+      security: bearerSecurity,
+      body: PasswordChangeBody,
+      response: { 200: MessageBody, ...errorResponses(...bearerErrors, 403) },
+    },
+  }, async (request) => {
+    const principal = refuseImpersonation(request);
+    // One login flow: the throttle places and the current hash, the KDF here (check and new hash), then the change.
+    await accounts.changePassword(principal.user_id, principal.session_id, request.body.current_password, request.body.new_password, clientInfo(request));
+    return { message: 'Password changed. Every other session has been signed out.' };
+  });
+
+  app.post<{ Body: Static<typeof ResetRequestBody> }>('/api/v1/auth/password/reset/request', {
+    schema: {
+      tags: ['auth'],
+      summary:
+        'Ask for a password reset link (no bearer). Always 202, whether or not the e-mail is an account\'s; the account\'s address gets a single-use link valid 30 minutes (at most one a minute). Throttled per client address: 429.',
+      body: ResetRequestBody,
+      response: { 202: MessageBody, ...errorResponses(400, 413, 415, 429, 503) },
+    },
+  }, async (request, reply) => {
+    const link = resetLinkBase(request, request.body.redirect_url, services.config.passwordResetRedirectOrigins);
+    // One login flow: the address's place, then the 202; the lookup, the token and the mail follow in the background.
+    await accounts.requestPasswordReset(request.body.email, link, clientInfo(request), (error) => request.log.warn({ err: error }, 'password reset: no mail sent'));
+    return reply.code(202).send({ message: 'If an account uses this e-mail address, a password reset link is on its way.' });
+  });
+
+  app.post<{ Body: Static<typeof ResetConfirmBody> }>('/api/v1/auth/password/reset/confirm', {
+    schema: {
+      tags: ['auth'],
+      summary:
+        'Set a new password with the token from the reset link (no bearer). Every session of the user ends; the e-mail counts as verified; login locks of the account and this address are lifted. Unknown, expired or used token: 400 invalid_reset_token.',
+      body: ResetConfirmBody,
+      response: { 200: MessageBody, ...errorResponses(400, 413, 415, 429, 503) },
+    },
+  }, async (request) => {
+    // One login flow: the address's place and the token's check, the KDF here, then the token used and the password set.
+    await accounts.confirmPasswordReset(request.body.token, request.body.new_password, clientInfo(request));
+    return { message: 'Password changed. Sign in with the new password.' };
   });
 
   app.get('/api/v1/auth/me', {

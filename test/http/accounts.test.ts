@@ -154,7 +154,8 @@ describe('refresh and logout', () => {
     const user = await t.newUser('reuse');
     const refreshed = await t.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: user.refresh_token } });
     expect(refreshed.status).toBe(200);
-    const stolen = await t.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: user.refresh_token } });
+    // From another client (the reuse grace covers only the client that rotated it: accounts-passwords.test.ts).
+    const stolen = await t.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: user.refresh_token }, headers: { 'user-agent': 'thief/1.0' } });
     expectError(stolen, 401, 'invalid_refresh_token');
     expectError(await t.request('POST', '/api/v1/auth/refresh', { body: { refresh_token: refreshed.body.refresh_token } }), 401, 'invalid_refresh_token');
     expectError(await t.request('GET', '/api/v1/auth/me', { token: refreshed.body.access_token }), 401, 'unauthorized');
