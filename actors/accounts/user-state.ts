@@ -43,16 +43,8 @@ export { sessionUserId } from './messages.js';
  * so nothing here is slow or random beyond context.newId.
  */
 
-export interface UserRecord {
-  id: string;
-  email: string;
-  username: string;
-  display_name: string;
-  role: Role;
-  email_verified: boolean;
-  two_factor_enabled: boolean;
-  banned: boolean;
-  created_at_ms: number;
+/** What the user actor stores: the public view plus what never leaves it. */
+export interface UserRecord extends PublicUser {
   updated_at_ms: number;
   password_hash: string;
 }

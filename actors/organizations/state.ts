@@ -51,17 +51,8 @@ import type { OrgFlow } from './flows.js';
  */
 export const INVITATION_ALARM = 'invitations';
 
-export interface OrgMeta {
-  org_id: string;
-  name: string;
-  slug: string;
-  created_by: string;
-  created_at_ms: number;
-  updated_at_ms: number;
-  logo_url: string | null;
-  metadata: unknown;
-  sso_enforced: boolean;
-  sso_exempt_user_ids: string[];
+/** The organization's stored record: its view (less the member count, which the members give) plus bookkeeping. */
+export interface OrgMeta extends Omit<OrgView, 'member_count'> {
   /** Membership change counter: every user-orgs sync carries the value after its change. */
   seq: number;
   /** Summary revision for the org directory. */
