@@ -108,6 +108,7 @@ export class ClusterNode {
       logger,
       clock: this.clusterClock,
       replicationTimeoutMs: cluster.replicationTimeoutMs,
+      minInSyncReplicas: cluster.minInSyncReplicas,
     });
     this.runtime = new ActorRuntime({
       store: new ReplicatedStore(local, this.replicator),

@@ -9,6 +9,12 @@ export interface ClusterConfig {
   grpcPort: number;
   advertiseHost: string;
   replicationFactor: number;
+  /**
+   * Copies of a partition (the leader's included) that must be in sync for a
+   * write to be accepted (MIN_IN_SYNC_REPLICAS, 1..replicationFactor): with
+   * fewer, writes get 503 not_enough_replicas and nothing is written.
+   */
+  minInSyncReplicas: number;
   leaseTtlSeconds: number;
   prefix: string;
   /** A follower that has not acknowledged an entry after this long leaves the in-sync set. */

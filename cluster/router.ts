@@ -39,13 +39,14 @@ export class ClusterRouter implements ActorClient {
   ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply> {
     const p = partitionOf(kind, key, this.options.runtime.partitionCount);
     const readOnly = options?.readOnly === true;
+    const deadlineMs = options?.deadlineMs ?? this.options.deadlineMs;
     if (this.options.serving(p)) {
       return this.options.runtime.ask<Reply>(kind, key, message).catch((error: unknown) => {
         if (!retryable(error, readOnly)) throw error;
-        return this.route(p, kind, key, message, undefined, readOnly) as Promise<Reply>;
+        return this.route(p, kind, key, message, undefined, readOnly, deadlineMs) as Promise<Reply>;
       });
     }
-    return this.route(p, kind, key, message, undefined, readOnly) as Promise<Reply>;
+    return this.route(p, kind, key, message, undefined, readOnly, deadlineMs) as Promise<Reply>;
   }
 
   tell(kind: string, key: string, message: unknown): void {
@@ -55,12 +56,12 @@ export class ClusterRouter implements ActorClient {
   /** Outbox delivery to a partition this node does not serve (RemoteDelivery of the runtime). */
   deliver(kind: string, key: string, message: unknown, messageId: string): Promise<void> {
     const p = partitionOf(kind, key, this.options.runtime.partitionCount);
-    return this.route(p, kind, key, message, messageId, false).then(() => undefined);
+    return this.route(p, kind, key, message, messageId, false, this.options.deadlineMs).then(() => undefined);
   }
 
-  private async route(p: number, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean): Promise<unknown> {
+  private async route(p: number, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean, deadlineMs: number): Promise<unknown> {
     const { leadership, runtime, transport, selfId, clock } = this.options;
-    const deadline = clock.monotonicNow() + this.options.deadlineMs;
+    const deadline = clock.monotonicNow() + deadlineMs;
     let delay = 10;
     for (;;) {
       const leader = leadership.leaderOf(p);

@@ -71,12 +71,16 @@ function clusterFrom(env: NodeJS.ProcessEnv, port: number): ClusterConfig | unde
   const nodeId = env.NODE_ID || `node-${port}`;
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) throw new Error('NODE_ID must be 1-64 characters of letters, digits, _ . -');
   const prefix = env.CLUSTER_PREFIX || '/platform/';
+  const replicationFactor = intFrom(env, 'REPLICATION_FACTOR', 2, 1, 5);
+  // Above the replication factor no write could ever be accepted.
+  const minInSyncReplicas = intFrom(env, 'MIN_IN_SYNC_REPLICAS', 1, 1, replicationFactor);
   return {
     etcdEndpoints,
     nodeId,
     grpcPort: intFrom(env, 'GRPC_PORT', 9090, 0, 65535),
     advertiseHost: env.ADVERTISE_HOST || '127.0.0.1',
-    replicationFactor: intFrom(env, 'REPLICATION_FACTOR', 2, 1, 5),
+    replicationFactor,
+    minInSyncReplicas,
     leaseTtlSeconds: intFrom(env, 'LEASE_TTL_SECONDS', 2, 2, 60),
     prefix: prefix.endsWith('/') ? prefix : `${prefix}/`,
     replicationTimeoutMs: intFrom(env, 'REPLICATION_TIMEOUT_MS', 1000, 50, 60_000),

@@ -93,7 +93,14 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   let ready = false;
   /** This node's own URL, known once it listens: the base of issued URLs when PUBLIC_BASE_URL is unset. */
   let selfUrl = '';
-  const tokens = await createTokenService(actors, config, clock, logger, cluster !== undefined);
+  const inCluster = cluster !== undefined;
+  const tokens = await untilReachable(
+    () => TokenService.create(actors, { issuer: config.issuer, accessTtlSeconds: config.accessTokenTtlSeconds, now: () => clock.now() }),
+    'signing key',
+    clock,
+    logger,
+    inCluster,
+  );
   const services: AppServices = {
     actors,
     tokens,
@@ -110,7 +117,8 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   const app = await buildApp(services, logger, areas.map((area) => area.routes));
 
   if (config.adminEmail && config.adminPassword) {
-    const outcome = await new Accounts(services).bootstrapAdmin(config.adminEmail, config.adminPassword);
+    const { adminEmail, adminPassword } = config;
+    const outcome = await untilReachable(() => new Accounts(services).bootstrapAdmin(adminEmail, adminPassword), 'bootstrap administrator', clock, logger, inCluster);
     logger.info({ email: config.adminEmail, outcome }, 'bootstrap administrator');
   }
 
@@ -153,17 +161,21 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
 }
 
 /**
- * The signing key lives in an actor. In a cluster its partition may have no
- * leader yet: after a stop of the whole cluster, only a node of its in-sync set
- * may lead it, so this node waits (retrying) until one of them has started.
+ * Start-up work on actors (the signing key, the bootstrap administrator). In a
+ * cluster their partition may have no leader yet (after a stop of the whole
+ * cluster, only a node of its in-sync set may lead it) or too few in-sync
+ * copies to take a write (MIN_IN_SYNC_REPLICAS), so this node waits, retrying
+ * every 503, until the other nodes have started.
  */
-async function createTokenService(actors: ActorClient, config: NodeConfig, clock: Clock, logger: Logger, inCluster: boolean): Promise<TokenService> {
+async function untilReachable<T>(work: () => Promise<T>, what: string, clock: Clock, logger: Logger, inCluster: boolean): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await TokenService.create(actors, { issuer: config.issuer, accessTtlSeconds: config.accessTokenTtlSeconds, now: () => clock.now() });
+      return await work();
     } catch (error) {
       if (!inCluster || !(error instanceof ServiceError) || error.statusCode !== 503) throw error;
-      logger.warn({ attempt, code: error.code }, 'signing key not reachable yet (its partition has no leader); waiting for the other nodes');
+      logger.warn({ attempt, code: error.code }, `${what} not reachable yet (its partition has no leader or too few in-sync copies); waiting for the other nodes`);
+      // partition_unavailable already waited FORWARD_DEADLINE_MS; the others answer at once.
+      if (error.code !== 'partition_unavailable') await new Promise<void>((resolve) => clock.setTimer(250, resolve));
     }
   }
 }

@@ -16,4 +16,10 @@ export interface AskOptions {
    * its connection broke while it was pending): a write could not be.
    */
   readOnly?: boolean;
+  /**
+   * Cluster: how long to wait for the partition's leader (failover, handoff)
+   * before 503 partition_unavailable, instead of FORWARD_DEADLINE_MS. For a
+   * caller with a fallback (the session check's last positive answer).
+   */
+  deadlineMs?: number;
 }

@@ -77,6 +77,10 @@ export const errorCodes = {
   shutting_down: { status: 503, description: 'The node is shutting down; retry on another node or later.' },
   not_leader: { status: 503, description: 'Cluster-internal: the node does not lead the partition; the edge retries at the leader. Reaches a client only through the operator API.' },
   partition_unavailable: { status: 503, description: 'No node could serve the partition in time (failover or handoff in progress, or no in-sync replica alive); retry after Retry-After.' },
+  not_enough_replicas: {
+    status: 503,
+    description: 'The write was refused, nothing written: its partition has fewer in-sync copies than MIN_IN_SYNC_REPLICAS (a replica died or fell behind); retry after Retry-After. Reads still work.',
+  },
   oauth_server_error: { status: 500, wire: 'server_error', description: 'The OAuth token endpoint failed by a defect (RFC 6749 §5.2 rendering of internal_error).' },
   oauth_temporarily_unavailable: { status: 503, wire: 'temporarily_unavailable', description: 'The OAuth token endpoint cannot answer now (a 429 or 503 underneath keeps its status and Retry-After).' },
   flow_interrupted: { status: 503, description: 'A multi-step operation was interrupted before it answered (node restart or failover); its outcome is durable: retry with the same Idempotency-Key or read the resource.' },

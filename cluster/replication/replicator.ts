@@ -1,7 +1,7 @@
 import { ServiceError, storageKeys, type RuntimeLogger, type Store, type StoreKey, type WriteOp } from '../../runtime/index.js';
 import type { ReplicateMessage, ReplicateReply } from '../transport/frames.js';
 import { every, type ClusterClock, type ReplicateStream, type TimerHandle } from '../ports.js';
-import { LeaderLog } from './leader-log.js';
+import { LeaderLog, type Settled } from './leader-log.js';
 import { decideAppend, decideSnapshot, EMPTY_VERSION, fenceAt, type LogEntry, type PartitionVersion } from './partition-log.js';
 
 /**
@@ -34,6 +34,8 @@ export interface ReplicatorPorts {
   logger: RuntimeLogger;
   clock: ClusterClock;
   replicationTimeoutMs: number;
+  /** Copies (leader included) a write needs in the in-sync set (MIN_IN_SYNC_REPLICAS; 1 when absent). */
+  minInSyncReplicas?: number;
 }
 
 interface Waiter {
@@ -76,6 +78,20 @@ function newLocalBatch(): LocalBatch {
   let resolve!: () => void;
   const done = new Promise<void>((r) => (resolve = r));
   return { localOnly: [], entries: [], done, resolve };
+}
+
+function notEnoughReplicas(p: number, copies: number, needed: number): ServiceError {
+  return new ServiceError('not_enough_replicas', `The partition has ${copies} in-sync ${copies === 1 ? 'copy' : 'copies'}, fewer than the ${needed} required; nothing was written.`, {
+    retryAfterSeconds: 1,
+    details: { partition: p, in_sync_replicas: copies, min_in_sync_replicas: needed },
+  });
+}
+
+/** The entry is durable here (and applied), but on fewer copies than required: the client cannot be told it succeeded. */
+function shortOfReplicas(): ServiceError {
+  return new ServiceError('partition_unavailable', 'The partition lost in-sync replicas while this change was being replicated; its outcome is unknown.', {
+    retryAfterSeconds: 1,
+  });
 }
 
 function notLeader(): ServiceError {
@@ -156,7 +172,7 @@ export class Replicator {
   private startLog(p: number, epoch: number, fenced: PartitionVersion): void {
     this.awaitingSnapshot.delete(p);
     this.led.set(p, {
-      log: new LeaderLog(p, epoch, fenced),
+      log: new LeaderLog(p, epoch, fenced, this.ports.minInSyncReplicas ?? 1),
       epoch,
       recent: [],
       waiters: new Map(),
@@ -202,6 +218,8 @@ export class Replicator {
     for (const p of groups.keys()) {
       const led = this.led.get(p);
       if (!led || this.ports.heldEpoch(p) !== led.epoch) return Promise.reject(notLeader());
+      // Refused before anything is written or shipped: the runtime reloads the actor, a retry is safe.
+      if (!led.log.acceptsWrites()) return Promise.reject(notEnoughReplicas(p, led.log.inSyncCopies(), led.log.minInSync));
     }
     const batch = (this.nextLocal ??= newLocalBatch());
     for (const op of localOnly) batch.localOnly.push(op);
@@ -267,7 +285,13 @@ export class Replicator {
     this.flushLocal();
   }
 
-  private settle(led: LedPartition, seqs: number[]): void {
+  private settle(led: LedPartition, settled: Settled): void {
+    for (const seq of settled.short) {
+      const waiter = led.waiters.get(seq);
+      led.waiters.delete(seq);
+      waiter?.reject(shortOfReplicas());
+    }
+    const seqs = settled.acked;
     if (seqs.length === 0) return;
     // A leader that resumes after a pause may process acknowledgements before
     // it notices its lease is gone; by then a newer leader may have answered
@@ -322,7 +346,7 @@ export class Replicator {
       if (progress.mode === 'in_sync' && live.has(node) && !allWantedInSync) continue;
       if (progress.mode === 'in_sync') void this.changeInSync(led, node, 'remove');
       else {
-        led.log.removeFollower(node);
+        this.settle(led, led.log.removeFollower(node));
         led.sessions.delete(node);
       }
     }
@@ -417,7 +441,7 @@ export class Replicator {
     }
     if (this.led.get(p) !== led) return;
     if (!recorded) {
-      if (change === 'add') led.log.demoteFollower(node);
+      if (change === 'add') this.settle(led, led.log.demoteFollower(node));
       return;
     }
     this.ports.logger.info({ partition: p, node, change }, 'in-sync set changed');

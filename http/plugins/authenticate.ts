@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { USER_KIND } from '../../actors/accounts/messages.js';
-import { type PublicUser, type SessionPrincipal } from '../../actors/accounts/messages.js';
+import { type PublicUser } from '../../actors/accounts/messages.js';
 import { API_KEY_KIND } from '../../actors/api-keys/messages.js';
 import { type VerifiedKey } from '../../actors/api-keys/messages.js';
 import { looksLikeApiKey, parseApiKey, requiredScope, scopeAllows } from '../auth/api-keys.js';
@@ -10,6 +10,7 @@ import { CLIENT_SUBJECT_PREFIX, oauthTokens } from '../auth/tokens.js';
 import { OAUTH_CLIENT_KIND } from '../../actors/oauth/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import type { AppServices } from '../services.js';
+import { checkSession } from '../auth/session-check.js';
 
 /**
  * The onRequest hook of every B route. Checks the bearer token's signature
@@ -132,18 +133,14 @@ export function bearerAuthentication(services: AppServices) {
     if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(request.routeOptions.url ?? request.url, request.method)) && !isLogout(request)) {
       throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
     }
-    // The session check: from this node's cache, else from the user actor (then cached; see session-cache.ts).
-    const cache = services.sessionCache;
-    let session = cache.get(claims.sub, claims.sid, services.clock.now());
-    if (!session) {
-      const generation = cache.generation(claims.sub);
-      session = await services.actors.ask<SessionPrincipal>(USER_KIND, claims.sub, { op: 'authenticate', session_id: claims.sid }, { readOnly: true });
-      // An impersonation session lives only while its admin is a live admin.
-      // The cache never keeps impersonation sessions (see SessionCache.put), so
-      // this check runs on every request with such a token.
-      if (session.impersonated_by) await requireLiveAdmin(services, session.impersonated_by);
-      cache.put(session, generation, services.clock.now());
-    }
+    // The session check: from this node's cache, else from the user actor (then cached), else, while
+    // the user's partition is unavailable, from this node's last positive check (session-check.ts).
+    const { session, degraded } = await checkSession(services.actors, services.sessionCache, services.clock, claims.sub, claims.sid);
+    if (degraded) request.log.warn({ user_id: session.user_id }, "session check answered from this node's last positive check: the user's partition is unavailable");
+    // An impersonation session lives only while its admin is a live admin.
+    // The cache never keeps impersonation sessions (see SessionCache.put), so
+    // this check runs on every request with such a token.
+    if (session.impersonated_by) await requireLiveAdmin(services, session.impersonated_by);
     const principal: Principal = {
       user_id: session.user_id,
       session_id: session.session_id,

@@ -57,6 +57,19 @@ describe('cluster simulation (production code on simulated ports)', () => {
     }
   });
 
+  it('with MIN_IN_SYNC_REPLICAS 2, acknowledges only writes held by 2 disks and refuses the others', { timeout: 120_000 }, async () => {
+    const results: RunResult[] = [];
+    for (let seed = 1; seed <= 12; seed++) {
+      const result = await runSeed({ seed, minInSyncReplicas: 2 });
+      if (!result.ok) throw new Error(result.error);
+      results.push(result);
+    }
+    console.log(`MIN_IN_SYNC_REPLICAS 2: ${summary(results)}; refused ${results.reduce((s, r) => s + r.stats.refusedWrites, 0)}`);
+    // Crashes leave leaders alone in their in-sync sets: some writes must be refused, and many still acknowledged.
+    expect(results.reduce((s, r) => s + r.stats.refusedWrites, 0)).toBeGreaterThan(0);
+    for (const r of results) expect(r.stats.acknowledged, `seed ${r.seed}`).toBeGreaterThan(50);
+  });
+
   it('regression seeds keep every invariant', { timeout: 60_000 }, async () => {
     for (const seed of REGRESSION_SEEDS) {
       const result = await runSeed({ seed });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { SESSION_CACHE_TTL_MS, SessionCache } from '../../http/auth/session-cache.js';
+import { SESSION_CACHE_TTL_MS, SESSION_DEGRADE_MS_MAX, SessionCache } from '../../http/auth/session-cache.js';
+import { checkSession, SESSION_CHECK_FALLBACK_DEADLINE_MS } from '../../http/auth/session-check.js';
 import { RevocationAwareActorClient } from '../../http/auth/revocation-aware-client.js';
-import { ServiceError, type ActorClient } from '../../runtime/index.js';
+import { ManualClock, ServiceError, type ActorClient, type AskOptions } from '../../runtime/index.js';
 
 const principal = (user_id: string, session_id: string, expires_at_ms = 1e15, impersonated_by: string | null = null) =>
   ({ user_id, session_id, role: 'user' as const, expires_at_ms, impersonated_by });
@@ -40,6 +41,156 @@ describe('SessionCache', () => {
     cache.put(principal('u1', 's1', 1e15, 'admin1'), cache.generation('u1'), 0);
     expect(cache.get('u1', 's1', 1)).toBeUndefined();
     expect(cache.size).toBe(0);
+  });
+});
+
+describe('SessionCache: the last positive check, while the user\'s partition is unavailable', () => {
+  it('is kept past the TTL, up to SESSION_DEGRADE_MS_MAX after the check, never past the session', () => {
+    const cache = new SessionCache();
+    cache.put(principal('u1', 's1'), cache.generation('u1'), 1000);
+    expect(cache.get('u1', 's1', 1000 + SESSION_CACHE_TTL_MS)).toBeUndefined();
+    expect(cache.lastPositive('u1', 's1', 1000 + SESSION_CACHE_TTL_MS)).toMatchObject({ session_id: 's1' });
+    expect(cache.lastPositive('u1', 's1', 1000 + SESSION_DEGRADE_MS_MAX - 1)).toBeDefined();
+    expect(cache.lastPositive('u1', 's1', 1000 + SESSION_DEGRADE_MS_MAX)).toBeUndefined();
+    expect(cache.size).toBe(0);
+    cache.put(principal('u1', 's2', 20_000), cache.generation('u1'), 1000);
+    expect(cache.lastPositive('u1', 's2', 19_999)).toBeDefined();
+    expect(cache.lastPositive('u1', 's2', 20_000)).toBeUndefined();
+  });
+
+  it('is deleted by a drop of the user, and a check in flight across the drop does not bring it back', () => {
+    const cache = new SessionCache();
+    cache.put(principal('u1', 's1'), cache.generation('u1'), 0);
+    const inFlight = cache.generation('u1');
+    cache.dropUser('u1');
+    expect(cache.lastPositive('u1', 's1', 10_000)).toBeUndefined();
+    cache.put(principal('u1', 's1'), inFlight, 100);
+    expect(cache.lastPositive('u1', 's1', 10_000)).toBeUndefined();
+  });
+
+  it('is deleted by a negative answer', () => {
+    const cache = new SessionCache();
+    cache.put(principal('u1', 's1'), cache.generation('u1'), 0);
+    cache.put(principal('u1', 's2'), cache.generation('u1'), 0);
+    cache.forgetSession('u1', 's1');
+    expect(cache.lastPositive('u1', 's1', 10_000)).toBeUndefined();
+    expect(cache.lastPositive('u1', 's2', 10_000)).toBeDefined();
+  });
+});
+
+describe('checkSession (the degrade rule)', () => {
+  const unavailable = () => new ServiceError('partition_unavailable', 'No node could serve this request in time; retry shortly.');
+  function setup() {
+    const clock = new ManualClock(0);
+    const cache = new SessionCache();
+    const asks: (AskOptions | undefined)[] = [];
+    let answer: (op: string) => unknown = () => principal('u1', 's1');
+    let onAsk: () => void = () => undefined;
+    const actors: ActorClient = {
+      ask: async <R>(_kind: string, _key: string, message: unknown, options?: AskOptions) => {
+        asks.push(options);
+        onAsk();
+        return answer((message as { op: string }).op) as R;
+      },
+      tell: () => undefined,
+    };
+    return {
+      clock,
+      cache,
+      asks,
+      check: () => checkSession(actors, cache, clock, 'u1', 's1'),
+      answer: (f: (op: string) => unknown) => (answer = f),
+      onAsk: (f: () => void) => (onAsk = f),
+    };
+  }
+
+  it('asks the actor when the check is stale, and caches a positive answer', async () => {
+    const t = setup();
+    expect(await t.check()).toMatchObject({ degraded: false, session: { session_id: 's1' } });
+    expect(t.asks).toEqual([{ readOnly: true, deadlineMs: undefined }]);
+    t.clock.advance(SESSION_CACHE_TTL_MS - 1);
+    await t.check();
+    expect(t.asks).toHaveLength(1);
+  });
+
+  it('answers from the last positive check while the partition is unavailable, up to the bound, without extending it', async () => {
+    const t = setup();
+    await t.check();
+    t.answer(() => {
+      throw unavailable();
+    });
+    t.clock.advance(SESSION_CACHE_TTL_MS);
+    expect(await t.check()).toMatchObject({ degraded: true, session: { session_id: 's1' } });
+    // With a fallback at hand the ask waits less for the partition's leader.
+    expect(t.asks.at(-1)).toEqual({ readOnly: true, deadlineMs: SESSION_CHECK_FALLBACK_DEADLINE_MS });
+    t.clock.set(SESSION_DEGRADE_MS_MAX - 1);
+    expect((await t.check()).degraded).toBe(true);
+    t.clock.set(SESSION_DEGRADE_MS_MAX);
+    await expect(t.check()).rejects.toMatchObject({ code: 'partition_unavailable' });
+    expect(t.asks.at(-1)).toEqual({ readOnly: true, deadlineMs: undefined });
+  });
+
+  it('also degrades on not_leader, and on nothing else (a defect, an overloaded actor)', async () => {
+    const t = setup();
+    await t.check();
+    t.clock.advance(SESSION_CACHE_TTL_MS);
+    t.answer(() => {
+      throw new ServiceError('not_leader');
+    });
+    expect((await t.check()).degraded).toBe(true);
+    t.answer(() => {
+      throw new ServiceError('actor_overloaded');
+    });
+    await expect(t.check()).rejects.toMatchObject({ code: 'actor_overloaded' });
+    t.answer(() => {
+      throw new Error('defect');
+    });
+    await expect(t.check()).rejects.toThrow('defect');
+  });
+
+  it('never serves a session dropped (ban, logout, deletion, role change) before or during the failed ask', async () => {
+    const t = setup();
+    await t.check();
+    t.clock.advance(SESSION_CACHE_TTL_MS);
+    t.answer(() => {
+      throw unavailable();
+    });
+    t.cache.dropUser('u1');
+    await expect(t.check()).rejects.toMatchObject({ code: 'partition_unavailable' });
+
+    const u = setup();
+    await u.check();
+    u.clock.advance(SESSION_CACHE_TTL_MS);
+    u.answer(() => {
+      throw unavailable();
+    });
+    // The drop arrives while the ask is waiting for the partition.
+    u.onAsk(() => u.cache.dropUser('u1'));
+    await expect(u.check()).rejects.toMatchObject({ code: 'partition_unavailable' });
+    u.onAsk(() => undefined);
+    await expect(u.check()).rejects.toMatchObject({ code: 'partition_unavailable' });
+  });
+
+  it('forgets the last positive check on a negative answer (the session ended without a drop reaching this node)', async () => {
+    const t = setup();
+    await t.check();
+    t.clock.advance(SESSION_CACHE_TTL_MS);
+    t.answer(() => {
+      throw new ServiceError('unauthorized', 'The session has ended.');
+    });
+    await expect(t.check()).rejects.toMatchObject({ code: 'unauthorized' });
+    t.answer(() => {
+      throw unavailable();
+    });
+    await expect(t.check()).rejects.toMatchObject({ code: 'partition_unavailable' });
+  });
+
+  it('has nothing to fall back on for a session never checked on this node', async () => {
+    const t = setup();
+    t.answer(() => {
+      throw unavailable();
+    });
+    await expect(t.check()).rejects.toMatchObject({ code: 'partition_unavailable' });
   });
 });
 

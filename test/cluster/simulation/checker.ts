@@ -18,6 +18,8 @@ import type { Scheduler } from './scheduler.js';
  * (4, liveness, is checked by run-seed.ts.)
  * 5. Log matching: two replicas whose stores are at the same (epoch, seq) of
  *    a partition hold the same data.
+ * 6. Durability asked for (MIN_IN_SYNC_REPLICAS): when a write is
+ *    acknowledged, at least that many nodes' disks hold its value.
  */
 export class InvariantViolation extends Error {}
 
@@ -33,14 +35,19 @@ export class Checker {
   private readonly seen = new Map<string, Observation[]>();
   private readonly epochs = new Map<string, string>();
   private readonly states = new Map<string, { digest: string; node: string }>();
+  /** node/p -> the counters on that node's disk (counter name -> value). */
+  private readonly copies = new Map<string, ReadonlyMap<string, number>>();
   acknowledged = 0;
   reads = 0;
   leaderChanges = 0;
+  /** Writes refused with not_enough_replicas (nothing written). */
+  refusedWrites = 0;
 
   constructor(
     private readonly sched: Scheduler,
     private readonly etcd: FakeEtcd,
     private readonly leaderKey: (p: number) => string,
+    private readonly minCopies = 1,
   ) {}
 
   /**
@@ -117,6 +124,16 @@ export class Checker {
     }
     this.observe(p, counter, value, `acknowledged by ${node}`);
     this.acknowledged++;
+    let holders = 0;
+    for (const [id, data] of this.copies) if (id.endsWith(`/${p}`) && (data.get(counter) ?? 0) >= value) holders++;
+    if (holders < this.minCopies) {
+      this.fail(`acknowledged on too few copies: ${node} acknowledged ${p}/${counter}=${value} held by ${holders} disks, MIN_IN_SYNC_REPLICAS is ${this.minCopies}`);
+    }
+  }
+
+  /** Invariant 6: what `node`'s disk holds of p's counters after a commit. */
+  onCopy(node: string, p: number, counters: ReadonlyMap<string, number>): void {
+    this.copies.set(`${node}/${p}`, counters);
   }
 
   /** Invariant 2, reads. */

@@ -12,6 +12,8 @@ export type SimFault = 'followers_ack_unapplied' | 'clock_stops_while_paused';
 export interface SimConfig {
   partitions: number;
   replicationFactor: number;
+  /** MIN_IN_SYNC_REPLICAS; 1 when absent. */
+  minInSyncReplicas?: number;
   leaseTtlSeconds: number;
   replicationTimeoutMs: number;
   forwardDeadlineMs: number;

@@ -23,6 +23,8 @@ export interface RunOptions {
   clients?: number;
   /** Default: 2 or 3, chosen by the seed. */
   replicationFactor?: number;
+  /** MIN_IN_SYNC_REPLICAS (default 1). */
+  minInSyncReplicas?: number;
   partitions?: number;
 }
 
@@ -35,6 +37,8 @@ export interface RunStats {
   cuts: number;
   stalls: number;
   storeFailures: number;
+  /** Writes refused with not_enough_replicas. */
+  refusedWrites: number;
   events: number;
 }
 
@@ -68,14 +72,15 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     ...DEFAULT_CONFIG,
     partitions: options.partitions ?? DEFAULT_CONFIG.partitions,
     replicationFactor: options.replicationFactor ?? rng.int(2, 3),
+    minInSyncReplicas: options.minInSyncReplicas,
     fault: options.fault,
   };
   const etcd = new FakeEtcd(sched, rng, 15);
   const net = new Network(sched, rng, 1, 5);
-  const checker = new Checker(sched, etcd, (p) => keys.leader(p));
+  const checker = new Checker(sched, etcd, (p) => keys.leader(p), config.minInSyncReplicas ?? 1);
   const counterKeys = new CounterKeys(config.partitions, COUNTERS);
   const nodes = new Map<string, SimNode>();
-  const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, storeFailures: 0, events: 0 };
+  const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, storeFailures: 0, refusedWrites: 0, events: 0 };
   let faults = true;
   /** Faults armed to strike right after a node ships its next entry (mid-replication). */
   const armed = new Map<string, () => void>();
@@ -121,6 +126,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       new Disk((p, version, data) => {
         if (traceCommits) sched.trace(`${id}: disk p${p} at ${version.epoch}/${version.seq} fence ${version.fence} {${[...data].map(([k, v]) => `${k}=${v}`).join(',')}}`);
         checker.onDurable(id, p, version, data);
+        const counters = new Map<string, number>();
+        for (const [key, value] of data) {
+          const counter = counterKeys.of(key)?.counter;
+          if (counter !== undefined) counters.set(counter, value);
+        }
+        checker.onCopy(id, p, counters);
       }),
       counterKeys,
       config.fault === 'clock_stops_while_paused',
@@ -247,6 +258,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
   }
   stats.leaderChanges = checker.leaderChanges;
   stats.acknowledged = checker.acknowledged;
+  stats.refusedWrites = checker.refusedWrites;
   stats.reads = checker.reads;
   stats.events = sched.eventsRun;
   return { seed, ok: error === undefined, error, stats };

@@ -123,6 +123,7 @@ export class SimNode {
           grpcPort: 0,
           advertiseHost: this.id,
           replicationFactor: world.config.replicationFactor,
+          minInSyncReplicas: world.config.minInSyncReplicas ?? 1,
           leaseTtlSeconds: world.config.leaseTtlSeconds,
           prefix: SIM_PREFIX,
           replicationTimeoutMs: world.config.replicationTimeoutMs,
@@ -237,13 +238,19 @@ export class SimNode {
     const runtime = node.runtime;
     const ask = runtime.ask.bind(runtime);
     runtime.ask = <Reply>(kind: string, key: string, message: unknown): Promise<Reply> =>
-      ask<Reply>(kind, key, message).then((value) => {
-        const { p, counter } = this.counterKeys.of(key);
-        const m = message as CounterMessage;
-        if (m.op === 'inc') checker.onAck(p, counter, value as number, this.id);
-        else checker.onRead(p, counter, value as number, m.issuedAt, this.id);
-        return value;
-      });
+      ask<Reply>(kind, key, message).then(
+        (value) => {
+          const { p, counter } = this.counterKeys.of(key);
+          const m = message as CounterMessage;
+          if (m.op === 'inc') checker.onAck(p, counter, value as number, this.id);
+          else checker.onRead(p, counter, value as number, m.issuedAt, this.id);
+          return value;
+        },
+        (error: unknown) => {
+          if ((error as { code?: string }).code === 'not_enough_replicas') checker.refusedWrites++;
+          throw error;
+        },
+      );
     const open = runtime.openPartition.bind(runtime);
     runtime.openPartition = (p: number) => {
       if (!runtime.ownsPartition(p)) {
