@@ -36,6 +36,8 @@ export class Leadership extends EventEmitter {
   private readonly held = new Map<number, number>();
   private readonly noLeaderSince = new Map<number, number>();
   private readonly attempting = new Set<number>();
+  /** Keys of ours this node no longer serves, being deleted (at most one delete per partition at a time). */
+  private readonly deletingOrphans = new Set<number>();
   /** The partitions prefix, re-read in full after its watch breaks or the lease is re-granted. */
   readonly view: SyncedPrefix;
   private timer?: TimerHandle;
@@ -148,12 +150,27 @@ export class Leadership extends EventEmitter {
     const now = this.clock.monotonicNow();
     const members = [...this.membership.members().values()].map((m) => ({ node_id: m.node_id, draining: m.draining }));
     for (let p = 0; p < this.partitionCount; p++) {
-      if (this.leaders.has(p) || this.attempting.has(p)) continue;
+      const leader = this.leaders.get(p);
+      // A key of ours that this node stopped serving (lease doubt while etcd was
+      // away, a release that failed): etcd kept the lease alive through the
+      // outage, so nothing else would ever free the partition.
+      if (leader && leader.node_id === this.self.node_id && !this.held.has(p) && !this.attempting.has(p)) void this.deleteOrphan(p, leader.epoch);
+      if (leader || this.attempting.has(p)) continue;
       const rank = electionRank(p, this.self.node_id, members, this.isrs.get(p)?.record);
       if (rank < 0) continue;
       const since = this.noLeaderSince.get(p) ?? now;
       if (now - since < rank * this.electionStepMs) continue;
       void this.tryElection(p);
+    }
+  }
+
+  private async deleteOrphan(p: number, epoch: number): Promise<void> {
+    if (this.deletingOrphans.has(p)) return;
+    this.deletingOrphans.add(p);
+    try {
+      await this.deleteKey(p, epoch);
+    } finally {
+      this.deletingOrphans.delete(p);
     }
   }
 
