@@ -211,8 +211,8 @@ export class WebhookDeliveryWorker {
         host: hostname,
         port,
         path: `${url.pathname}${url.search}`,
-        agent: false,
         headers: { ...attempt.headers, 'content-length': String(body.length), 'user-agent': USER_AGENT },
+        // No agent: the request then uses this socket, to the checked address (an agent would resolve the name again).
         createConnection: () => this.network.connect({ address, port, tls: secure, servername: hostname }) as net.Socket,
       });
       this.active.add(request);
