@@ -590,7 +590,9 @@ function withSchedule(state: WebhookState, context: TurnContext, result: Result)
     // Attempts whose result never came (the node died mid-attempt): failed, retried under the same id.
     for (const pending of [...state.pending.values()]) {
       if (pending.in_flight && pending.in_flight.deadline_ms <= now) {
-        failAttempt(state, config, pending, 'no result before the attempt deadline (the node stopped mid-attempt?)', false, now, effects);
+        const error = 'no result before the attempt deadline (the node stopped mid-attempt?)';
+        logDelivery(state, config, pending, pending.in_flight.attempt, null, error, 0, now, effects.writes);
+        failAttempt(state, config, pending, error, false, now, effects);
         failed = true;
       }
     }
