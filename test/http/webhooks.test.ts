@@ -131,7 +131,7 @@ describe('catalog and CRUD', () => {
     expectError(await get(hook.id), 404, 'not_found');
   });
 
-  it('lists the caller\'s webhooks with filters and paging; a platform admin sees all of its tenant', async () => {
+  it('lists the caller\'s webhooks with filters, sort and paging; other users see none of them', async () => {
     const carol = await t.newUser('carol');
     const one = await create({ url: `${receiver.url}/l1`, events: ['test.webhook'] }, carol.token);
     clock().advance(1000);
