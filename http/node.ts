@@ -73,6 +73,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     runtime = cluster.runtime;
     actors = cluster.router;
     cluster.registerControl('drop-sessions', (user_id) => sessionCache.dropUser(user_id));
+    cluster.registerControl('drop-api-key', (api_key_id) => sessionCache.dropApiKey(api_key_id));
   } else {
     const store = new LmdbStore({ path: config.dataDir, sync: config.durability === 'sync' });
     runtime = new ActorRuntime({
@@ -88,11 +89,19 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   }
 
   const clusterNode = cluster;
-  // Every ask of the edge goes through this wrapper: revoking operations drop the user's cached session checks everywhere.
-  actors = new RevocationAwareActorClient(actors, async (user_id) => {
-    sessionCache.dropUser(user_id);
-    await clusterNode?.broadcastControl('drop-sessions', user_id);
-  });
+  // Every ask of the edge goes through this wrapper: revoking operations drop the user's cached session checks
+  // (and API key checks) everywhere, and a key's revocation, change or deletion that key's last check.
+  actors = new RevocationAwareActorClient(
+    actors,
+    async (user_id) => {
+      sessionCache.dropUser(user_id);
+      await clusterNode?.broadcastControl('drop-sessions', user_id);
+    },
+    async (api_key_id) => {
+      sessionCache.dropApiKey(api_key_id);
+      await clusterNode?.broadcastControl('drop-api-key', api_key_id);
+    },
+  );
 
   let ready = false;
   /** This node's own URL, known once it listens: the base of issued URLs when PUBLIC_BASE_URL is unset. */

@@ -44,6 +44,12 @@ export interface VerifiedKey {
   user_id: string;
   org_id: string | null;
   scopes: string[];
+  /**
+   * When the key expires (null: never), so that the edge's last positive
+   * check of it (http/auth/session-cache.ts) never outlives it. Absent in
+   * the replies of nodes older than it: such a check is then not kept.
+   */
+  expires_at_ms?: number | null;
 }
 
 /** What a new key is made of (the edge makes the secret and hashes it). */

@@ -96,7 +96,13 @@ export function stepApiKey(
       if (!state || !sameHash(state.key_hash, message.key_hash) || !isKeyUsable(state, now)) {
         throw new ServiceError('unauthorized', UNAUTHORIZED_MESSAGE);
       }
-      const reply: VerifiedKey = { api_key_id: state.api_key_id, user_id: state.user_id, org_id: state.org_id ?? null, scopes: state.scopes };
+      const reply: VerifiedKey = {
+        api_key_id: state.api_key_id,
+        user_id: state.user_id,
+        org_id: state.org_id ?? null,
+        scopes: state.scopes,
+        expires_at_ms: state.expires_at_ms,
+      };
       if (state.last_used_at_ms !== null && now - state.last_used_at_ms < LAST_USED_WRITE_INTERVAL_MS) {
         return { state, reply };
       }

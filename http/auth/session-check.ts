@@ -9,7 +9,7 @@ import type { SessionCache } from './session-cache.js';
 export const SESSION_CHECK_FALLBACK_DEADLINE_MS = 1_000;
 
 /** The user's partition could not answer: no leader in time, a broken or timed-out forward. Nothing was decided. */
-function partitionUnavailable(error: unknown): boolean {
+export function partitionUnavailable(error: unknown): boolean {
   return isServiceError(error) && (error.code === 'partition_unavailable' || error.code === 'not_leader');
 }
 

@@ -2,8 +2,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { USER_KIND } from '../../actors/accounts/messages.js';
 import { type PublicUser } from '../../actors/accounts/messages.js';
-import { API_KEY_KIND } from '../../actors/api-keys/messages.js';
-import { type VerifiedKey } from '../../actors/api-keys/messages.js';
 import { looksLikeApiKey, parseApiKey, requiredScope, scopeAllows } from '../auth/api-keys.js';
 import type { Principal } from '../auth/principal.js';
 import { CLIENT_SUBJECT_PREFIX, oauthTokens } from '../auth/tokens.js';
@@ -11,6 +9,7 @@ import { OAUTH_CLIENT_KIND } from '../../actors/oauth/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import type { AppServices } from '../services.js';
 import { checkSession } from '../auth/session-check.js';
+import { API_KEY_REJECTED, checkApiKey } from '../auth/api-key-check.js';
 
 /**
  * The onRequest hook of every B route. Checks the bearer token's signature
@@ -25,35 +24,39 @@ import { checkSession } from '../auth/session-check.js';
  * made for an organization acts for it (tenant = org_id) only while its user
  * is still a member: leaving, being removed or the organization's deletion
  * cuts it off at once. The key's scopes are then checked against the route
- * (see http/auth/api-keys.ts).
+ * (see http/auth/api-keys.ts). While the key's or the owner's partition is
+ * unavailable, the key check is answered from this node's last positive
+ * check of it, made at most 60 s ago (http/auth/api-key-check.ts); a
+ * revocation or deletion of the key, and a ban, deletion or role change of
+ * its owner, drop that check on every node first.
  */
-const API_KEY_REJECTED = 'The API key is invalid, revoked or expired.';
-
-async function authenticateApiKey(services: AppServices, token: string): Promise<Principal> {
+async function authenticateApiKey(services: AppServices, token: string, request: FastifyRequest): Promise<Principal> {
   const parsed = parseApiKey(token);
   if (!parsed) throw new ServiceError('unauthorized', API_KEY_REJECTED);
-  let user: PublicUser;
-  let key: VerifiedKey;
-  try {
-    key = await services.actors.ask<VerifiedKey>(API_KEY_KIND, parsed.api_key_id, { op: 'verify', key_hash: parsed.key_hash });
-    user = await services.actors.ask<PublicUser>(USER_KIND, key.user_id, { op: 'get' }, { readOnly: true });
-    if (key.org_id) await services.actors.ask(ORGANIZATION_KIND, key.org_id, { op: 'get_member', user_id: key.user_id }, { readOnly: true });
-  } catch (error) {
-    if (error instanceof ServiceError && (error.code === 'unauthorized' || error.code === 'not_found')) {
-      throw new ServiceError('unauthorized', API_KEY_REJECTED);
+  // The key's and the owner's actors, asked on every request; while either partition is unavailable,
+  // this node's last positive check of the key (api-key-check.ts).
+  const { check, degraded } = await checkApiKey(services.actors, services.sessionCache, services.clock, parsed.api_key_id, parsed.key_hash);
+  if (degraded) request.log.warn({ user_id: check.user_id, api_key_id: check.api_key_id }, "API key check answered from this node's last positive check: the key's or the user's partition is unavailable");
+  // An organization's key: the membership is asked on every request, never answered from a fallback.
+  if (check.org_id) {
+    try {
+      await services.actors.ask(ORGANIZATION_KIND, check.org_id, { op: 'get_member', user_id: check.user_id }, { readOnly: true });
+    } catch (error) {
+      if (error instanceof ServiceError && (error.code === 'unauthorized' || error.code === 'not_found')) {
+        throw new ServiceError('unauthorized', API_KEY_REJECTED);
+      }
+      throw error;
     }
-    throw error;
   }
-  if (user.banned) throw new ServiceError('unauthorized', API_KEY_REJECTED);
   return {
-    user_id: user.id,
+    user_id: check.user_id,
     session_id: '',
-    role: user.role,
-    org_id: key.org_id ?? null,
-    tenant: key.org_id ?? user.id,
+    role: check.role,
+    org_id: check.org_id,
+    tenant: check.org_id ?? check.user_id,
     credential: 'api_key',
-    scopes: key.scopes,
-    api_key_id: key.api_key_id,
+    scopes: check.scopes,
+    api_key_id: check.api_key_id,
     impersonated_by: null,
   };
 }
@@ -108,7 +111,7 @@ export function bearerAuthentication(services: AppServices) {
     const token = header.slice(header.indexOf(' ') + 1).trim();
     if (token.length > 4096) throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
     if (looksLikeApiKey(token)) {
-      const principal = await authenticateApiKey(services, token);
+      const principal = await authenticateApiKey(services, token, request);
       const requirement = requiredScope(request.routeOptions.url ?? request.url, request.method);
       if (!scopeAllows(principal.scopes, requirement)) {
         throw new ServiceError(

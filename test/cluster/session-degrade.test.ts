@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionOf } from '../../runtime/index.js';
 import { LOCK_KIND, lockActorKey } from '../../actors/locks/messages.js';
 import { USER_KIND } from '../../actors/accounts/messages.js';
+import { API_KEY_KIND } from '../../actors/api-keys/messages.js';
 import { startCluster, type ClusterHandle } from '../helpers/cluster.js';
 import { call, clusterStatus, lockPath, registerUser, sleep } from './support/client.js';
 
@@ -10,7 +11,9 @@ import { call, clusterStatus, lockPath, registerUser, sleep } from './support/cl
  * both replicas of a user's partition are SIGKILLed; the third node keeps
  * serving that user's requests that need only other partitions, from its
  * last positive session check, while a session it never checked, or one
- * logged out before the outage, gets no such grace.
+ * logged out before the outage, gets no such grace. The same for API keys:
+ * a key of that user checked on the third node keeps working there, a key
+ * deleted before the outage does not.
  */
 const PARTITIONS = 8;
 
@@ -50,6 +53,25 @@ describe('cluster: session checks while the user\'s partition has no live replic
     expect((await call(third.url, 'POST', path, checked.token, { owner_id: 'w', ttl_seconds: 600 })).status).toBe(200);
     expect((await call(third.url, 'GET', path, loggedOut.token)).status).toBe(200);
     expect((await call(third.url, 'POST', '/api/v1/auth/logout', loggedOut.token, {})).status).toBeLessThan(300);
+    // API keys of the same user, checked on T. The one deleted is one whose own partition will be unavailable too,
+    // so only the drop (sent to T by the deleting node before it answers) keeps T from serving it.
+    const other = cluster.nodes.find((n) => replicas.includes(n.nodeId))!;
+    const createKey = async (name: string) => {
+      const created = await call(other.url, 'POST', '/api/v1/auth/api-keys', checked.token, { name, scopes: ['locks:read'] });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect((await call(third.url, 'GET', path, created.body.key)).status).toBe(200);
+      return { key: created.body.key as string, id: created.body.api_key_id as string };
+    };
+    const keptKey = (await createKey('kept')).key;
+    let deleted: { key: string; id: string } | undefined;
+    for (let i = 0; !deleted && i < 40; i++) {
+      const candidate = await createKey(`deleted${i}`);
+      if (!status.partitions[partitionOf(API_KEY_KIND, candidate.id, PARTITIONS)].isr.includes(third.nodeId)) deleted = candidate;
+    }
+    expect(deleted).toBeDefined();
+    const deletedKey = deleted!.key;
+    expect((await call(other.url, 'DELETE', `/api/v1/auth/api-keys/${deleted!.id}`, checked.token)).status).toBe(200);
+    expect((await call(third.url, 'GET', path, keptKey)).status).toBe(200);
 
     for (const node of cluster.nodes.filter((n) => replicas.includes(n.nodeId))) await node.kill('SIGKILL');
     const killedAt = Date.now();
@@ -76,5 +98,18 @@ describe('cluster: session checks while the user\'s partition has no live replic
     expect(revoked.body.code).toBe('partition_unavailable');
     console.log(`session degrade: served from the last positive check ${started - killedAt} ms after both replicas died (request took ${took_ms} ms)`);
     expect(third.output()).toContain("session check answered from this node's last positive check");
+
+    // The API key: its user's partition has no live replica (and maybe its own); T answers from its last check of it.
+    const keyStarted = Date.now();
+    const byKey = await call(third.url, 'GET', path, keptKey);
+    const keyTook_ms = Date.now() - keyStarted;
+    expect(byKey.status, JSON.stringify(byKey.body)).toBe(200);
+    expect(byKey.body.is_locked).toBe(true);
+    expect(keyTook_ms).toBeLessThan(3_000);
+    // The deleted key: its partition is unavailable too, and T dropped its last check when it was deleted.
+    const gone = await call(third.url, 'GET', path, deletedKey);
+    expect(gone.status, JSON.stringify(gone.body)).toBe(503);
+    expect(gone.body.code).toBe('partition_unavailable');
+    expect(third.output()).toContain("API key check answered from this node's last positive check");
   }, 90_000);
 });

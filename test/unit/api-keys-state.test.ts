@@ -73,7 +73,7 @@ describe('api-key step', () => {
   it('verifies the right hash only, and never a revoked or expired key', () => {
     const state = created({ expires_at_ms: T0 + 10_000 });
     const ok = step(state, { op: 'verify', key_hash: 'hash-1' }, T0 + 1);
-    expect(ok.reply).toEqual({ api_key_id: KEY_ID, user_id: 'u1', org_id: null, scopes: ['locks:read'] } satisfies VerifiedKey);
+    expect(ok.reply).toEqual({ api_key_id: KEY_ID, user_id: 'u1', org_id: null, scopes: ['locks:read'], expires_at_ms: T0 + 10_000 } satisfies VerifiedKey);
     expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-2' }))).toBe('unauthorized');
     expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-' }))).toBe('unauthorized');
     expect(codeOf(() => step(state, { op: 'verify', key_hash: 'hash-1' }, T0 + 10_000))).toBe('unauthorized');

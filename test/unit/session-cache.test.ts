@@ -197,11 +197,20 @@ describe('checkSession (the degrade rule)', () => {
 describe('RevocationAwareActorClient', () => {
   function client(reply: (message: { op: string }) => unknown) {
     const dropped: string[] = [];
+    const droppedKeys: string[] = [];
     const inner: ActorClient = {
       ask: async <R>(_kind: string, _key: string, message: unknown) => reply(message as { op: string }) as R,
       tell: () => undefined,
     };
-    return { dropped, wrapped: new RevocationAwareActorClient(inner, async (user) => void dropped.push(user)) };
+    return {
+      dropped,
+      droppedKeys,
+      wrapped: new RevocationAwareActorClient(
+        inner,
+        async (user) => void dropped.push(user),
+        async (api_key_id) => void droppedKeys.push(api_key_id),
+      ),
+    };
   }
 
   it('drops the user everywhere after a ban, a deletion, a logout, a role change, before answering', async () => {
@@ -232,5 +241,41 @@ describe('RevocationAwareActorClient', () => {
     });
     await expect(refused.wrapped.ask('user', 'u1', { op: 'ban' })).rejects.toThrow();
     expect(refused.dropped).toEqual([]);
+  });
+
+  it("drops an API key's last check everywhere after its update (revocation, scopes) or deletion, before answering", async () => {
+    const { dropped, droppedKeys, wrapped } = client(() => ({ ok: true }));
+    let answered = false;
+    await wrapped.ask('api-key', 'k1', { op: 'update', user_id: 'u1', revoked: true }).then(() => (answered = true));
+    expect(answered).toBe(true);
+    await wrapped.ask('api-key', 'k2', { op: 'update', user_id: 'u1', scopes: ['locks:read'] });
+    await wrapped.ask('user-api-keys', 'u1', { op: 'delete', api_key_id: 'k3' });
+    // Reads, creates and verifies drop nothing.
+    await wrapped.ask('api-key', 'k4', { op: 'verify', key_hash: 'h' });
+    await wrapped.ask('api-key', 'k4', { op: 'get', user_id: 'u1' });
+    await wrapped.ask('user-api-keys', 'u1', { op: 'create', api_key_id: 'k5' });
+    await wrapped.ask('user-api-keys', 'u1', { op: 'list', page: 1, page_size: 20 });
+    expect(droppedKeys).toEqual(['k1', 'k2', 'k3']);
+    expect(dropped).toEqual([]);
+  });
+
+  it('drops the API key before the reply is released, and after an outcome-unknown failure, not after a refusal', async () => {
+    const order: string[] = [];
+    const inner: ActorClient = { ask: async <R>() => (order.push('asked'), {}) as R, tell: () => undefined };
+    const wrapped = new RevocationAwareActorClient(inner, async () => undefined, async (id) => void order.push(`dropped ${id}`));
+    await wrapped.ask('user-api-keys', 'u1', { op: 'delete', api_key_id: 'k1' });
+    order.push('answered');
+    expect(order).toEqual(['asked', 'dropped k1', 'answered']);
+
+    const unknown = client(() => {
+      throw new ServiceError('partition_unavailable');
+    });
+    await expect(unknown.wrapped.ask('user-api-keys', 'u1', { op: 'delete', api_key_id: 'k1' })).rejects.toThrow();
+    expect(unknown.droppedKeys).toEqual(['k1']);
+    const refused = client(() => {
+      throw new ServiceError('not_found');
+    });
+    await expect(refused.wrapped.ask('api-key', 'k1', { op: 'update', user_id: 'u2', revoked: true })).rejects.toThrow();
+    expect(refused.droppedKeys).toEqual([]);
   });
 });
