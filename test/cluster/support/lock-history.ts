@@ -346,6 +346,32 @@ export function availabilityWindows(history: LockHistory): AvailabilityWindows {
   const fault = history.fault;
   const faultStart = fault?.start_ms ?? history.load_start_ms;
   const faultEnd = fault?.end_ms ?? faultStart;
+  const outages = keyOutages(history);
+  const relevant = outages.filter((o) => o.end_ms > faultStart);
+  const unrecovered = relevant.some((o) => !Number.isFinite(o.end_ms));
+  const ends = relevant.map((o) => (Number.isFinite(o.end_ms) ? o.end_ms : history.load_end_ms));
+  const lastEnd = ends.length > 0 ? Math.max(...ends) : faultStart;
+  let longest = 0;
+  let longestKey: string | undefined;
+  for (const o of relevant) {
+    const length = (Number.isFinite(o.end_ms) ? o.end_ms : history.load_end_ms) - o.start_ms;
+    if (length > longest) {
+      longest = length;
+      longestKey = o.key;
+    }
+  }
+  return {
+    from_start_ms: Math.max(0, lastEnd - faultStart),
+    from_end_ms: Math.max(0, lastEnd - faultEnd),
+    longest_ms: longest,
+    longest_key: longestKey,
+    outages: relevant.length,
+    unrecovered,
+  };
+}
+
+/** Every outage of a churn key (see availabilityWindows), in no particular order. */
+export function keyOutages(history: LockHistory): Outage[] {
   const outages: Outage[] = [];
   const keys = new Set(history.churn_keys);
   const byKey = new Map<string, LockOp[]>();
@@ -380,27 +406,7 @@ export function availabilityWindows(history: LockHistory): AvailabilityWindows {
     }
     outages.push(...opened);
   }
-  const relevant = outages.filter((o) => o.end_ms > faultStart);
-  const unrecovered = relevant.some((o) => !Number.isFinite(o.end_ms));
-  const ends = relevant.map((o) => (Number.isFinite(o.end_ms) ? o.end_ms : history.load_end_ms));
-  const lastEnd = ends.length > 0 ? Math.max(...ends) : faultStart;
-  let longest = 0;
-  let longestKey: string | undefined;
-  for (const o of relevant) {
-    const length = (Number.isFinite(o.end_ms) ? o.end_ms : history.load_end_ms) - o.start_ms;
-    if (length > longest) {
-      longest = length;
-      longestKey = o.key;
-    }
-  }
-  return {
-    from_start_ms: Math.max(0, lastEnd - faultStart),
-    from_end_ms: Math.max(0, lastEnd - faultEnd),
-    longest_ms: longest,
-    longest_key: longestKey,
-    outages: relevant.length,
-    unrecovered,
-  };
+  return outages;
 }
 
 /** A few lines for the test output and the bench's progress. */
@@ -442,7 +448,7 @@ export interface LockLoadOptions {
   /**
    * Availability probes: every this many ms, for each churn key, one acquire
    * (released at once when granted), sent whether or not earlier probes have
-   * answered (at most 12 in flight per key). The churn clients alone are a
+   * answered (at most 48 in flight per key: 12 s of probes, beyond FORWARD_DEADLINE_MS). The churn clients alone are a
    * closed loop: during an outage they all end up waiting on keys that are
    * down and stop sampling the others. Default 250; 0: none.
    */
@@ -594,7 +600,7 @@ export function startLockLoad(options: LockLoadOptions): LockLoad {
     while (running) {
       const started = now();
       for (const key of churnKeys) {
-        if ((inFlight.get(key) ?? 0) >= 12) continue;
+        if ((inFlight.get(key) ?? 0) >= 48) continue;
         inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
         const done: Promise<void> = probe(key).finally(() => {
           inFlight.set(key, inFlight.get(key)! - 1);
