@@ -13,6 +13,7 @@ import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } fr
 import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-rooms/actor.js';
+import { webhookActors } from './actors/webhooks/actor.js';
 import { authRoutes } from './http/routes/accounts.js';
 import { adminUserRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -27,6 +28,7 @@ import { presenceRoutes } from './http/routes/presence.js';
 import { scimRoutes } from './http/routes/scim.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
 import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -62,6 +64,7 @@ export const areas: Area[] = [
   { name: 'liveness', actors: [livenessActor, livenessIndexActor], routes: livenessRoutes },
   { name: 'presence', actors: [presenceContextActor, presenceSubjectActor, presenceMultiplexActor], routes: presenceRoutes },
   { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },
+  { name: 'webhooks', actors: webhookActors, routes: webhookRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

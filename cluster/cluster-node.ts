@@ -1,5 +1,4 @@
 import { mkdirSync } from 'node:fs';
-import { Etcd3 } from 'etcd3';
 import type { Registry } from 'prom-client';
 import { ActorRuntime, LmdbStore, partitionOf, ServiceError, type ActorDefinition, type Clock, type RuntimeLogger, type RuntimeObserver } from '../runtime/index.js';
 import type { ClusterConfig } from './config.js';
@@ -34,7 +33,9 @@ export interface ClusterNodeOptions {
 export interface ClusterStatusView {
   node_id: string;
   draining: boolean;
-  members: { node_id: string; http_url: string; grpc_address: string; draining: boolean }[];
+  /** This node's view of etcd follows it (read in full and watched since, no break); the revision of that read. */
+  view: { fresh: boolean; revision: number };
+  members: { node_id: string; http_url: string; grpc_address: string; draining: boolean; view_fresh: boolean }[];
   partitions: { partition: number; leader: string | null; epoch: number | null; isr: string[] }[];
 }
 
@@ -66,6 +67,8 @@ export class ClusterNode {
   private readonly metrics: ClusterMetrics;
   private readonly handingOff = new Set<number>();
   private readonly controls = new Map<string, (key: string) => void>();
+  /** Each peer's life as last seen (start time and lease): a change means a new process behind the same id. */
+  private readonly peerLives = new Map<string, string>();
   private reconcileTimer?: TimerHandle;
   private statusTimer?: TimerHandle;
   private watchers: CoordinationWatch[] = [];
@@ -202,9 +205,40 @@ export class ClusterNode {
     return this.replicator.isLeading(p) && this.leadership.heldEpoch(p) !== undefined && this.runtime.ownsPartition(p);
   }
 
-  /** Joined, lease alive, and every partition has a leader this node knows of. */
+  /** Joined, lease alive, its view of etcd fresh, and every partition has a leader this node knows of. */
   isReady(): boolean {
-    return !this.stopped && this.membership.leaseValid() && this.leadership.allLed();
+    return !this.stopped && this.membership.leaseValid() && this.viewFresh() && this.leadership.allLed();
+  }
+
+  /** Members and partition leaders both follow etcd: read in full and watched since, with no break. */
+  viewFresh(): boolean {
+    return this.membership.view.fresh && this.leadership.view.fresh;
+  }
+
+  /** The revision up to which both views are known complete (the older of their last full reads). */
+  private viewRevision(): number {
+    return Math.min(this.membership.view.revision, this.leadership.view.revision);
+  }
+
+  /** Publishes the view's freshness in this node's member record (others hand partitions only to fresh nodes). */
+  private publishView(): void {
+    if (this.stopped) return;
+    void this.membership.setView(this.viewFresh(), this.viewRevision());
+  }
+
+  /** A peer whose record changed lease or start time is a new process: its old channel (and any reconnect backoff) goes. */
+  private forgetRestartedPeers(): void {
+    const members = this.membership.members();
+    for (const [id, life] of this.peerLives) {
+      const member = members.get(id);
+      if (member && `${member.started_at}/${member.lease_id ?? ''}` === life) continue;
+      this.peerLives.delete(id);
+      this.transport.forget(id);
+      this.options.logger.info({ peer: id, reason: member ? 'restarted' : 'left' }, 'peer channel dropped');
+    }
+    for (const [id, member] of members) {
+      if (id !== this.nodeId && !this.peerLives.has(id)) this.peerLives.set(id, `${member.started_at}/${member.lease_id ?? ''}`);
+    }
   }
 
   status(): ClusterStatusView {
@@ -216,7 +250,14 @@ export class ClusterNode {
     return {
       node_id: this.nodeId,
       draining: this.membership.draining,
-      members: [...this.membership.members().values()].map((m) => ({ node_id: m.node_id, http_url: m.http_url, grpc_address: m.grpc_address, draining: m.draining })),
+      view: { fresh: this.viewFresh(), revision: this.viewRevision() },
+      members: [...this.membership.members().values()].map((m) => ({
+        node_id: m.node_id,
+        http_url: m.http_url,
+        grpc_address: m.grpc_address,
+        draining: m.draining,
+        view_fresh: m.view_fresh !== false,
+      })),
       partitions,
     };
   }
@@ -285,8 +326,22 @@ export class ClusterNode {
     await this.membership.join();
     this.leadership.on('acquired', (p: number, epoch: number) => void this.onAcquired(p, epoch));
     this.leadership.on('lost', (p: number) => this.onLost(p));
-    this.membership.on('change', () => this.reconcile());
+    this.membership.on('change', () => {
+      this.forgetRestartedPeers();
+      this.reconcile();
+    });
+    // A new lease after a loss: whatever the watches say, read everything again.
+    this.membership.on('granted', () => {
+      this.membership.view.resync('lease re-granted');
+      this.leadership.view.resync('lease re-granted');
+    });
+    for (const view of [this.membership.view, this.leadership.view]) {
+      view.on('stale', () => this.publishView());
+      view.on('fresh', () => this.publishView());
+    }
     await this.leadership.start();
+    this.forgetRestartedPeers();
+    this.publishView();
     this.reconcileTimer = every(this.clusterClock, RECONCILE_INTERVAL_MS, () => this.reconcile());
     this.statusTimer = every(this.clusterClock, STATUS_INTERVAL_MS, () => void this.publishStatus());
     await this.watchOperatorKeys();
@@ -342,7 +397,11 @@ export class ClusterNode {
   /** Placement pass over the partitions this node leads: followers wanted, and handoff to the preferred node. */
   private reconcile(): void {
     if (this.stopped) return;
-    const members = [...this.membership.members().values()];
+    const memberMap = this.membership.members();
+    const members = [...memberMap.values()];
+    // Hand a partition over only when both sides see etcd as it is: a target
+    // whose watches are down would never see the key released, and take nothing.
+    const handoffAllowed = (target: string) => this.viewFresh() && memberMap.get(target)?.view_fresh !== false;
     const live = new Set(members.map((m) => m.node_id));
     const candidates = members.filter((m) => !m.draining).map((m) => m.node_id);
     const rf = this.options.cluster.replicationFactor;
@@ -352,7 +411,7 @@ export class ClusterNode {
       const wanted = desired.includes(this.nodeId) ? desired.filter((n) => n !== this.nodeId) : desired;
       this.replicator.setFollowers(p, wanted, live);
       const target = desired[0];
-      if (target !== this.nodeId && this.replicator.inSyncFollower(p, target)) void this.handoff(p, target);
+      if (target !== this.nodeId && handoffAllowed(target) && this.replicator.inSyncFollower(p, target)) void this.handoff(p, target);
     }
   }
 
@@ -422,8 +481,8 @@ export function productionPorts(options: ClusterNodeOptions): ClusterPorts {
   mkdirSync(options.dataDir, { recursive: true });
   return {
     clock: new SystemClusterClock(),
-    coordination: new EtcdCoordination(new Etcd3({ hosts: options.cluster.etcdEndpoints })),
-    transport: new GrpcTransport(options.cluster.nodeId, options.logger),
+    coordination: EtcdCoordination.connect(options.cluster.etcdEndpoints),
+    transport: new GrpcTransport(options.cluster.nodeId, options.logger, options.cluster.leaseTtlSeconds),
     store: new LmdbStore({ path: options.dataDir, sync: options.durability === 'sync' }),
   };
 }

@@ -24,6 +24,16 @@ export interface MemberRecord {
   started_at: string;
   /** True once the node is draining: placement skips it and it hands its partitions over. */
   draining: boolean;
+  /**
+   * True while the node's view of members and partition leaders follows etcd
+   * (read in full, watched since, no break), with the revision of that read.
+   * Partitions are handed over only to a node whose view is fresh. Absent on
+   * records of older versions (read as fresh).
+   */
+  view_fresh?: boolean;
+  view_revision?: number;
+  /** The lease the record lives under: a new one means a new life of the node (peers reopen their channel to it). */
+  lease_id?: string;
 }
 
 export interface LeaderRecord {

@@ -3,7 +3,8 @@ import type { RuntimeLogger } from '../runtime/index.js';
 import { electionRank, isrAfterElection } from './election.js';
 import { parsePartitionKey, type ClusterKeys, type IsrRecord, type LeaderRecord } from './etcd-keys.js';
 import type { Membership } from './membership.js';
-import { every, type ClusterClock, type Coordination, type CoordinationKeyValue, type CoordinationWatch, type TimerHandle } from './ports.js';
+import { every, type ClusterClock, type Coordination, type CoordinationKeyValue, type TimerHandle } from './ports.js';
+import { SyncedPrefix } from './synced-prefix.js';
 
 export interface LeaderView extends LeaderRecord {
   /** Create revision of the leader key: the partition's epoch. */
@@ -35,7 +36,10 @@ export class Leadership extends EventEmitter {
   private readonly held = new Map<number, number>();
   private readonly noLeaderSince = new Map<number, number>();
   private readonly attempting = new Set<number>();
-  private watcher?: CoordinationWatch;
+  /** Keys of ours this node no longer serves, being deleted (at most one delete per partition at a time). */
+  private readonly deletingOrphans = new Set<number>();
+  /** The partitions prefix, re-read in full after its watch breaks or the lease is re-granted. */
+  readonly view: SyncedPrefix;
   private timer?: TimerHandle;
   private stopped = false;
   /** While false, this node takes no partition (drain, shutdown). */
@@ -53,18 +57,18 @@ export class Leadership extends EventEmitter {
   ) {
     super();
     this.setMaxListeners(0);
+    this.view = new SyncedPrefix(
+      client,
+      clock,
+      keys.partitionsPrefix,
+      { reset: (kvs, revision) => this.reset(kvs, revision), put: (kv) => this.applyPut(kv), delete: (kv) => this.applyDelete(kv) },
+      logger,
+      'partitions',
+    );
   }
 
   async start(): Promise<void> {
-    const current = await this.client.range(this.keys.partitionsPrefix);
-    for (const kv of current.kvs) this.applyPut(kv);
-    const now = this.clock.monotonicNow();
-    for (let p = 0; p < this.partitionCount; p++) if (!this.leaders.has(p)) this.noLeaderSince.set(p, now);
-    this.watcher = await this.client.watch({ prefix: this.keys.partitionsPrefix }, current.revision + 1, {
-      put: (kv) => this.applyPut(kv),
-      delete: (kv) => this.applyDelete(kv),
-      error: (error) => this.logger.warn({ err: error }, 'partition watch error'),
-    });
+    await this.view.start();
     this.membership.on('lost', () => {
       for (const p of [...this.held.keys()]) this.drop(p, 'lease lost');
     });
@@ -74,7 +78,7 @@ export class Leadership extends EventEmitter {
   async stop(): Promise<void> {
     this.stopped = true;
     this.timer?.cancel();
-    await this.watcher?.cancel().catch(() => undefined);
+    await this.view.stop();
   }
 
   setElectionsEnabled(enabled: boolean): void {
@@ -146,12 +150,27 @@ export class Leadership extends EventEmitter {
     const now = this.clock.monotonicNow();
     const members = [...this.membership.members().values()].map((m) => ({ node_id: m.node_id, draining: m.draining }));
     for (let p = 0; p < this.partitionCount; p++) {
-      if (this.leaders.has(p) || this.attempting.has(p)) continue;
+      const leader = this.leaders.get(p);
+      // A key of ours that this node stopped serving (lease doubt while etcd was
+      // away, a release that failed): etcd kept the lease alive through the
+      // outage, so nothing else would ever free the partition.
+      if (leader && leader.node_id === this.self.node_id && !this.held.has(p) && !this.attempting.has(p)) void this.deleteOrphan(p, leader.epoch);
+      if (leader || this.attempting.has(p)) continue;
       const rank = electionRank(p, this.self.node_id, members, this.isrs.get(p)?.record);
       if (rank < 0) continue;
       const since = this.noLeaderSince.get(p) ?? now;
       if (now - since < rank * this.electionStepMs) continue;
       void this.tryElection(p);
+    }
+  }
+
+  private async deleteOrphan(p: number, epoch: number): Promise<void> {
+    if (this.deletingOrphans.has(p)) return;
+    this.deletingOrphans.add(p);
+    try {
+      await this.deleteKey(p, epoch);
+    } finally {
+      this.deletingOrphans.delete(p);
     }
   }
 
@@ -219,6 +238,38 @@ export class Leadership extends EventEmitter {
       this.logger.warn({ err: error, key: kv.key }, 'unreadable partition record');
     }
     this.emit('changed', p);
+  }
+
+  /**
+   * A full read at `revision` replaces what was known: a leader or in-sync
+   * record absent from it is gone, unless this node learned it after that
+   * revision (its own election or in-sync write answered later).
+   */
+  private reset(kvs: CoordinationKeyValue[], revision: number): void {
+    const leaderKeys = new Set<number>();
+    const isrKeys = new Set<number>();
+    for (const kv of kvs) {
+      const parsed = parsePartitionKey(this.keys, kv.key);
+      if (!parsed) continue;
+      (parsed[1] === 'leader' ? leaderKeys : isrKeys).add(parsed[0]);
+      // Learned after the read (this node's own election): newer than the read's.
+      if (parsed[1] === 'leader' && (this.leaders.get(parsed[0])?.epoch ?? 0) > revision) continue;
+      this.applyPut(kv);
+    }
+    const now = this.clock.monotonicNow();
+    for (let p = 0; p < this.partitionCount; p++) {
+      const leader = this.leaders.get(p);
+      if (!leaderKeys.has(p) && (!leader || leader.epoch <= revision)) {
+        if (leader) {
+          this.leaders.delete(p);
+          this.drop(p, 'leadership key gone (re-read)');
+          this.emit('changed', p);
+        }
+        if (!this.noLeaderSince.has(p)) this.noLeaderSince.set(p, now);
+      }
+      const isr = this.isrs.get(p);
+      if (!isrKeys.has(p) && isr && isr.modRevision <= revision) this.isrs.delete(p);
+    }
   }
 
   private applyDelete(kv: CoordinationKeyValue): void {

@@ -1,7 +1,12 @@
 import { EventEmitter } from 'node:events';
 import type { RuntimeLogger } from '../runtime/index.js';
 import type { ClusterKeys, MemberRecord } from './etcd-keys.js';
-import { sleep, type ClusterClock, type Coordination, type CoordinationLease, type CoordinationWatch } from './ports.js';
+import { sleep, type ClusterClock, type Coordination, type CoordinationLease } from './ports.js';
+import { SyncedPrefix } from './synced-prefix.js';
+
+/** A lost lease is revoked with up to this many attempts, this far apart (about the longest etcd outage worth covering: 10 s). */
+const REVOKE_ATTEMPTS_MAX = 40;
+const REVOKE_RETRY_MS = 250;
 
 /**
  * This node's place in the cluster: a lease in etcd, kept alive, with the
@@ -13,8 +18,12 @@ import { sleep, type ClusterClock, type Coordination, type CoordinationLease, ty
  * deadline pass as soon as it runs again, and stops serving before it could
  * answer from stale state, without waiting to hear from etcd.
  *
- * Emits 'change' when the member list changes and 'lost' when the lease is
- * gone (the node then re-joins with a new lease, holding nothing).
+ * The member list is a SyncedPrefix: re-read in full after its watch breaks
+ * or the lease is re-granted (`view`).
+ *
+ * Emits 'change' when the member list changes, 'lost' when the lease is
+ * gone (the node then re-joins with a new lease, holding nothing), and
+ * 'granted' once it holds a new lease after such a loss.
  */
 export class Membership extends EventEmitter {
   private lease?: CoordinationLease;
@@ -24,7 +33,9 @@ export class Membership extends EventEmitter {
   private validUntil = 0;
   /** Send times of keep-alives not yet answered, oldest first. */
   private firedAt: number[] = [];
-  private watcher?: CoordinationWatch;
+  readonly view: SyncedPrefix;
+  /** Record writes, one at a time and in order (a later one carries the latest record). */
+  private writing: Promise<void> = Promise.resolve();
   private readonly memberMap = new Map<string, MemberRecord>();
   private record: MemberRecord;
   private stopped = false;
@@ -39,7 +50,32 @@ export class Membership extends EventEmitter {
     private readonly logger: RuntimeLogger,
   ) {
     super();
-    this.record = self;
+    this.record = { ...self, view_fresh: false, view_revision: 0 };
+    this.view = new SyncedPrefix(
+      client,
+      clock,
+      keys.membersPrefix,
+      {
+        reset: (kvs) => {
+          this.memberMap.clear();
+          for (const kv of kvs) this.applyPut(kv.value);
+          // Our own record may be missing from a read made while the lease was being replaced.
+          if (this.leaseIdValue !== '' && !this.memberMap.has(this.record.node_id)) this.memberMap.set(this.record.node_id, this.record);
+          this.emit('change');
+        },
+        put: (kv) => {
+          this.applyPut(kv.value);
+          this.emit('change');
+        },
+        delete: (kv) => {
+          const id = kv.key.slice(this.keys.membersPrefix.length);
+          this.memberMap.delete(id);
+          this.emit('change');
+        },
+      },
+      logger,
+      'members',
+    );
   }
 
   get selfId(): string {
@@ -65,33 +101,38 @@ export class Membership extends EventEmitter {
 
   async join(): Promise<void> {
     await this.grantLease();
-    const current = await this.client.range(this.keys.membersPrefix);
-    for (const kv of current.kvs) this.applyPut(kv.value);
-    this.watcher = await this.client.watch({ prefix: this.keys.membersPrefix }, current.revision + 1, {
-      put: (kv) => {
-        this.applyPut(kv.value);
-        this.emit('change');
-      },
-      delete: (kv) => {
-        const id = kv.key.slice(this.keys.membersPrefix.length);
-        this.memberMap.delete(id);
-        this.emit('change');
-      },
-      error: (error) => this.logger.warn({ err: error }, 'member watch error'),
-    });
+    await this.view.start();
   }
 
   async setDraining(): Promise<void> {
     this.record = { ...this.record, draining: true };
     this.memberMap.set(this.record.node_id, this.record);
-    if (this.lease) await this.client.put(this.keys.member(this.record.node_id), JSON.stringify(this.record), this.grantedLeaseId);
+    await this.writeRecord();
     this.emit('change');
+  }
+
+  /** Publishes whether this node's view of etcd is fresh (ClusterNode decides), in its member record. */
+  async setView(fresh: boolean, revision: number): Promise<void> {
+    if (this.record.view_fresh === fresh && (!fresh || this.record.view_revision === revision)) return;
+    this.record = { ...this.record, view_fresh: fresh, view_revision: revision };
+    if (this.leaseIdValue !== '') this.memberMap.set(this.record.node_id, this.record);
+    await this.writeRecord().catch((error: unknown) => this.logger.debug({ err: error }, 'member record update failed (the next resync writes it)'));
+  }
+
+  /** Writes the current record under the lease, after any write in progress (so the last one written is the latest). */
+  private writeRecord(): Promise<void> {
+    const write = this.writing.then(async () => {
+      if (!this.lease) return;
+      await this.client.put(this.keys.member(this.record.node_id), JSON.stringify(this.record), this.grantedLeaseId);
+    });
+    this.writing = write.catch(() => undefined);
+    return write;
   }
 
   /** Revokes the lease: the member record (and any leadership key left) disappear at once. */
   async leave(): Promise<void> {
     this.stopped = true;
-    await this.watcher?.cancel().catch(() => undefined);
+    await this.view.stop();
     const lease = this.lease;
     this.lease = undefined;
     this.leaseIdValue = '';
@@ -134,6 +175,11 @@ export class Membership extends EventEmitter {
         this.leaseIdValue = '';
         this.validUntil = 0;
         this.emit('lost');
+        // The client gives a lease up after 2 TTLs without an answer, but etcd
+        // extends every lease when it restarts: the old lease (and the leader
+        // keys under it) may outlive the outage. Revoke it, so that its
+        // partitions are free at once rather than one TTL after etcd's return.
+        void this.revokeLost(lease);
         if (!this.stopped && !this.rejoining) void this.rejoin();
       },
     });
@@ -148,8 +194,22 @@ export class Membership extends EventEmitter {
     }
     this.grantedLeaseId = this.leaseIdValue;
     this.validUntil = started + this.ttlSeconds * 1000 * 0.9;
-    await this.client.put(this.keys.member(this.record.node_id), JSON.stringify(this.record), this.grantedLeaseId);
+    // A new lease: the view is re-read before it counts as fresh again.
+    this.record = { ...this.record, view_fresh: false, view_revision: 0, lease_id: this.grantedLeaseId };
+    await this.writeRecord();
     this.memberMap.set(this.record.node_id, this.record);
+  }
+
+  /** Revokes a lease the client gave up on, retrying while etcd is away (bounded: after that its TTL ends it). */
+  private async revokeLost(lease: CoordinationLease): Promise<void> {
+    for (let attempt = 0; attempt < REVOKE_ATTEMPTS_MAX && !this.stopped; attempt++) {
+      try {
+        await lease.revoke();
+        return;
+      } catch {
+        await sleep(this.clock, REVOKE_RETRY_MS);
+      }
+    }
   }
 
   /** One re-join loop at a time, however many leases report themselves lost. */
@@ -159,6 +219,7 @@ export class Membership extends EventEmitter {
       for (let attempt = 0; !this.stopped; attempt++) {
         try {
           await this.grantLease();
+          this.emit('granted');
           this.emit('change');
           return;
         } catch (error) {

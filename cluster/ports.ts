@@ -87,6 +87,12 @@ export interface CoordinationWatchHandlers {
   put(kv: CoordinationKeyValue): void;
   delete(kv: CoordinationKeyValue): void;
   error(error: unknown): void;
+  /**
+   * The watch broke (its stream to etcd failed) and has been cancelled: no
+   * more events come. Given, the caller re-reads and watches again (see
+   * SyncedPrefix); absent, the client resumes the watch on its own.
+   */
+  interrupted?(error: unknown): void;
 }
 
 export interface CoordinationWatch {
@@ -174,6 +180,12 @@ export interface Transport {
   listen(host: string, port: number, handlers: TransportHandlers): Promise<number>;
   /** The link to peer `nodeId` at `address` (one per peer, replaced if its address changes). */
   peer(nodeId: string, address: string): PeerLink;
+  /**
+   * Drops the link to `nodeId` (its channel and streams): the peer restarted
+   * or left. Forwards it never received fail as unsent (retried elsewhere);
+   * the next peer() opens a new channel, with no reconnect backoff left over.
+   */
+  forget(nodeId: string): void;
   /** Stops serving and closes every link. */
   close(): Promise<void>;
 }

@@ -56,6 +56,14 @@ export interface NodeConfig {
    * false (default: the socket's peer is the client), a hop count, or addresses/CIDRs.
    */
   trustProxy: false | number | string[];
+  /** Webhooks: one delivery attempt's time-out, redirects included (WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+  /** Webhooks: consecutive exhausted events that disable a webhook (WEBHOOK_DISABLE_AFTER_FAILURES). */
+  webhookDisableAfterFailures: number;
+  /** Webhooks: the first retry's base wait; it doubles per attempt (WEBHOOK_RETRY_BASE_MS). */
+  webhookRetryBaseMs: number;
+  /** Webhooks: let deliveries reach loopback, private and link-local targets (WEBHOOK_ALLOW_PRIVATE_TARGETS=1; tests only). */
+  webhookAllowPrivateTargets: boolean;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -188,6 +196,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     oauthProviders: parseOAuthProviders(env.OAUTH_PROVIDERS),
     ...httpLimitsFrom(env),
     trustProxy: trustProxyFrom(env.TRUST_PROXY),
+    webhookTimeoutMs: intFrom(env, 'WEBHOOK_TIMEOUT_MS', 30_000, 100, 300_000),
+    webhookDisableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 10_000),
+    webhookRetryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
+    webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     cluster: clusterFrom(env, port),
   };
 }

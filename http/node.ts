@@ -14,6 +14,8 @@ import { SystemDomainResolver } from './domain-resolver.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { SessionCache } from './auth/session-cache.js';
 import { RevocationAwareActorClient } from './auth/revocation-aware-client.js';
+import { WebhookDeliveryWorker } from './webhook-delivery.js';
+import { webhookSettings } from './webhook-settings.js';
 
 /**
  * One node, embedded mode: LMDB store, actor runtime with every kind, the
@@ -24,6 +26,8 @@ export interface RunningNode {
   app: FastifyInstance;
   runtime: ActorRuntime;
   services: AppServices;
+  /** Performs the webhook attempts this node's actors emit (its `network` is replaceable in tests). */
+  webhookDelivery: WebhookDeliveryWorker;
   /** http://host:port */
   url: string;
   /** Graceful stop: no new requests, in-flight ones finish, turns commit, LMDB closes. */
@@ -115,6 +119,15 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     sessionCache,
   };
   const app = await buildApp(services, logger, areas.map((area) => area.routes));
+  // Webhook attempts are emitted by the actors this runtime leads; this node delivers them.
+  const webhookDelivery = new WebhookDeliveryWorker({
+    events: runtime.events,
+    actors,
+    settings: () => webhookSettings(config),
+    allowPrivateTargets: config.webhookAllowPrivateTargets,
+    logger: logger.child({ component: 'webhook-delivery' }),
+  });
+  webhookDelivery.start();
 
   if (config.adminEmail && config.adminPassword) {
     const { adminEmail, adminPassword } = config;
@@ -140,9 +153,11 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     app,
     runtime: activeRuntime,
     services,
+    webhookDelivery,
     url,
     close() {
       closing ??= (async () => {
+        webhookDelivery.stop();
         if (clusterNode) {
           // Hand every partition over first; meanwhile this edge keeps serving by forwarding.
           await clusterNode.drain();

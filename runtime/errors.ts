@@ -12,6 +12,7 @@ export const errorCodes = {
   invalid_two_factor_code: { status: 400, description: 'The two-factor code (TOTP or backup code) is not valid, or was already used.' },
   invalid_verification_token: { status: 400, description: 'The e-mail verification token is unknown, expired, already used, or was sent to an address the account no longer has.' },
   invalid_reset_token: { status: 400, description: 'The password reset token is unknown, expired, already used, replaced by a newer one, or was sent to an address the account no longer has.' },
+  invalid_configuration: { status: 400, description: 'The resource is not in a state that allows this operation (a webhook that is inactive cannot be tested or redriven; enable it first).' },
   link_failed: { status: 400, description: 'Linking an external account failed at the provider: the code was refused, or the provider was unreachable, slow or answered badly.' },
   // 400, OAuth 2.0 token endpoint (RFC 6749 §5.2): rendered as {error: wire, error_description}
   oauth_invalid_request: { status: 400, wire: 'invalid_request', description: 'The token request is missing a parameter, repeats one, uses two client authentication methods, or is not form-encoded.' },
@@ -39,6 +40,7 @@ export const errorCodes = {
   // 404
   not_found: { status: 404, description: 'No such resource (also for a resource of another tenant).' },
   invitation_not_found: { status: 404, description: 'No such pending organization invitation for the caller (unknown, revoked, used, or addressed to another e-mail).' },
+  dlq_entry_not_found: { status: 404, description: "No dead-letter entry with this event id in the webhook's dead-letter queue." },
   presence_session_not_found: { status: 404, description: 'No live presence session with this session_id in the context (it left or expired).' },
   // 409
   last_owner: { status: 409, description: 'The last owner of an organization cannot leave, be removed or be demoted; make someone else an owner first.' },
@@ -58,6 +60,7 @@ export const errorCodes = {
   waiting_room_limit_reached: { status: 409, description: 'A per-room limit is reached (waiting members or bans); see docs/api/waiting-rooms.md.' },
   api_key_limit_reached: { status: 409, description: 'The user already holds the maximum number of API keys; delete one first.' },
   account_already_linked: { status: 409, description: 'The external account is linked to another user, or this user already has an account of that provider linked.' },
+  webhook_limit_reached: { status: 409, description: 'The tenant already has the maximum number of webhooks (docs/api/webhooks.md); delete one first.' },
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },

@@ -24,6 +24,7 @@ import {
   type StatusView,
   type UptimeFigures,
 } from './messages.js';
+import { isCatalogEvent, webhookPublish } from '../webhooks/messages.js';
 import {
   addValue,
   aggregate,
@@ -179,9 +180,9 @@ type Result = TurnResult<EntityState, LivenessReply>;
 export function stepLiveness(state: EntityState, message: LivenessMessage | AlarmMessage, context: TurnContext): Result {
   switch (message.op) {
     case 'heartbeat':
-      return heartbeat(state, message, context);
+      return publishToWebhooks(state, heartbeat(state, message, context), context);
     case '$alarm':
-      if (message.name === STATUS_ALARM) return statusAlarm(state, context.now);
+      if (message.name === STATUS_ALARM) return publishToWebhooks(state, statusAlarm(state, context.now), context);
       if (message.name === RETENTION_ALARM) return retentionAlarm(state, context.now);
       return { state };
     case 'delete':
@@ -189,6 +190,22 @@ export function stepLiveness(state: EntityState, message: LivenessMessage | Alar
     default:
       return { state, reply: read(state, message, context.now) };
   }
+}
+
+/**
+ * The turn's catalog events also go to the tenant's webhooks, durably: a
+ * `publish` through the outbox to the tenant's webhook-subscriptions actor,
+ * with the event id fixed here (the webhook-id of every delivery of it).
+ * The `events` stay as they are (the node's event bus).
+ */
+function publishToWebhooks(state: EntityState, result: Result, context: TurnContext): Result {
+  if (!result.events || result.events.length === 0) return result;
+  const sends = [...(result.sends ?? [])];
+  for (const event of result.events) {
+    if (!isCatalogEvent(event.type)) continue;
+    sends.push(webhookPublish(state.tenant, { id: context.newId('evt_'), type: event.type, timestamp_ms: context.now, data: event.data }));
+  }
+  return { ...result, sends };
 }
 
 function heartbeat(state: EntityState, message: Extract<LivenessMessage, { op: 'heartbeat' }>, context: TurnContext): Result {

@@ -11,8 +11,10 @@ export class GrpcTransport implements Transport {
   constructor(
     selfId: string,
     private readonly logger: RuntimeLogger,
+    /** Sets the peers' reconnect backoff (transport/proto.ts peerChannelOptions). */
+    leaseTtlSeconds: number,
   ) {
-    this.peers = new PeerDirectory(selfId, logger);
+    this.peers = new PeerDirectory(selfId, logger, leaseTtlSeconds);
   }
 
   listen(host: string, port: number, handlers: TransportHandlers): Promise<number> {
@@ -22,6 +24,10 @@ export class GrpcTransport implements Transport {
 
   peer(nodeId: string, address: string): PeerLink {
     return this.peers.get(nodeId, address);
+  }
+
+  forget(nodeId: string): void {
+    this.peers.forget(nodeId);
   }
 
   async close(): Promise<void> {

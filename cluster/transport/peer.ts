@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { RuntimeLogger } from '../../runtime/index.js';
 import { PeerUnreachable, type PeerLink, type ReplicateStream } from '../ports.js';
-import { channelOptions, clusterProto, type ClusterClient, type FrameMessage } from './proto.js';
+import { clusterProto, peerChannelOptions, type ClusterClient, type FrameMessage } from './proto.js';
 import { FrameBatcher } from './frame-batcher.js';
 import { decodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
 import { fromWireError } from './wire-error.js';
@@ -31,18 +31,19 @@ export class Peer implements PeerLink {
   private readonly client: ClusterClient;
   private forwardStream?: ForwardStream;
   private nextId = 1;
-  private replicateStream?: ReplicateStream & { closed: boolean };
+  private replicateStream?: ReplicateStream & { closed: boolean; cancel(): void };
 
   constructor(
     nodeId: string,
     address: string,
     private readonly selfId: string,
     private readonly logger: RuntimeLogger,
+    leaseTtlSeconds: number,
   ) {
     this.nodeId = nodeId;
     this.address = address;
     const { Client } = clusterProto();
-    this.client = new Client(address, grpc.credentials.createInsecure(), channelOptions);
+    this.client = new Client(address, grpc.credentials.createInsecure(), peerChannelOptions(leaseTtlSeconds));
   }
 
   /** Sends an actor message to this peer and resolves with the reply of its turn. */
@@ -73,6 +74,7 @@ export class Peer implements PeerLink {
       closed: false,
       send: (message: ReplicateMessage) => batcher.push(message),
       flush: () => batcher.flush(),
+      cancel: () => call.cancel(),
     };
     let closedOnce = false;
     const close = () => {
@@ -95,8 +97,15 @@ export class Peer implements PeerLink {
     return stream;
   }
 
+  /**
+   * Closes the channel and its streams: forwards pending on a stream the peer
+   * never answered fail as unsent (the router retries them on the leader it
+   * learns next), the others as outcome unknown; the replication stream
+   * reports closed.
+   */
   close(): void {
     this.forwardStream?.call.cancel();
+    this.replicateStream?.cancel();
     this.client.close();
   }
 

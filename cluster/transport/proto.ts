@@ -47,3 +47,35 @@ export const channelOptions: grpc.ChannelOptions = {
   'grpc.keepalive_time_ms': 10_000,
   'grpc.keepalive_timeout_ms': 5_000,
 };
+
+/**
+ * The channel to a peer: channelOptions plus a reconnect backoff derived
+ * from the lease TTL. grpc-js's default (1 s, x1.6 per attempt, up to
+ * 120 s, +-20 % jitter) leaves a peer that was down for a few seconds
+ * unreachable for seconds more after it is back. A peer whose member record
+ * changes (a restart: new lease) gets a new channel anyway
+ * (Transport.forget); the backoff still matters for a peer that comes back
+ * without a new record (a pause or a cut link shorter than its lease, so it
+ * kept its partitions and requests wait for it). Capped at TTL/4 (500 ms at
+ * the default TTL of 2 s; between 100 ms and 1 s), the next attempt comes at
+ * most TTL/4 x 1.2 = 0.3 TTL (600 ms) after the peer is back: well inside
+ * the "reachable within TTL + 1 s" budget, for about 2 + TTL/(TTL/4) = 6 to
+ * 10 connection attempts per TTL while a peer is down (each a refused SYN on
+ * loopback or one round trip on a LAN). Each Peer has its own subchannel
+ * (`use_local_subchannel_pool`): grpc-js otherwise shares one per address
+ * across channels, backoff included, and a new channel would inherit it.
+ */
+export function peerChannelOptions(leaseTtlSeconds: number): grpc.ChannelOptions {
+  return {
+    ...channelOptions,
+    'grpc.initial_reconnect_backoff_ms': PEER_RECONNECT_INITIAL_MS,
+    'grpc.max_reconnect_backoff_ms': peerReconnectMaxMs(leaseTtlSeconds),
+    'grpc.use_local_subchannel_pool': 1,
+  };
+}
+
+export const PEER_RECONNECT_INITIAL_MS = 100;
+
+export function peerReconnectMaxMs(leaseTtlSeconds: number): number {
+  return Math.min(1000, Math.max(PEER_RECONNECT_INITIAL_MS, Math.floor((leaseTtlSeconds * 1000) / 4)));
+}

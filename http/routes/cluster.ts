@@ -2,7 +2,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppServices } from '../services.js';
 
-const Member = Type.Object({ node_id: Type.String(), http_url: Type.String(), grpc_address: Type.String(), draining: Type.Boolean() });
+const Member = Type.Object({
+  node_id: Type.String(),
+  http_url: Type.String(),
+  grpc_address: Type.String(),
+  draining: Type.Boolean(),
+  /** That node's view of etcd is fresh (its member record says so): it may be handed partitions. */
+  view_fresh: Type.Optional(Type.Boolean()),
+});
 const PartitionRow = Type.Object({
   partition: Type.Integer(),
   leader: Type.Union([Type.String(), Type.Null()]),
@@ -25,6 +32,8 @@ export function clusterRoutes(app: FastifyInstance, services: AppServices): void
           mode: Type.Union([Type.Literal('cluster'), Type.Literal('embedded')]),
           node_id: Type.String(),
           draining: Type.Boolean(),
+          /** This node's view of etcd: fresh (read in full and watched since, no break) and the revision of that read. Cluster mode only. */
+          view: Type.Optional(Type.Object({ fresh: Type.Boolean(), revision: Type.Integer() })),
           members: Type.Array(Member),
           partitions: Type.Array(PartitionRow),
         }),

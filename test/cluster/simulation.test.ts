@@ -27,7 +27,7 @@ function summary(results: RunResult[]): string {
     `leader changes ${sum((r) => r.stats.leaderChanges)} (min ${Math.min(...results.map((r) => r.stats.leaderChanges))} per seed)`,
     `acknowledged writes ${sum((r) => r.stats.acknowledged)}`,
     `reads ${sum((r) => r.stats.reads)}`,
-    `crashes ${sum((r) => r.stats.crashes)}, store failures ${sum((r) => r.stats.storeFailures)}, pauses ${sum((r) => r.stats.pauses)}, cuts ${sum((r) => r.stats.cuts)}, stalls ${sum((r) => r.stats.stalls)}`,
+    `crashes ${sum((r) => r.stats.crashes)}, store failures ${sum((r) => r.stats.storeFailures)}, pauses ${sum((r) => r.stats.pauses)}, cuts ${sum((r) => r.stats.cuts)}, stalls ${sum((r) => r.stats.stalls)}, etcd drops ${sum((r) => r.stats.etcdDrops)}`,
     `events ${sum((r) => r.stats.events)}`,
   ].join('; ');
 }

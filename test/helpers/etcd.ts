@@ -11,6 +11,10 @@ export interface TestEtcd {
   output(): string;
   /** SIGKILLs etcd, waits for its exit, removes its data directory. Idempotent. */
   stop(): Promise<void>;
+  /** SIGKILLs etcd and waits for its exit, keeping its data directory (an outage; restart() ends it). */
+  kill(): Promise<void>;
+  /** Starts etcd again on the same data directory and ports; resolves once it reports healthy. */
+  restart(): Promise<void>;
 }
 
 /**
@@ -41,14 +45,23 @@ export async function startEtcd(): Promise<TestEtcd> {
     rmSync(dataDir, { recursive: true, force: true });
     throw error;
   }
-  const started = etcd;
+  let current = etcd;
+  let history = '';
+  const { clientPort, peerPort } = etcd;
   return {
-    endpoints: started.endpoints,
+    endpoints: current.endpoints,
     dataDir,
-    output: started.output,
+    output: () => history + current.output(),
     async stop() {
-      await started.stop();
+      await current.stop();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+    async kill() {
+      await current.stop();
+    },
+    async restart() {
+      history += current.output();
+      current = await spawnEtcd({ dataDir, name: 'test', clientPort, peerPort });
     },
   };
 }

@@ -58,6 +58,8 @@ export function testConfig(dataDir: string, overrides: Partial<NodeConfig> = {})
     // Off: SCIM tests provision example.com users without verifying the domain;
     // test/http/scim-hardening.test.ts turns it on.
     scimVerifiedDomainsOnly: false,
+    // On: webhook tests deliver to a receiver on 127.0.0.1; test/http/webhooks-guard.test.ts turns it off.
+    webhookAllowPrivateTargets: true,
     ...overrides,
   };
 }

@@ -228,23 +228,51 @@ export class FakeEtcdClient implements Coordination {
   private lastToEtcd = 0;
   private lastFromEtcd = 0;
   private readonly watchers = new Set<Watcher>();
+  /** Watches whose owner re-reads after a break (they have `interrupted`): broken by disconnect(). */
+  private readonly interruptible = new Map<Watcher, CoordinationWatchHandlers>();
+  /** Until then, requests fail (the connection to etcd is down). */
+  private blindUntil = 0;
 
   constructor(
     private readonly etcd: FakeEtcd,
     private readonly process: SimProcess,
   ) {}
 
+  /**
+   * The connection to etcd drops for `ms`: every watch stream breaks (their
+   * owners are told, as etcd3 emits 'disconnected'), and requests sent
+   * meanwhile fail, keep-alives included (a drop longer than the TTL costs
+   * the lease). Watches without an `interrupted` handler resume on their own
+   * (etcd3 does that), so they are left alone.
+   */
+  disconnect(ms: number): void {
+    const { sched } = this.process;
+    this.blindUntil = Math.max(this.blindUntil, sched.now + ms);
+    const inc = this.process.incarnation;
+    for (const [watcher, handlers] of this.interruptible) {
+      this.etcd.cancel(watcher);
+      this.watchers.delete(watcher);
+      this.interruptible.delete(watcher);
+      sched.after(this.process.rng.int(1, 20), () => this.process.post(inc, () => handlers.interrupted?.(new Error('watch stream dropped'))));
+    }
+  }
+
   /** The process crashed: its watches end with it. */
   crashed(): void {
     for (const w of this.watchers) this.etcd.cancel(w);
     this.watchers.clear();
+    this.interruptible.clear();
   }
 
   private call<T>(op: (etcd: FakeEtcd) => T): Promise<T> {
     const { sched, rng } = this.process;
     return new Promise<T>((resolve, reject) => {
-      this.lastToEtcd = Math.max(this.lastToEtcd, sched.now + rng.int(1, 4));
       const inc = this.process.incarnation;
+      if (sched.now < this.blindUntil) {
+        sched.after(rng.int(1, 10), () => this.process.post(inc, () => reject(new Error('14 UNAVAILABLE: etcd unreachable'))));
+        return;
+      }
+      this.lastToEtcd = Math.max(this.lastToEtcd, sched.now + rng.int(1, 4));
       sched.at(this.lastToEtcd, () => {
         let result: { ok: true; value: T } | { ok: false; error: unknown };
         try {
@@ -304,11 +332,15 @@ export class FakeEtcdClient implements Coordination {
       ),
     );
     if (inc !== this.process.incarnation) this.etcd.cancel(watcher);
-    else this.watchers.add(watcher);
+    else {
+      this.watchers.add(watcher);
+      if (handlers.interrupted) this.interruptible.set(watcher, handlers);
+    }
     return {
       cancel: async () => {
         this.etcd.cancel(watcher);
         this.watchers.delete(watcher);
+        this.interruptible.delete(watcher);
       },
     };
   }
@@ -321,15 +353,24 @@ export class FakeEtcdClient implements Coordination {
       if (released || id === undefined) return;
       events.fired();
       const lease = id;
-      this.call((etcd) => etcd.keepAlive(lease)).then((alive) => {
-        if (released) return;
-        if (alive) {
-          events.succeeded();
-          return;
-        }
-        released = true;
-        events.lost(new Error(`lease ${lease} not found`));
-      });
+      this.call((etcd) => etcd.keepAlive(lease)).then(
+        (alive) => {
+          if (released) return;
+          if (alive) {
+            events.succeeded();
+            return;
+          }
+          released = true;
+          events.lost(new Error(`lease ${lease} not found`));
+        },
+        () => {
+          // Not answered (etcd unreachable): the stream fails; the next keep-alive goes on a new one.
+          if (!released) {
+            events.failed();
+            events.established();
+          }
+        },
+      );
       this.process.clock.setTimer(Math.floor(ttlMs / 3), keepAlive);
     };
     return {
@@ -355,5 +396,6 @@ export class FakeEtcdClient implements Coordination {
   close(): void {
     for (const w of this.watchers) this.etcd.cancel(w);
     this.watchers.clear();
+    this.interruptible.clear();
   }
 }

@@ -26,6 +26,12 @@ export interface RunOptions {
   /** MIN_IN_SYNC_REPLICAS (default 1). */
   minInSyncReplicas?: number;
   partitions?: number;
+  /**
+   * Each drop of a node's etcd connection breaks its watches and makes its
+   * requests fail for up to this long (0, the default: the watches break
+   * and reconnect, requests go through; see README, "etcd outages").
+   */
+  etcdOutageMaxMs?: number;
 }
 
 export interface RunStats {
@@ -36,6 +42,8 @@ export interface RunStats {
   pauses: number;
   cuts: number;
   stalls: number;
+  /** A node's connection to etcd dropped (watches broken, requests failing) for a while. */
+  etcdDrops: number;
   storeFailures: number;
   /** Writes refused with not_enough_replicas. */
   refusedWrites: number;
@@ -80,7 +88,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
   const checker = new Checker(sched, etcd, (p) => keys.leader(p), config.minInSyncReplicas ?? 1);
   const counterKeys = new CounterKeys(config.partitions, COUNTERS);
   const nodes = new Map<string, SimNode>();
-  const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, storeFailures: 0, refusedWrites: 0, events: 0 };
+  const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, etcdDrops: 0, storeFailures: 0, refusedWrites: 0, events: 0 };
   let faults = true;
   /** Faults armed to strike right after a node ships its next entry (mid-replication). */
   const armed = new Map<string, () => void>();
@@ -193,6 +201,15 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     stats.stalls++;
   });
 
+  // A node loses etcd for a while: its watches break and must be re-read
+  // (cluster/synced-prefix.ts); longer than the TTL, it loses its lease too.
+  loop(3000, () => {
+    const targets = started().filter((n) => n.status === 'up');
+    if (targets.length === 0) return;
+    rng.pick(targets).etcdDisconnect(rng.int(0, options.etcdOutageMaxMs ?? 0));
+    stats.etcdDrops++;
+  });
+
   const clientCount = options.clients ?? 3;
   let clientsActive = true;
   for (let i = 0; i < clientCount; i++) new Client(world, () => clientsActive, ['x', 'y']).start();
@@ -240,6 +257,12 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       }
       const nodeLines = [...nodes.values()].map((n) => `  ${n.describe()}`).join('\n');
       throw new InvariantViolation(`liveness: ${livenessMs}ms after the faults stopped, no write succeeded on ${missing.join(', ')}\n${nodeLines}`);
+    }
+    // Every node re-read etcd after its last watch break: its view follows etcd again.
+    for (const node of nodes.values()) {
+      if (node.status === 'up' && node.cluster && !node.cluster.viewFresh()) {
+        throw new InvariantViolation(`view stale: ${node.id}'s view of etcd did not follow it again ${livenessMs}ms after the faults stopped`);
+      }
     }
     // Every observed value is still there on the partition's leader.
     for (const node of nodes.values()) {

@@ -76,6 +76,8 @@ export class SimNode {
   readonly process: SimProcess;
   /** The running ClusterNode (undefined while down). */
   cluster?: ClusterNode;
+  /** begin() of the current incarnation resolved. */
+  private begun = false;
   private transport?: SimTransport;
   private etcdClient?: FakeEtcdClient;
   private store?: SimStore;
@@ -144,9 +146,25 @@ export class SimNode {
     this.hookChecks(node);
     this.cluster = node;
     world.sched.trace(`${this.id}: started`);
-    node.begin().catch((error: unknown) => {
-      if (this.process.incarnation === inc) world.sched.trace(`${this.id}: start failed: ${String(error)}`);
-    });
+    this.begun = false;
+    node.begin().then(
+      () => {
+        if (this.process.incarnation === inc) this.begun = true;
+      },
+      (error: unknown) => {
+        if (this.process.incarnation === inc) world.sched.trace(`${this.id}: start failed: ${String(error)}`);
+      },
+    );
+  }
+
+  /**
+   * The node's connection to etcd drops for `ms` (watches break, requests
+   * fail). Only once it has started: a start that fails ends the process in
+   * production (not modelled here).
+   */
+  etcdDisconnect(ms: number): void {
+    if (this.status === 'down' || !this.begun) return;
+    this.etcdClient?.disconnect(ms);
   }
 
   crash(): void {

@@ -211,6 +211,13 @@ export class SimTransport implements Transport {
     return link;
   }
 
+  forget(nodeId: string): void {
+    const link = this.links.get(nodeId);
+    if (!link) return;
+    this.links.delete(nodeId);
+    link.broken();
+  }
+
   /** The streams to `peer` broke. */
   broken(peer: string): void {
     this.links.get(peer)?.broken();

@@ -1,0 +1,282 @@
+import { lookup } from 'node:dns/promises';
+import type { EventEmitter } from 'node:events';
+import http from 'node:http';
+import https from 'node:https';
+import net, { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { ActorClient, PublishedEvent } from '../runtime/index.js';
+import {
+  WEBHOOK_ATTEMPT_EVENT,
+  WEBHOOK_KIND,
+  webhookPolicy,
+  type AttemptResult,
+  type WebhookAttempt,
+  type WebhookSettings,
+} from '../actors/webhooks/messages.js';
+import { blockedAddressReason } from './webhook-guard.js';
+
+/**
+ * The node's webhook delivery worker. The webhook actor emits a
+ * `webhook.attempt` event (after its commit) when an attempt is due; this
+ * worker performs the POST and tells the `attempt_result` back to the actor,
+ * which decides (success, retry, dead-letter, disable). A lost attempt (the
+ * queue is full, the node stops) is simply not answered: the actor's
+ * in-flight deadline retries it. In a cluster the events are emitted on the
+ * partition's leader, so the leader's worker delivers.
+ *
+ * The delivery guard: the target's host is resolved once, every address is
+ * checked (http/webhook-guard.ts), and the connection goes to the checked
+ * address (the socket is made here, never by a second DNS lookup), so a DNS
+ * answer that changes between check and connect cannot reach a refused
+ * address. Redirects (up to 3) are followed by hand, each hop checked the
+ * same way. WEBHOOK_ALLOW_PRIVATE_TARGETS=1 lifts the address rule (tests).
+ *
+ * Bounds: at most concurrency_max attempts in flight per node and
+ * per_host_max per target host (so a hanging target holds only its own
+ * slots, each for at most its time-out), queue_max waiting.
+ */
+export interface WebhookNetwork {
+  /** Every address of `hostname` (one lookup per hop). */
+  resolve(hostname: string): Promise<string[]>;
+  /** A connected socket to the checked address (TLS with `servername` for https). */
+  connect(options: { address: string; port: number; tls: boolean; servername: string }): Duplex;
+}
+
+export const systemNetwork: WebhookNetwork = {
+  async resolve(hostname) {
+    const answers = await lookup(hostname, { all: true, verbatim: true });
+    return answers.map((answer) => answer.address);
+  },
+  connect({ address, port, tls: secure, servername }) {
+    if (!secure) return net.connect({ host: address, port });
+    return tls.connect({ host: address, port, servername: isIP(servername) ? undefined : servername });
+  },
+};
+
+export interface WebhookDeliveryOptions {
+  events: EventEmitter;
+  actors: ActorClient;
+  settings: () => WebhookSettings;
+  allowPrivateTargets: boolean;
+  logger: Logger;
+  network?: WebhookNetwork;
+  concurrency_max?: number;
+  per_host_max?: number;
+  queue_max?: number;
+}
+
+const REDIRECTS_MAX = 3;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const USER_AGENT = 'platform-service-webhooks/1';
+
+class Refused extends Error {}
+class TimedOut extends Error {}
+
+export class WebhookDeliveryWorker {
+  /** Mutable so a test can answer DNS from a table and map addresses to local sockets. */
+  network: WebhookNetwork;
+  private readonly queue: WebhookAttempt[] = [];
+  private readonly perHost = new Map<string, number>();
+  private readonly active = new Set<http.ClientRequest>();
+  private inFlight = 0;
+  private stopped = false;
+  private readonly concurrency_max: number;
+  private readonly per_host_max: number;
+  private readonly queue_max: number;
+  private readonly listener = (event: PublishedEvent) => {
+    if (event.type === WEBHOOK_ATTEMPT_EVENT) this.enqueue(event.data as WebhookAttempt);
+  };
+
+  constructor(private readonly options: WebhookDeliveryOptions) {
+    this.network = options.network ?? systemNetwork;
+    this.concurrency_max = options.concurrency_max ?? 64;
+    this.per_host_max = options.per_host_max ?? 8;
+    this.queue_max = options.queue_max ?? 10_000;
+  }
+
+  start(): void {
+    this.options.events.on('event', this.listener);
+  }
+
+  /** Stops taking attempts and aborts those in flight (unanswered: their deadlines retry them). */
+  stop(): void {
+    this.stopped = true;
+    this.options.events.off('event', this.listener);
+    this.queue.length = 0;
+    for (const request of this.active) request.destroy();
+  }
+
+  private enqueue(attempt: WebhookAttempt): void {
+    if (this.stopped) return;
+    if (this.queue.length >= this.queue_max) {
+      this.options.logger.warn({ webhook_id: attempt.webhook_id, event_id: attempt.event_id }, 'webhook delivery queue full; the attempt is retried at its deadline');
+      return;
+    }
+    this.queue.push(attempt);
+    this.pump();
+  }
+
+  private pump(): void {
+    for (let i = 0; i < this.queue.length && this.inFlight < this.concurrency_max; ) {
+      const attempt = this.queue[i];
+      const host = hostOf(attempt.url);
+      const busy = this.perHost.get(host) ?? 0;
+      if (busy >= this.per_host_max) {
+        i++;
+        continue;
+      }
+      this.queue.splice(i, 1);
+      this.inFlight++;
+      this.perHost.set(host, busy + 1);
+      void this.run(attempt).finally(() => {
+        this.inFlight--;
+        const left = (this.perHost.get(host) ?? 1) - 1;
+        if (left <= 0) this.perHost.delete(host);
+        else this.perHost.set(host, left);
+        this.pump();
+      });
+    }
+  }
+
+  private async run(attempt: WebhookAttempt): Promise<void> {
+    const started = performance.now();
+    const outcome = await this.perform(attempt, started + attempt.timeout_ms);
+    if (this.stopped) return;
+    const result: AttemptResult = {
+      op: 'attempt_result',
+      event_id: attempt.event_id,
+      attempt: attempt.attempt,
+      duration_ms: Math.round(performance.now() - started),
+      settings: this.options.settings(),
+      ...outcome,
+    };
+    try {
+      this.options.actors.tell(WEBHOOK_KIND, attempt.webhook_id, result);
+    } catch (error) {
+      this.options.logger.warn({ err: error, webhook_id: attempt.webhook_id }, 'webhook attempt result not delivered; the attempt is retried at its deadline');
+    }
+  }
+
+  /** One attempt: resolve, check, connect to the checked address, follow redirects by hand. */
+  async perform(
+    attempt: WebhookAttempt,
+    deadline: number,
+  ): Promise<Pick<AttemptResult, 'status_code' | 'error' | 'error_kind' | 'response_excerpt'>> {
+    let url: URL;
+    try {
+      url = new URL(attempt.url);
+    } catch {
+      return { status_code: null, error: 'target_refused: the URL does not parse', error_kind: 'refused', response_excerpt: null };
+    }
+    try {
+      for (let hop = 0; ; hop++) {
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Refused(`target_refused: ${url.protocol} is not http or https`);
+        const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+        const addresses = isIP(hostname) ? [hostname] : await withDeadline(this.network.resolve(hostname), deadline);
+        if (addresses.length === 0) throw new Error(`no address for ${hostname}`);
+        if (!this.options.allowPrivateTargets) {
+          for (const address of addresses) {
+            const reason = blockedAddressReason(address);
+            if (reason) throw new Refused(`target_refused: ${address === hostname ? address : `${hostname} resolves to ${address}, which`} is a ${reason} address`);
+          }
+        }
+        const response = await this.post(url, addresses[0], attempt, deadline);
+        if (REDIRECT_STATUSES.has(response.status) && response.location && hop < REDIRECTS_MAX) {
+          url = new URL(response.location, url);
+          continue;
+        }
+        return { status_code: response.status, error: null, error_kind: null, response_excerpt: response.excerpt };
+      }
+    } catch (error) {
+      if (error instanceof Refused) return { status_code: null, error: error.message, error_kind: 'refused', response_excerpt: null };
+      if (error instanceof TimedOut) return { status_code: null, error: `timeout after ${attempt.timeout_ms} ms`, error_kind: 'timeout', response_excerpt: null };
+      const message = error instanceof Error ? `${(error as NodeJS.ErrnoException).code ?? 'error'}: ${error.message}` : String(error);
+      return { status_code: null, error: `connection failed: ${message}`.slice(0, 512), error_kind: 'connection', response_excerpt: null };
+    }
+  }
+
+  private post(url: URL, address: string, attempt: WebhookAttempt, deadline: number): Promise<{ status: number; location: string | null; excerpt: string | null }> {
+    const secure = url.protocol === 'https:';
+    const port = url.port ? Number(url.port) : secure ? 443 : 80;
+    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const remaining = deadline - performance.now();
+    if (remaining <= 0) return Promise.reject(new TimedOut());
+    const body = Buffer.from(attempt.body, 'utf8');
+    return new Promise((resolve, reject) => {
+      const request = (secure ? https : http).request({
+        method: 'POST',
+        host: hostname,
+        port,
+        path: `${url.pathname}${url.search}`,
+        headers: { ...attempt.headers, 'content-length': String(body.length), 'user-agent': USER_AGENT },
+        // No agent: the request then uses this socket, to the checked address (an agent would resolve the name again).
+        createConnection: () => this.network.connect({ address, port, tls: secure, servername: hostname }) as net.Socket,
+      });
+      this.active.add(request);
+      let settled = false;
+      const finish = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.active.delete(request);
+        fn();
+      };
+      const timer = setTimeout(() => {
+        finish(() => reject(new TimedOut()));
+        request.destroy();
+      }, remaining);
+      request.on('error', (error) => finish(() => reject(error)));
+      request.on('response', (response) => {
+        const chunks: Buffer[] = [];
+        let length = 0;
+        const done = () =>
+          finish(() => {
+            const text = Buffer.concat(chunks).toString('utf8').slice(0, webhookPolicy.response_excerpt_length_max);
+            const location = response.headers.location ?? null;
+            resolve({ status: response.statusCode ?? 0, location, excerpt: text === '' ? null : text });
+            request.destroy();
+          });
+        response.on('data', (chunk: Buffer) => {
+          if (length < webhookPolicy.response_excerpt_length_max) {
+            chunks.push(chunk);
+            length += chunk.length;
+          }
+          if (length >= webhookPolicy.response_excerpt_length_max) done();
+        });
+        response.on('end', done);
+        response.on('error', done);
+        response.on('aborted', done);
+      });
+      request.end(body);
+    });
+  }
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
+}
+
+function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  const remaining = deadline - performance.now();
+  if (remaining <= 0) return Promise.reject(new TimedOut());
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new TimedOut()), remaining);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
