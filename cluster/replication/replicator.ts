@@ -59,6 +59,15 @@ interface LedPartition {
   sessions: Map<string, FollowerSession>;
   /** In-sync set changes in flight, so that two are never sent at once. */
   isrBusy: boolean;
+  /**
+   * In-sync followers whose addition to the in-sync set etcd has not
+   * confirmed: in flight, or failed (etcd may or may not list them: a write
+   * whose answer is lost may have been applied). Entries wait for them as for
+   * any in-sync follower; they are not handoff targets (etcd may not let them
+   * win); a failed addition is retried until etcd confirms a set naming them,
+   * or they leave the set through etcd.
+   */
+  unrecorded: Set<string>;
   /** A local commit of this leadership failed: its later entries are not written here (they would follow a hole). */
   localFailed: boolean;
 }
@@ -178,6 +187,7 @@ export class Replicator {
       waiters: new Map(),
       sessions: new Map(),
       isrBusy: false,
+      unrecorded: new Set(),
       localFailed: false,
     });
   }
@@ -191,7 +201,9 @@ export class Replicator {
     const error = new ServiceError('partition_unavailable', 'The partition changed leader while this change was being replicated; its outcome is unknown.', {
       retryAfterSeconds: 1,
     });
-    for (const seq of led.log.abandon()) led.waiters.get(seq)?.reject(error);
+    led.log.abandon();
+    // Every waiter, not only the entries still pending: none may be left waiting once this leadership ends.
+    for (const waiter of led.waiters.values()) waiter.reject(error);
     led.waiters.clear();
   }
 
@@ -351,6 +363,11 @@ export class Replicator {
       }
     }
     for (const [node, session] of led.sessions) {
+      // Counted in sync here, but its addition may not be in etcd: record it again.
+      if (led.unrecorded.has(node) && led.log.followers.get(node)?.mode === 'in_sync') {
+        void this.changeInSync(led, node, 'add');
+        continue;
+      }
       if (led.log.followers.get(node)?.mode !== 'catching_up') continue;
       // Its stream broke or never opened (the member was not known yet): probe again on a fresh one.
       if (session.stage === 'streaming' && (!session.stream || session.stream.closed)) this.probe(led, node);
@@ -359,8 +376,10 @@ export class Replicator {
     }
   }
 
+  /** The follower is in p's in-sync set, here and (as far as this node knows) in etcd: a possible handoff target. */
   inSyncFollower(p: number, node: string): boolean {
-    return this.led.get(p)?.log.followers.get(node)?.mode === 'in_sync';
+    const led = this.led.get(p);
+    return led?.log.followers.get(node)?.mode === 'in_sync' && !led.unrecorded.has(node);
   }
 
   private stream(led: LedPartition, node: string): ReplicateStream | undefined {
@@ -424,26 +443,50 @@ export class Replicator {
    * for it from now on, then etcd records it. 'demote'/'remove': etcd first,
    * then entries stop waiting for it (so no entry is acknowledged without a
    * replica that could still be elected).
+   *
+   * A write that fails (etcd unreachable, no answer in time) may still have
+   * been applied, so a failure changes nothing here: a failed 'add' leaves
+   * the follower in sync (entries keep waiting for it; it stays in
+   * `unrecorded` and the addition is retried by setFollowers), a failed 'demote' or
+   * 'remove' leaves it in sync too (retried by checkLaggards, setFollowers).
+   * Entries waiting meanwhile settle when the follower acknowledges them, when
+   * etcd confirms its removal, or fail when the leadership ends (lease lost):
+   * never left waiting for good. Only a definite refusal (this node no longer
+   * leads p at that epoch: nothing was written) undoes an 'add'.
    */
   private async changeInSync(led: LedPartition, node: string, change: 'add' | 'demote' | 'remove'): Promise<void> {
     if (led.isrBusy) return;
     const p = led.log.partition;
-    if (change === 'add') led.log.markInSync(node);
+    if (change === 'add') {
+      led.log.markInSync(node);
+      led.unrecorded.add(node);
+    }
     const others = led.log.inSyncFollowers().filter((n) => change === 'add' || n !== node);
     led.isrBusy = true;
     let recorded = false;
+    let failed = false;
     try {
       recorded = await this.ports.recordInSync(p, led.epoch, [this.ports.selfId, ...others]);
     } catch (error) {
+      failed = true;
       this.ports.logger.warn({ err: error, partition: p, node, change }, 'in-sync set update failed; will retry');
     } finally {
       led.isrBusy = false;
     }
     if (this.led.get(p) !== led) return;
+    // Maybe applied, maybe not: etcd may list the follower now, so entries keep waiting for it (still unrecorded).
+    if (failed) return;
     if (!recorded) {
-      if (change === 'add') this.settle(led, led.log.demoteFollower(node));
+      // Refused (this node no longer leads p at this epoch): nothing was written.
+      if (change === 'add') {
+        led.unrecorded.delete(node);
+        this.settle(led, led.log.demoteFollower(node));
+      }
       return;
     }
+    // etcd now lists exactly these.
+    for (const n of others) led.unrecorded.delete(n);
+    if (change !== 'add') led.unrecorded.delete(node);
     this.ports.logger.info({ partition: p, node, change }, 'in-sync set changed');
     if (change === 'remove') {
       this.settle(led, led.log.removeFollower(node));

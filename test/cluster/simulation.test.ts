@@ -20,6 +20,16 @@ const firstSeed = Number(process.env.SIM_FIRST ?? 1);
 /** Seeds that once found a defect (kept as regression cases; see README.md). */
 const REGRESSION_SEEDS = [49, 892, 981];
 
+/** Seeds that found a defect with etcd outages of up to 3 s (README.md, "Regression seeds"); lostAnswers: writes applied with their answer lost. */
+const OUTAGE_REGRESSION_SEEDS: { seed: number; lostAnswers?: boolean }[] = [
+  { seed: 84 },
+  { seed: 270 },
+  { seed: 360 },
+  { seed: 115, lostAnswers: true },
+  { seed: 169, lostAnswers: true },
+];
+const OUTAGE_MAX_MS = 3000;
+
 function summary(results: RunResult[]): string {
   const sum = (f: (r: RunResult) => number) => results.reduce((s, r) => s + f(r), 0);
   return [
@@ -75,6 +85,24 @@ describe('cluster simulation (production code on simulated ports)', () => {
       const result = await runSeed({ seed });
       expect(result.error, `seed ${seed}`).toBeUndefined();
     }
+  });
+
+  it('regression seeds with etcd outages keep every invariant', { timeout: 60_000 }, async () => {
+    for (const { seed, lostAnswers } of OUTAGE_REGRESSION_SEEDS) {
+      const result = await runSeed({ seed, etcdOutageMaxMs: OUTAGE_MAX_MS, etcdLostAnswers: lostAnswers });
+      expect(result.error, `seed ${seed}${lostAnswers ? ' (lost answers)' : ''}`).toBeUndefined();
+    }
+  });
+
+  it('with etcd outages of up to 3 s (writes applied with their answer lost), keeps every invariant', { timeout: 120_000 }, async () => {
+    const results: RunResult[] = [];
+    for (let seed = 1; seed <= 25; seed++) {
+      const result = await runSeed({ seed, etcdOutageMaxMs: OUTAGE_MAX_MS, etcdLostAnswers: true });
+      if (!result.ok) throw new Error(result.error);
+      results.push(result);
+    }
+    console.log(`etcd outages: ${summary(results)}`);
+    for (const r of results) expect(r.stats.acknowledged, `seed ${r.seed}`).toBeGreaterThan(50);
   });
 
   it('the same seed replays exactly', { timeout: 60_000 }, async () => {

@@ -233,9 +233,17 @@ export class FakeEtcdClient implements Coordination {
   /** Until then, requests fail (the connection to etcd is down). */
   private blindUntil = 0;
 
+  /**
+   * @param lostAnswers During an outage, half of the writes reach etcd and
+   *   are applied, but their answer is lost: the caller sees the same error as
+   *   for a write that never got there (a deadline or UNAVAILABLE after the
+   *   request left, as a real client can), so it cannot tell whether it
+   *   happened.
+   */
   constructor(
     private readonly etcd: FakeEtcd,
     private readonly process: SimProcess,
+    private readonly lostAnswers = false,
   ) {}
 
   /**
@@ -264,11 +272,22 @@ export class FakeEtcdClient implements Coordination {
     this.interruptible.clear();
   }
 
-  private call<T>(op: (etcd: FakeEtcd) => T): Promise<T> {
+  /** `write`: a write that may be applied with its answer lost during an outage (see lostAnswers). */
+  private call<T>(op: (etcd: FakeEtcd) => T, write = false): Promise<T> {
     const { sched, rng } = this.process;
     return new Promise<T>((resolve, reject) => {
       const inc = this.process.incarnation;
       if (sched.now < this.blindUntil) {
+        if (write && this.lostAnswers && rng.chance(0.5)) {
+          // Reaches etcd (and is applied there); the answer never comes back.
+          sched.after(rng.int(1, 4), () => {
+            try {
+              op(this.etcd);
+            } catch {
+              // failed in etcd too: nothing was applied
+            }
+          });
+        }
         sched.after(rng.int(1, 10), () => this.process.post(inc, () => reject(new Error('14 UNAVAILABLE: etcd unreachable'))));
         return;
       }
@@ -306,13 +325,13 @@ export class FakeEtcdClient implements Coordination {
     return this.call((etcd) => {
       const result = etcd.txn([], [{ put: key, value, lease: lease === undefined ? undefined : Number(lease) }]);
       if (!result.succeeded) throw new Error('etcdserver: requested lease not found');
-    });
+    }, true);
   }
 
   delete(key: string): Promise<void> {
     return this.call((etcd) => {
       etcd.txn([], [{ del: key }]);
-    });
+    }, true);
   }
 
   txn(compares: CoordinationCompare[], ops: CoordinationOp[]): Promise<{ succeeded: boolean; revision: number }> {
@@ -321,6 +340,7 @@ export class FakeEtcdClient implements Coordination {
         compares,
         ops.map((op) => (op.type === 'delete' ? { del: op.key } : { put: op.key, value: op.value, lease: op.lease === undefined ? undefined : Number(op.lease) })),
       ),
+      true,
     );
   }
 

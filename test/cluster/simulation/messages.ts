@@ -18,6 +18,8 @@ export interface SimConfig {
   replicationTimeoutMs: number;
   forwardDeadlineMs: number;
   fault?: SimFault;
+  /** During an etcd outage, half of a node's writes are applied with their answer lost (FakeEtcdClient). */
+  etcdLostAnswers?: boolean;
 }
 
 export type ClientReply = { ok: true; value: number } | { ok: false; error: string };

@@ -32,6 +32,11 @@ export interface RunOptions {
    * and reconnect, requests go through; see README, "etcd outages").
    */
   etcdOutageMaxMs?: number;
+  /**
+   * With outages: half of the writes a node sends during one are applied by
+   * etcd with their answer lost (the node sees the same failure either way).
+   */
+  etcdLostAnswers?: boolean;
 }
 
 export interface RunStats {
@@ -82,6 +87,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     replicationFactor: options.replicationFactor ?? rng.int(2, 3),
     minInSyncReplicas: options.minInSyncReplicas,
     fault: options.fault,
+    etcdLostAnswers: options.etcdLostAnswers,
   };
   const etcd = new FakeEtcd(sched, rng, 15);
   const net = new Network(sched, rng, 1, 5);
@@ -110,6 +116,8 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
       // A crashed node comes back after a while (at the latest when the faults stop).
       if (faults) sched.after(rng.int(300, 3000), () => nodes.get(id)?.start());
     },
+    // A supervisor starts a process that exited after a failed start again (faults or not).
+    onStartFailed: (id) => sched.after(rng.int(300, 1000), () => nodes.get(id)?.start()),
     endpoint: (id) => {
       const node = nodes.get(id);
       return node && node.status !== 'down' ? { process: node.process, handlers: node.handlers() } : undefined;

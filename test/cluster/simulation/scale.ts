@@ -101,6 +101,7 @@ export async function runScale(options: ScaleOptions): Promise<ScaleResult> {
     storeFailRate: () => 0,
     onStoreFailure: () => undefined,
     onCrash: () => undefined,
+    onStartFailed: (id) => sched.after(500, () => nodes.get(id)?.start()),
     endpoint: (id) => {
       const node = nodes.get(id);
       return node && node.status !== 'down' ? { process: node.process, handlers: node.handlers() } : undefined;

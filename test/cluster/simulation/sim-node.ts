@@ -32,6 +32,8 @@ export interface World extends TransportWorld {
   onStoreFailure(): void;
   /** The node crashed (by a fault). */
   onCrash(id: string): void;
+  /** The node's start failed and its process exited (its supervisor starts it again). */
+  onStartFailed(id: string): void;
 }
 
 export const SIM_PREFIX = '/sim/';
@@ -114,7 +116,7 @@ export class SimNode {
     const inc = this.process.start();
     const { world } = this;
     this.transport = new SimTransport(this.id, this.process, world);
-    this.etcdClient = new FakeEtcdClient(world.etcd, this.process);
+    this.etcdClient = new FakeEtcdClient(world.etcd, this.process, world.config.etcdLostAnswers === true);
     this.store = new SimStore(this.disk, this.process, () => world.storeFailRate(), () => world.onStoreFailure());
     const logger = this.logger();
     const node = ClusterNode.create(
@@ -152,7 +154,11 @@ export class SimNode {
         if (this.process.incarnation === inc) this.begun = true;
       },
       (error: unknown) => {
-        if (this.process.incarnation === inc) world.sched.trace(`${this.id}: start failed: ${String(error)}`);
+        if (this.process.incarnation !== inc) return;
+        // In production a start that fails ends the process (http/server.ts exits 1) and its supervisor starts it again.
+        world.sched.trace(`${this.id}: start failed, the process exits: ${String(error)}`);
+        this.crash(false);
+        world.onStartFailed(this.id);
       },
     );
   }
@@ -167,16 +173,17 @@ export class SimNode {
     this.etcdClient?.disconnect(ms);
   }
 
-  crash(): void {
+  /** The process dies (`byFault`: a crash the run injected; otherwise it exited after a failed start). */
+  crash(byFault = true): void {
     if (this.status === 'down') return;
-    this.world.sched.trace(`${this.id}: CRASH`);
+    if (byFault) this.world.sched.trace(`${this.id}: CRASH`);
     this.store?.crash();
     this.etcdClient?.crashed();
     this.process.crash();
     this.cluster = undefined;
     this.transport = undefined;
     this.resetPeers();
-    this.world.onCrash(this.id);
+    if (byFault) this.world.onCrash(this.id);
   }
 
   /** Peers with an open stream to this node see it reset (the machine is up, the process is gone). */
