@@ -1,0 +1,111 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Etcd3, EtcdLockFailedError } from 'etcd3';
+import { percentile } from './stats.js';
+
+/**
+ * The peer a user would pick instead of the project's locks: etcd's own lock
+ * through the `etcd3` client (`client.lock(key).acquire()` then
+ * `.release()`: a lease grant, a put-if-absent transaction with the lease,
+ * a lease revoke). Runs in a child process of its own (`runEtcdLocksInChild`),
+ * `concurrency` loops of acquire + release in parallel on one client, for
+ * `duration_s`. Keys: fresh (a new key per cycle), warm (w0..w999 in turn;
+ * an acquire refused because another loop holds the key is counted and the
+ * loop goes on), hot (one key, one loop).
+ */
+export interface EtcdLockPlan {
+  endpoints: string;
+  mode: 'fresh' | 'warm' | 'hot';
+  concurrency: number;
+  duration_s: number;
+  prefix: string;
+  warmKeys?: number;
+}
+
+export interface EtcdLockResult {
+  cycles_per_s: number;
+  cycles: number;
+  refused: number;
+  cycle_p50_ms: number;
+  cycle_p99_ms: number;
+  duration_s: number;
+  concurrency: number;
+}
+
+async function runPlan(plan: EtcdLockPlan): Promise<EtcdLockResult> {
+  const client = new Etcd3({ hosts: plan.endpoints });
+  const warmKeys = plan.warmKeys ?? 1000;
+  const concurrency = plan.mode === 'hot' ? 1 : plan.concurrency;
+  let n = 0;
+  const key = () => (plan.mode === 'hot' ? `${plan.prefix}hot` : plan.mode === 'fresh' ? `${plan.prefix}f${n++}` : `${plan.prefix}w${n++ % warmKeys}`);
+  const times: number[] = [];
+  let refused = 0;
+  try {
+    // One untimed cycle: the connection and the client's code paths are warm.
+    const first = client.lock(`${plan.prefix}warm-up`);
+    await first.acquire();
+    await first.release();
+    const started = performance.now();
+    const deadline = started + plan.duration_s * 1000;
+    const loop = async () => {
+      while (performance.now() < deadline) {
+        const t0 = performance.now();
+        const lock = client.lock(key());
+        try {
+          await lock.acquire();
+        } catch (error) {
+          if (error instanceof EtcdLockFailedError) {
+            refused++;
+            continue;
+          }
+          throw error;
+        }
+        await lock.release();
+        times.push(performance.now() - t0);
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, loop));
+    const duration_s = (performance.now() - started) / 1000;
+    times.sort((a, b) => a - b);
+    const r3 = (x: number) => Math.round(x * 1000) / 1000;
+    return {
+      cycles_per_s: Math.round(times.length / duration_s),
+      cycles: times.length,
+      refused,
+      cycle_p50_ms: r3(percentile(times, 50)),
+      cycle_p99_ms: r3(percentile(times, 99)),
+      duration_s: Math.round(duration_s * 10) / 10,
+      concurrency,
+    };
+  } finally {
+    client.close();
+  }
+}
+
+type ChildMessage = { result: EtcdLockResult } | { error: string };
+
+export function runEtcdLocksInChild(plan: EtcdLockPlan, onStart?: (pid: number) => void): Promise<EtcdLockResult> {
+  return new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(import.meta.url), ['--child'], { stdio: ['ignore', 2, 2, 'ipc'] });
+    if (child.pid) onStart?.(child.pid);
+    let answer: ChildMessage | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), (plan.duration_s + 60) * 1000);
+    child.on('message', (message: ChildMessage) => (answer = message));
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (answer && 'result' in answer) resolve(answer.result);
+      else if (answer && 'error' in answer) reject(new Error(answer.error));
+      else reject(new Error(`etcd lock load exited with ${signal ?? `code ${code}`} and no result`));
+    });
+    child.send(plan);
+  });
+}
+
+if (process.argv[2] === '--child' && process.send) {
+  process.once('message', (plan: EtcdLockPlan) => {
+    runPlan(plan).then(
+      (result) => process.send!({ result } satisfies ChildMessage, () => process.exit(0)),
+      (error: unknown) => process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies ChildMessage, () => process.exit(1)),
+    );
+  });
+}

@@ -1,0 +1,143 @@
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnEtcd, type EtcdProcess } from '../../cluster/etcd-process.js';
+import { freePort, startServerProcess, type ServerProcess } from './server-process.js';
+
+/**
+ * The project as a bench target, each node its own `node dist/http/server.js`
+ * process: one standalone node, or a cluster of nodes on a private etcd
+ * (as bench/cluster.bench.ts starts them). Both register a user and hand
+ * back its bearer token.
+ */
+const distDir = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+export const projectServerScript = join(distDir, 'http', 'server.js');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const projectEnv = { LOG_LEVEL: 'warn', PASSWORD_KDF_COST: '10' };
+
+export interface ProjectServer {
+  server: ServerProcess;
+  token: string;
+  stop(): Promise<void>;
+}
+
+export async function register(url: string): Promise<string> {
+  for (let attempt = 0; ; attempt++) {
+    const response = await fetch(`${url}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `bench${attempt}@example.com`, username: `bench${attempt}`, password: 'bench-password-1' }),
+    });
+    const body = (await response.json()) as { access_token?: string };
+    if (response.status === 201 && body.access_token) return body.access_token;
+    if (attempt > 20) throw new Error(`register answered ${response.status}: ${JSON.stringify(body)}`);
+    await sleep(250);
+  }
+}
+
+/** One standalone node (no etcd), data in a temporary directory (on disk: fsync is part of the figure). */
+export async function startProjectServer(env: Record<string, string> = {}): Promise<ProjectServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-write-path-'));
+  let server: ServerProcess | undefined;
+  try {
+    server = await startServerProcess(projectServerScript, { ...projectEnv, ...env, DATA_DIR: dataDir }, { readyPath: '/health/ready' });
+    const token = await register(server.url);
+    const started = server;
+    return {
+      server,
+      token,
+      async stop() {
+        await started.stop();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** /dev/shm where writable (etcd's durability is not what the cluster rows measure), else the temp dir. */
+export function etcdParentDir(): string {
+  try {
+    accessSync('/dev/shm', constants.W_OK);
+    return '/dev/shm';
+  } catch {
+    return tmpdir();
+  }
+}
+
+export interface ProjectCluster {
+  etcd: EtcdProcess;
+  nodes: ServerProcess[];
+  token: string;
+  stop(): Promise<void>;
+}
+
+interface StatusView {
+  partitions: { partition: number; leader: string | null; isr: string[] }[];
+}
+
+async function status(url: string): Promise<StatusView | undefined> {
+  try {
+    const response = await fetch(`${url}/cluster/status`, { signal: AbortSignal.timeout(1000) });
+    return response.status === 200 ? ((await response.json()) as StatusView) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `count` nodes with REPLICATION_FACTOR=`replicationFactor` on a private etcd; resolves once every partition has a leader and its full ISR. */
+export async function startProjectCluster(count: number, replicationFactor: number, env: Record<string, string> = {}, settleTimeout_ms = 90_000): Promise<ProjectCluster> {
+  const root = mkdtempSync(join(tmpdir(), 'bench-write-path-cluster-'));
+  const etcdDir = mkdtempSync(join(etcdParentDir(), 'bench-write-path-etcd-'));
+  const etcd = await spawnEtcd({ dataDir: etcdDir, name: 'bench' });
+  const nodes: ServerProcess[] = [];
+  const ids: string[] = [];
+  const stop = async () => {
+    await Promise.all(nodes.map((n) => n.stop(2000).catch(() => undefined)));
+    await etcd.stop();
+    rmSync(etcdDir, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 1; i <= count; i++) {
+      const id = `n${i}`;
+      ids.push(id);
+      nodes.push(
+        await startServerProcess(
+          projectServerScript,
+          {
+            ...projectEnv,
+            ...env,
+            ETCD_ENDPOINTS: etcd.endpoints,
+            NODE_ID: id,
+            GRPC_PORT: String(await freePort()),
+            DATA_DIR: join(root, id),
+            REPLICATION_FACTOR: String(replicationFactor),
+            LEASE_TTL_SECONDS: '2',
+          },
+          { readyPath: '/health', startTimeout_ms: 60_000 },
+        ),
+      );
+    }
+    const deadline = Date.now() + settleTimeout_ms;
+    for (;;) {
+      const views = await Promise.all(nodes.map((n) => status(n.url)));
+      const settled = views.every(
+        (v) => v && v.partitions.every((p) => p.leader !== null && ids.includes(p.leader) && p.isr.length >= Math.min(replicationFactor, count)),
+      );
+      if (settled && new Set(views.map((v) => v!.partitions.map((p) => p.leader).join())).size === 1) break;
+      if (Date.now() > deadline) throw new Error(`cluster did not settle within ${settleTimeout_ms} ms`);
+      await sleep(100);
+    }
+    const token = await register(nodes[0].url);
+    return { etcd, nodes, token, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,174 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnEtcd, type EtcdProcess } from '../cluster/etcd-process.js';
+import { startCpuMeter } from './support/cpu-meter.js';
+import { runEtcdLocksInChild, type EtcdLockPlan, type EtcdLockResult } from './support/etcd-lock-load.js';
+import { startProjectCluster, startProjectServer, type ProjectCluster, type ProjectServer } from './support/project-servers.js';
+import { progress, runScenarios } from './support/scenarios.js';
+import { runLoadInChild, type WritePathMode, type WritePathPlan } from './support/write-path-load.js';
+import { measure, median, medianRun, othersMean, round3, statusText, verdict, type Measured } from './support/write-path-measure.js';
+import type { BenchRow } from './types.js';
+
+/**
+ * Write path (hot-path issue), the peers a user would pick instead, in the
+ * same `npm run bench -- write-path` run as write-path.bench.ts:
+ * - etcd's own lock (`etcd3` client: `client.lock(key).acquire()` then
+ *   `.release()`) against a local etcd whose data is on disk (its WAL fsync
+ *   counts, as the project's does), on the same key sets (fresh keys, warm
+ *   w0..w999, one hot key) as acquire + release cycles/s, next to the
+ *   project's own cycles on the same keys, one after the other;
+ * - the project's three-node cluster with REPLICATION_FACTOR=2 on the
+ *   fresh-key load (100 connections spread over the three nodes) against one
+ *   standalone node, three rounds alternating (target: >= 0.4 of one node).
+ * Every load generator is a child process of its own. BENCH_WRITE_PATH_SECONDS
+ * (default 8) per run; BENCH_WRITE_PATH_ETCD_CONCURRENCY (default 32): loops
+ * in parallel against etcd (an etcd3 lock is three writes: lease grant, put,
+ * lease revoke, each with its own keep-alive stream; at 100 loops a cycle took
+ * ~300 ms here, so 32 keeps it a throughput figure rather than a queue).
+ */
+const AREA = 'write path: peers';
+const CONNECTIONS = 100;
+const SECONDS = Number(process.env.BENCH_WRITE_PATH_SECONDS ?? 8);
+const WARM_UP_SECONDS = Math.min(2, SECONDS);
+const ETCD_CONCURRENCY = Number(process.env.BENCH_WRITE_PATH_ETCD_CONCURRENCY ?? 32);
+const ROUNDS = 3;
+const CLUSTER_TARGET = 0.4;
+const BODY = JSON.stringify({ owner_id: 'owner-12345', ttl_seconds: 30 });
+/** The cluster and its single-node reference run with the same partition count. */
+const PARTITIONS = '32';
+
+let planCount = 0;
+function plan(urls: string[], token: string, mode: WritePathMode, duration_s: number): WritePathPlan {
+  return { target: 'lock', mode, urls, token, connections: mode === 'hot' ? 1 : CONNECTIONS, duration_s, prefix: `q${planCount++}-`, body: BODY };
+}
+
+async function etcdLocks(etcd: EtcdProcess, mode: EtcdLockPlan['mode']): Promise<{ result: EtcdLockResult; others: string }> {
+  let stopMeter: (() => ReturnType<ReturnType<typeof startCpuMeter>>) | undefined;
+  const result = await runEtcdLocksInChild(
+    { endpoints: etcd.endpoints, mode, concurrency: ETCD_CONCURRENCY, duration_s: SECONDS, prefix: `bench-lock/${planCount++}-` },
+    (pid) => (stopMeter = startCpuMeter([etcd.child.pid ?? 0, pid])),
+  );
+  return { result, others: othersMean([{ cpu: stopMeter?.() }]) };
+}
+
+export async function run(): Promise<BenchRow[]> {
+  let single: Promise<ProjectServer> | undefined;
+  let lockEtcd: { etcd: EtcdProcess; dir: string } | undefined;
+  let cluster: Promise<ProjectCluster> | undefined;
+  const getSingle = () => (single ??= startProjectServer({ PARTITIONS }));
+  const load_at_start = loadavg()[0].toFixed(2);
+  /** The project's cycles on the etcd key sets, for the ratios. */
+  const projectCycles = new Map<string, Measured>();
+
+  try {
+    return await runScenarios(AREA, [
+      {
+        name: 'etcd lock vs project lock: fresh, warm 1,000 keys, hot key',
+        async run() {
+          const dir = mkdtempSync(join(tmpdir(), 'bench-write-path-lock-etcd-'));
+          lockEtcd = { etcd: await spawnEtcd({ dataDir: dir, name: 'bench-lock' }), dir };
+          const project = await getSingle();
+          await runLoadInChild(plan([project.server.url], project.token, 'warm', WARM_UP_SECONDS));
+          const rows: BenchRow[] = [];
+          const labels = { fresh: 'fresh keys', warm: 'warm 1,000 keys', hot: 'hot key (1 loop)' } as const;
+          for (const mode of ['fresh', 'warm', 'hot'] as const) {
+            const etcd = await etcdLocks(lockEtcd.etcd, mode);
+            // The project on the same key set, as cycles: fresh keys (never used before) acquired and released once each.
+            const base = plan([project.server.url], project.token, mode === 'fresh' ? 'warm' : mode, SECONDS);
+            const ours = await measure([project.server.child.pid], mode === 'fresh' ? { ...base, warmKeys: Number.MAX_SAFE_INTEGER, warmPrefix: `${base.prefix}c` } : base);
+            projectCycles.set(mode, ours);
+            const e = etcd.result;
+            progress(`${labels[mode]}: etcd ${e.cycles_per_s} cycles/s (p50 ${e.cycle_p50_ms} ms), project ${ours.result.cycles_per_s} cycles/s`);
+            if (e.cycles === 0) throw new Error(`etcd lock ${mode}: no cycle completed`);
+            const ratio = round3(ours.result.cycles_per_s / e.cycles_per_s);
+            rows.push(
+              {
+                area: AREA,
+                scenario: `etcd3 Lock, ${labels[mode]}: acquire+release`,
+                value: e.cycles_per_s,
+                unit: 'cycles/s',
+                note: `${e.concurrency === 1 ? 'one loop' : `${e.concurrency} loops in parallel`}; cycle p50 ${e.cycle_p50_ms} ms, p99 ${e.cycle_p99_ms} ms; ${e.refused} acquires refused (key held); etcd 3.4 WAL on disk${etcd.others}`,
+              },
+              {
+                area: AREA,
+                scenario: `project lock, ${labels[mode]}: acquire+release`,
+                value: ours.result.cycles_per_s,
+                unit: 'cycles/s',
+                note: `${mode === 'hot' ? '1 connection, one owner' : `${CONNECTIONS} connections`}; ${mode === 'hot' ? `cycle p50 ${ours.result.cycle_p50_ms} ms, p99 ${ours.result.cycle_p99_ms} ms` : `request p50 ${ours.result.latency_p50_ms} ms, p99 ${ours.result.latency_p99_ms} ms`}; ${statusText(ours.result)}; project / etcd ${ratio}x${othersMean([ours])}`,
+              },
+            );
+          }
+          await lockEtcd.etcd.stop();
+          rmSync(lockEtcd.dir, { recursive: true, force: true });
+          lockEtcd = undefined;
+          return rows;
+        },
+      },
+      {
+        name: '3-node cluster, REPLICATION_FACTOR=2, vs one node: fresh keys',
+        async run() {
+          const project = await getSingle();
+          const started_ms = performance.now();
+          const c = await (cluster ??= startProjectCluster(3, 2, { PARTITIONS }));
+          progress(`cluster settled in ${((performance.now() - started_ms) / 1000).toFixed(1)} s`);
+          const urls = c.nodes.map((n) => n.url);
+          const clusterPids = [...c.nodes.map((n) => n.child.pid), c.etcd.child.pid];
+          await runLoadInChild(plan(urls, c.token, 'fresh', WARM_UP_SECONDS));
+          await runLoadInChild(plan([project.server.url], project.token, 'fresh', WARM_UP_SECONDS));
+          const runs = { single: [] as Measured[], cluster: [] as Measured[] };
+          for (let round = 0; round < ROUNDS; round++) {
+            const order = round % 2 === 0 ? (['single', 'cluster'] as const) : (['cluster', 'single'] as const);
+            for (const which of order) {
+              const measured =
+                which === 'single'
+                  ? await measure([project.server.child.pid], plan([project.server.url], project.token, 'fresh', SECONDS))
+                  : await measure(clusterPids, plan(urls, c.token, 'fresh', SECONDS));
+              if ((measured.result.status['200'] ?? 0) === 0) throw new Error(`${which}: no 200 answer: ${statusText(measured.result)}`);
+              progress(`cluster round ${round + 1}: ${which} ${measured.result.requests_per_s} req/s (${statusText(measured.result)})`);
+              runs[which].push(measured);
+            }
+          }
+          const rate = (m: Measured) => m.result.status['200'] ? Math.round(m.result.status['200'] / m.result.duration_s) : 0;
+          const one = median(runs.single.map(rate));
+          const three = median(runs.cluster.map(rate));
+          const ratio = round3(three / one);
+          const mid = (list: Measured[]) => medianRun(list, rate).result;
+          return [
+            {
+              area: AREA,
+              scenario: 'fresh keys: project, one node (acquires)',
+              value: one,
+              unit: 'acquires/s',
+              note: `median of ${runs.single.map(rate).join(', ')}; p50 ${mid(runs.single).latency_p50_ms} ms, p99 ${mid(runs.single).latency_p99_ms} ms; PARTITIONS=${PARTITIONS}${othersMean(runs.single)}`,
+            },
+            {
+              area: AREA,
+              scenario: 'fresh keys: project, 3 nodes, REPLICATION_FACTOR=2 (acquires)',
+              value: three,
+              unit: 'acquires/s',
+              note: `median of ${runs.cluster.map(rate).join(', ')}; ${CONNECTIONS} connections spread over the 3 nodes; highest node p50 ${mid(runs.cluster).latency_p50_ms} ms, p99 ${mid(runs.cluster).latency_p99_ms} ms; ${statusText(mid(runs.cluster))}; etcd in /dev/shm${othersMean(runs.cluster)}`,
+            },
+            {
+              area: AREA,
+              scenario: 'fresh keys: 3 nodes RF 2 / one node',
+              value: ratio,
+              unit: 'ratio',
+              note: `${three} / ${one} acquires/s (medians, alternating rounds); all 4 node processes share this machine's cores; target >= ${CLUSTER_TARGET}: ${verdict(ratio >= CLUSTER_TARGET)}`,
+            },
+          ];
+        },
+      },
+    ]).then((rows) => [
+      ...rows,
+      { area: AREA, scenario: 'machine: 1-min load average at start / end', value: Number(loadavg()[0].toFixed(2)), unit: 'load', note: `at start ${load_at_start}; ${SECONDS} s per run` },
+    ]);
+  } finally {
+    const [s, c] = await Promise.all([single?.catch(() => undefined), cluster?.catch(() => undefined)]);
+    await Promise.all([s?.stop(), c?.stop()]);
+    if (lockEtcd) {
+      await lockEtcd.etcd.stop();
+      rmSync(lockEtcd.dir, { recursive: true, force: true });
+    }
+  }
+}
