@@ -14,8 +14,8 @@ import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-rooms/actor.js';
 import { webhookActors } from './actors/webhooks/actor.js';
-import { authRoutes } from './http/routes/accounts.js';
-import { adminUserRoutes } from './http/routes/admin.js';
+import { accountRoutes } from './http/routes/accounts.js';
+import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { cliLoginRoutes } from './http/routes/cli-login.js';
 import { emailVerificationRoutes } from './http/routes/email-verification.js';
@@ -50,14 +50,14 @@ export interface Area {
 }
 
 export const areas: Area[] = [
-  { name: 'accounts', actors: [userActor, directoryActor, loginThrottleActor, loginFlowActor], routes: authRoutes },
+  { name: 'accounts', actors: [userActor, directoryActor, loginThrottleActor, loginFlowActor], routes: accountRoutes },
   { name: 'two-factor', actors: [], routes: twoFactorRoutes },
   { name: 'linked-accounts', actors: [identityLinksActor, identityIndexActor], routes: linkedAccountRoutes },
   { name: 'scim', actors: [scimDirectoryActor], routes: scimRoutes },
   { name: 'oauth', actors: [oauthClientActor], routes: oauthRoutes },
   { name: 'email-verification', actors: [], routes: emailVerificationRoutes },
   { name: 'cli-login', actors: [cliLoginActor], routes: cliLoginRoutes },
-  { name: 'admin', actors: [], routes: adminUserRoutes },
+  { name: 'admin', actors: [], routes: adminRoutes },
   { name: 'organizations', actors: organizationActors, routes: organizationRoutes },
   { name: 'api-keys', actors: [apiKeyActor, userApiKeysActor], routes: apiKeyRoutes },
   { name: 'locks', actors: [lockActor], routes: lockRoutes },

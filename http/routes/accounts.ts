@@ -108,7 +108,7 @@ function clientInfo(request: FastifyRequest): ClientInfo {
   return { ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' };
 }
 
-export function authRoutes(app: FastifyInstance, services: AppServices): void {
+export function accountRoutes(app: FastifyInstance, services: AppServices): void {
   const accounts = new Accounts(services);
   const authenticate = bearerAuthentication(services);
   const tokenResponse = (body: Awaited<ReturnType<Accounts['openSession']>>) => ({ ...body, user: userView(body.user) });

@@ -137,7 +137,7 @@ function paging(query: { page?: number; page_size?: number }) {
 
 const adminErrors = (...extra: number[]) => errorResponses(...bearerErrors, 403, ...extra);
 
-export function adminUserRoutes(app: FastifyInstance, services: AppServices): void {
+export function adminRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const { actors } = services;
   // Changes of a user are one ask of its actor, answered once the directory (the list) shows them.
