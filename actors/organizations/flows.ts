@@ -433,11 +433,21 @@ function requireKnownInvitation(state: OrganizationState, invitation_id: string)
   if (!state.invitations.has(invitation_id)) throw new ServiceError('invitation_not_found', 'No such pending invitation for your e-mail address.');
 }
 
-function startAccept(state: OrganizationState, message: Extract<OrganizationMessage, { op: 'accept_invitation' }>, context: TurnContext): Result {
+/**
+ * Accept and decline start alike: the invitation must be known, then the
+ * invitee's account is asked for (its e-mail and whether it is verified are
+ * the proof, checked on the answer).
+ */
+function startInviteeFlow(
+  state: OrganizationState,
+  kind: 'accept' | 'decline',
+  message: Extract<OrganizationMessage, { op: 'accept_invitation' | 'decline_invitation' }>,
+  context: TurnContext,
+): Result {
   requireKnownInvitation(state, message.invitation_id);
   const effects = fresh();
-  const flow: AcceptFlow = {
-    kind: 'accept',
+  const flow: OrgFlow = {
+    kind,
     flow_id: context.newId('flw_'),
     request_id: context.request_id,
     step: 'user',
@@ -502,22 +512,6 @@ function acceptAnswered(state: OrganizationState, flow: AcceptFlow, answer: Answ
   // A refused slot: nothing is held.
   if (!answer.ok) return fail(state, context, flow, answer.error);
   return completeAccept(state, context, flow.flow_id, flow.request_id, flow.invitation_id, flow.user_id, true);
-}
-
-function startDecline(state: OrganizationState, message: Extract<OrganizationMessage, { op: 'decline_invitation' }>, context: TurnContext): Result {
-  requireKnownInvitation(state, message.invitation_id);
-  const effects = fresh();
-  const flow: OrgFlow = {
-    kind: 'decline',
-    flow_id: context.newId('flw_'),
-    request_id: context.request_id,
-    step: 'user',
-    invitation_id: message.invitation_id,
-    user_id: message.user_id,
-    ...(message.token_hash === undefined ? {} : { token_hash: message.token_hash }),
-  };
-  ask(state, context, effects, flow, USER_KIND, message.user_id, { op: 'get' });
-  return { state, ...effects, defer: true };
 }
 
 // ------------------------------------------------------------------ admin add-member
@@ -649,9 +643,9 @@ export function stepOrganizationFlows(state: OrganizationState, message: Organiz
     case 'invite':
       return startInvite(state, message, context);
     case 'accept_invitation':
-      return startAccept(state, message, context);
+      return startInviteeFlow(state, 'accept', message, context);
     case 'decline_invitation':
-      return startDecline(state, message, context);
+      return startInviteeFlow(state, 'decline', message, context);
     case 'verify_domain':
       return startVerifyDomain(state, message, context);
     case 'add_member':
