@@ -59,21 +59,8 @@ export const DLQ_PREFIX = 'q:';
 export const LOG_PREFIX = 'd:';
 export const DELIVER_ALARM = 'deliver';
 
-export interface WebhookConfig {
-  id: string;
-  tenant: string;
-  created_by: string;
-  url: string;
-  events: string[];
-  headers: Record<string, string> | null;
-  active: boolean;
-  consecutive_failures: number;
-  created_at_ms: number;
-  updated_at_ms: number;
-  disabled_at_ms: number | null;
-  disabled_reason: string | null;
-  last_failure_at_ms: number | null;
-  secret: string;
+/** What the webhook actor stores: its view plus what stays inside. */
+export interface WebhookConfig extends WebhookView {
   /** The secret before the last rotation, signed with too until `until_ms`. */
   previous_secret: { secret: string; until_ms: number } | null;
   settings: WebhookSettings;
