@@ -1,6 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
 import {
   FILTER_FIELDS,
   FILTER_OPERATORS,
@@ -26,6 +25,7 @@ import {
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { parseListFilters } from '../list-filters.js';
 
 /** Waiting rooms (spec doc 1 §2, §3 and §4.10; conventions "Waiting room"). Reference: docs/api/waiting-rooms.md. */
 const ROOM_ID = Type.String({ minLength: 1, maxLength: limits.room_id_length_max, pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]*$' });
@@ -301,21 +301,7 @@ function memberShape(member: MemberView) {
 
 /** Parses `field:operator:value` items (the value may contain ':'). */
 function parseFilters(items: string[] | undefined): RoomFilter[] {
-  const filters: RoomFilter[] = [];
-  for (const item of items ?? []) {
-    const first = item.indexOf(':');
-    const second = first < 0 ? -1 : item.indexOf(':', first + 1);
-    const fail = (message: string) =>
-      new ServiceError('BAD_REQUEST', `filter ${JSON.stringify(item)}: ${message}`, { details: [{ field: 'querystring.filter', message }] });
-    if (first < 0 || second < 0) throw fail('must have the form field:operator:value');
-    const field = item.slice(0, first);
-    const operator = item.slice(first + 1, second);
-    const value = item.slice(second + 1);
-    if (!(FILTER_FIELDS as readonly string[]).includes(field)) throw fail(`unknown field ${field} (use ${FILTER_FIELDS.join(', ')})`);
-    if (!(FILTER_OPERATORS as readonly string[]).includes(operator)) throw fail(`unknown operator ${operator} (use ${FILTER_OPERATORS.join(', ')})`);
-    filters.push({ field: field as RoomFilter['field'], operator: operator as RoomFilter['operator'], value });
-  }
-  return filters;
+  return parseListFilters(items, FILTER_FIELDS, FILTER_OPERATORS);
 }
 
 /** POSTs whose fields are all optional accept a missing body as {}. */

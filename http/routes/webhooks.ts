@@ -25,6 +25,7 @@ import { bearerErrors, bearerSecurity, errorResponses, Pagination } from '../sch
 import type { AppServices } from '../services.js';
 import { blockedAddressReason } from '../webhook-guard.js';
 import { webhookSettings } from '../webhook-settings.js';
+import { parseListFilters } from '../list-filters.js';
 
 /** Outbound webhooks (spec doc 1 §4.11, §6; docs/api/webhooks.md). */
 const tags = ['webhooks'];
@@ -173,20 +174,7 @@ function newSecret(): string {
 }
 
 function parseFilters(items: string[] | undefined): ListFilter[] {
-  const filters: ListFilter[] = [];
-  for (const item of items ?? []) {
-    const first = item.indexOf(':');
-    const second = first < 0 ? -1 : item.indexOf(':', first + 1);
-    const fail = (message: string) =>
-      new ServiceError('BAD_REQUEST', `filter ${JSON.stringify(item)}: ${message}`, { details: [{ field: 'querystring.filter', message }] });
-    if (first < 0 || second < 0) throw fail('must have the form field:operator:value');
-    const field = item.slice(0, first);
-    const operator = item.slice(first + 1, second);
-    if (!(LIST_FILTER_FIELDS as readonly string[]).includes(field)) throw fail(`unknown field ${field} (use ${LIST_FILTER_FIELDS.join(', ')})`);
-    if (!(LIST_FILTER_OPERATORS as readonly string[]).includes(operator)) throw fail(`unknown operator ${operator} (use ${LIST_FILTER_OPERATORS.join(', ')})`);
-    filters.push({ field: field as ListFilter['field'], operator: operator as ListFilter['operator'], value: item.slice(second + 1) });
-  }
-  return filters;
+  return parseListFilters(items, LIST_FILTER_FIELDS, LIST_FILTER_OPERATORS);
 }
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
