@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { runInChild, serveInChild } from './child-run.js';
 import { fileURLToPath } from 'node:url';
 import { Etcd3, EtcdLockFailedError } from 'etcd3';
 import { percentile } from './stats.js';
@@ -82,30 +82,8 @@ async function runPlan(plan: EtcdLockPlan): Promise<EtcdLockResult> {
   }
 }
 
-type ChildMessage = { result: EtcdLockResult } | { error: string };
-
 export function runEtcdLocksInChild(plan: EtcdLockPlan, onStart?: (pid: number) => void): Promise<EtcdLockResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--child'], { stdio: ['ignore', 2, 2, 'ipc'] });
-    if (child.pid) onStart?.(child.pid);
-    let answer: ChildMessage | undefined;
-    const timer = setTimeout(() => child.kill('SIGKILL'), (plan.duration_s + 60) * 1000);
-    child.on('message', (message: ChildMessage) => (answer = message));
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (answer && 'result' in answer) resolve(answer.result);
-      else if (answer && 'error' in answer) reject(new Error(answer.error));
-      else reject(new Error(`etcd lock load exited with ${signal ?? `code ${code}`} and no result`));
-    });
-    child.send(plan);
-  });
+  return runInChild<EtcdLockPlan, EtcdLockResult>(fileURLToPath(import.meta.url), plan, (plan.duration_s + 60) * 1000, 'etcd lock load', onStart);
 }
 
-if (process.argv[2] === '--child' && process.send) {
-  process.once('message', (plan: EtcdLockPlan) => {
-    runPlan(plan).then(
-      (result) => process.send!({ result } satisfies ChildMessage, () => process.exit(0)),
-      (error: unknown) => process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies ChildMessage, () => process.exit(1)),
-    );
-  });
-}
+serveInChild<EtcdLockPlan, EtcdLockResult>(runPlan);

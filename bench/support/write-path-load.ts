@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { runInChild, serveInChild } from './child-run.js';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { runLoad, type LoadRequest, type LoadResult } from './load.js';
@@ -193,31 +193,9 @@ async function hotPlan(plan: WritePathPlan): Promise<WritePathResult> {
   };
 }
 
-export type ChildMessage = { result: WritePathResult } | { error: string };
-
 /** Forks this file, sends it the plan, resolves with its result. `onStart` gets the child's pid (for the CPU meter). */
 export function runLoadInChild(plan: WritePathPlan, onStart?: (pid: number) => void): Promise<WritePathResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--child'], { stdio: ['ignore', 2, 2, 'ipc'] });
-    if (child.pid) onStart?.(child.pid);
-    let answer: ChildMessage | undefined;
-    const timer = setTimeout(() => child.kill('SIGKILL'), (plan.duration_s + 60) * 1000);
-    child.on('message', (message: ChildMessage) => (answer = message));
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (answer && 'result' in answer) resolve(answer.result);
-      else if (answer && 'error' in answer) reject(new Error(answer.error));
-      else reject(new Error(`load generator exited with ${signal ?? `code ${code}`} and no result`));
-    });
-    child.send(plan);
-  });
+  return runInChild<WritePathPlan, WritePathResult>(fileURLToPath(import.meta.url), plan, (plan.duration_s + 60) * 1000, 'load generator', onStart);
 }
 
-if (process.argv[2] === '--child' && process.send) {
-  process.once('message', (plan: WritePathPlan) => {
-    (plan.mode === 'hot' ? hotPlan(plan) : autocannonPlan(plan)).then(
-      (result) => process.send!({ result } satisfies ChildMessage, () => process.exit(0)),
-      (error: unknown) => process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies ChildMessage, () => process.exit(1)),
-    );
-  });
-}
+serveInChild<WritePathPlan, WritePathResult>((plan) => (plan.mode === 'hot' ? hotPlan(plan) : autocannonPlan(plan)));
