@@ -13,6 +13,7 @@ export const errorCodes = {
   invalid_verification_token: { status: 400, description: 'The e-mail verification token is unknown, expired, already used, or was sent to an address the account no longer has.' },
   invalid_reset_token: { status: 400, description: 'The password reset token is unknown, expired, already used, replaced by a newer one, or was sent to an address the account no longer has.' },
   invalid_configuration: { status: 400, description: 'The resource is not in a state that allows this operation (a webhook that is inactive cannot be tested or redriven; enable it first).' },
+  invalid_toml: { status: 400, description: 'An agent payload is not a valid TOML document; the message and `details` name the field, line and column (docs/api/agents.md).' },
   link_failed: { status: 400, description: 'Linking an external account failed at the provider: the code was refused, or the provider was unreachable, slow or answered badly.' },
   // 400, OAuth 2.0 token endpoint (RFC 6749 §5.2): rendered as {error: wire, error_description}
   oauth_invalid_request: { status: 400, wire: 'invalid_request', description: 'The token request is missing a parameter, repeats one, uses two client authentication methods, or is not form-encoded.' },
@@ -60,6 +61,9 @@ export const errorCodes = {
   waiting_room_limit_reached: { status: 409, description: 'A per-room limit is reached (waiting members or bans); see docs/api/waiting-rooms.md.' },
   api_key_limit_reached: { status: 409, description: 'The user already holds the maximum number of API keys; delete one first.' },
   account_already_linked: { status: 409, description: 'The external account is linked to another user, or this user already has an account of that provider linked.' },
+  agent_key_taken: { status: 409, description: 'Another agent of the tenant (or organization) already has this key.' },
+  agent_limit_reached: { status: 409, description: 'The tenant already has the maximum number of agents (docs/api/agents.md); delete one first.' },
+  agent_change_in_progress: { status: 409, description: 'Another change to this agent is being applied at this moment; retry.' },
   webhook_limit_reached: { status: 409, description: 'The tenant already has the maximum number of webhooks (docs/api/webhooks.md); delete one first.' },
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
