@@ -14,6 +14,7 @@ import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-rooms/actor.js';
 import { webhookActors } from './actors/webhooks/actor.js';
+import { vaultActors } from './actors/vault/actor.js';
 import { agentActors } from './actors/agents/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
@@ -30,6 +31,7 @@ import { scimRoutes } from './http/routes/scim.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
 import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
+import { vaultRoutes } from './http/routes/vault.js';
 import { agentRoutes } from './http/routes/agents.js';
 
 /**
@@ -67,6 +69,7 @@ export const areas: Area[] = [
   { name: 'presence', actors: [presenceContextActor, presenceSubjectActor, presenceMultiplexActor], routes: presenceRoutes },
   { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },
   { name: 'webhooks', actors: webhookActors, routes: webhookRoutes },
+  { name: 'vault', actors: vaultActors, routes: vaultRoutes },
   { name: 'agents', actors: agentActors, routes: agentRoutes },
 ];
 

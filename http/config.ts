@@ -64,6 +64,11 @@ export interface NodeConfig {
   webhookRetryBaseMs: number;
   /** Webhooks: let deliveries reach loopback, private and link-local targets (WEBHOOK_ALLOW_PRIVATE_TARGETS=1; tests only). */
   webhookAllowPrivateTargets: boolean;
+  /**
+   * Vault: the key that seals attestation content keys (VAULT_SEAL_KEY, base64 of 32 bytes).
+   * Empty: the embedded node keeps one in DATA_DIR/vault-seal.key; a cluster node needs it set.
+   */
+  vaultSealKey: string;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -200,6 +205,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookDisableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 10_000),
     webhookRetryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
+    vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
     cluster: clusterFrom(env, port),
   };
+}
+
+function vaultSealKeyFrom(raw: string | undefined): string {
+  if (!raw) return '';
+  if (!/^[A-Za-z0-9+/]{43}=$/.test(raw.trim())) throw new Error('VAULT_SEAL_KEY must be base64 of 32 random bytes (44 characters, e.g. from `openssl rand -base64 32`)');
+  return raw.trim();
 }
