@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   X402_BALANCE_KIND,
   formatUsd,
+  isExemptPath,
   resolvePrice,
   x402BalanceKey,
   type ChargeReply,
@@ -101,7 +102,7 @@ export function registerX402(app: FastifyInstance, services: AppServices): void 
 
   app.addHook('onRequest', async (request) => {
     const url = request.routeOptions.url;
-    if (url === undefined) return;
+    if (url === undefined || isExemptPath(url)) return;
     const method = request.method === 'HEAD' ? 'GET' : request.method;
     const price = resolvePrice(await edge.rules(), method, url);
     if (!price.payable) return;

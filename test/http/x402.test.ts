@@ -310,6 +310,25 @@ describe('enforcement from a prepaid balance', () => {
     expect(await balanceOf(payer.token)).toBe('0.05');
   });
 
+  it('a POST replayed by its Idempotency-Key is not charged again', async () => {
+    const user = await t.newUser('replay');
+    await credit(user.user_id, '0.2');
+    await t.request('POST', '/admin/x402/pricing/endpoints', { token: admin, body: { method: 'POST', path: LOCK_TEMPLATE, amount_usd: '0.1' } });
+    try {
+      const path = lockPath();
+      const headers = { 'idempotency-key': `post-${keyCounter}` };
+      const first = await t.request('POST', path, { token: user.token, body: { owner_id: 'o' }, headers });
+      expect(first.status, first.text).toBe(200);
+      const replay = await t.request('POST', path, { token: user.token, body: { owner_id: 'o' }, headers });
+      expect(replay.status).toBe(200);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(replay.body.lock_id).toBe(first.body.lock_id);
+      expect(await balanceOf(user.token)).toBe('0.1');
+    } finally {
+      await t.request('DELETE', `/admin/x402/pricing/endpoints/POST${LOCK_TEMPLATE}`, { token: admin });
+    }
+  });
+
   it('concurrent requests never take the balance below zero', async () => {
     const user = await t.newUser('racer');
     await credit(user.user_id, '0.15');
