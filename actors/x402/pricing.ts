@@ -18,9 +18,10 @@ export interface ResolvedPrice {
 
 /**
  * Paths no rule prices: the x402 area itself (one must be able to pay), the
- * probes and documents, sign-in, OAuth and the administrative API.
+ * probes and documents, sign-in, OAuth and its discovery, SCIM provisioning
+ * (identity providers cannot pay) and the administrative API.
  */
-const EXEMPT_PREFIXES = ['/x402', '/api/v1/x402', '/admin', '/health', '/metrics', '/openapi.json', '/api/v1/auth', '/oauth', '/.well-known', '/cluster'];
+const EXEMPT_PREFIXES = ['/x402', '/api/v1/x402', '/admin', '/health', '/metrics', '/openapi.json', '/api/v1/auth', '/oauth', '/.well-known', '/scim', '/cluster'];
 
 export function isExemptPath(path: string): boolean {
   return EXEMPT_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));

@@ -118,7 +118,7 @@ describe('x402 price resolution', () => {
   });
 
   it('never prices the x402 area, probes, sign-in or the admin API', () => {
-    for (const path of ['/x402/session', '/api/v1/x402/topup', '/admin/x402/pricing', '/health', '/metrics', '/openapi.json', '/api/v1/auth/login', '/oauth/token']) {
+    for (const path of ['/x402/session', '/api/v1/x402/topup', '/admin/x402/pricing', '/health', '/metrics', '/openapi.json', '/api/v1/auth/login', '/oauth/token', '/scim/v2/Users', '/.well-known/jwks.json']) {
       expect(resolvePrice(rules, 'POST', path).payable, path).toBe(false);
     }
   });
