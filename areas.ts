@@ -16,6 +16,7 @@ import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-ro
 import { webhookActors } from './actors/webhooks/actor.js';
 import { vaultActors } from './actors/vault/actor.js';
 import { agentActors } from './actors/agents/actor.js';
+import { x402Actors } from './actors/x402/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -33,6 +34,7 @@ import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { vaultRoutes } from './http/routes/vault.js';
 import { agentRoutes } from './http/routes/agents.js';
+import { x402Routes } from './http/routes/x402.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -71,6 +73,7 @@ export const areas: Area[] = [
   { name: 'webhooks', actors: webhookActors, routes: webhookRoutes },
   { name: 'vault', actors: vaultActors, routes: vaultRoutes },
   { name: 'agents', actors: agentActors, routes: agentRoutes },
+  { name: 'x402', actors: x402Actors, routes: x402Routes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

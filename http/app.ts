@@ -7,6 +7,7 @@ import { registerGracefulClose } from './plugins/graceful-close.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerJsonBody } from './plugins/json-body.js';
 import { registerValidation } from './plugins/validation.js';
+import { registerX402 } from './plugins/x402.js';
 import type { AreaRoutes } from './area-routes.js';
 import { clusterRoutes } from './routes/cluster.js';
 import { healthRoutes } from './routes/health.js';
@@ -101,6 +102,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   });
   services.metrics.register(app);
   registerIdempotency(app, services);
+  // x402: notes the routes for the catalog; with X402_ENABLED, prices and charges priced routes (docs/api/x402.md).
+  registerX402(app, services);
   // The node's own routes, then every area's (the list is areas.ts).
   healthRoutes(app, services);
   clusterRoutes(app, services);

@@ -69,8 +69,51 @@ export interface NodeConfig {
    * Empty: the embedded node keeps one in DATA_DIR/vault-seal.key; a cluster node needs it set.
    */
   vaultSealKey: string;
+  /** x402: enforce price rules on priced routes (X402_ENABLED=1; default off: docs/api/x402.md). */
+  x402Enabled: boolean;
+  /** x402: the facilitator that verifies and settles X-PAYMENT proofs (X402_FACILITATOR_URL; '' = none). */
+  x402FacilitatorUrl: string;
+  /** x402: one request to the facilitator may take this long (X402_FACILITATOR_TIMEOUT_MS). */
+  x402FacilitatorTimeoutMs: number;
+  /** x402: the address payments go to (X402_PAY_TO, an EVM address; '' = not configured). */
+  x402PayTo: string;
+  /** x402: networks accepted, x402 v1 names (X402_NETWORKS, comma-separated; default base-sepolia). */
+  x402Networks: string[];
+  /** x402: lifetime of a POST /x402/session token (X402_SESSION_TTL_SECONDS). */
+  x402SessionTtlSeconds: number;
+  /** x402: how long the edge keeps the price rules before asking again (X402_PRICE_CACHE_MS). */
+  x402PriceCacheMs: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
+}
+
+/** X402_FACILITATOR_URL: an absolute http(s) URL without trailing slash, or ''. */
+function facilitatorUrlFrom(raw: string | undefined): string {
+  if (raw === undefined || raw.trim() === '') return '';
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error(`X402_FACILITATOR_URL must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('X402_FACILITATOR_URL must be an http or https URL');
+  return raw.trim().replace(/\/+$/, '');
+}
+
+function x402From(env: NodeJS.ProcessEnv) {
+  const payTo = (env.X402_PAY_TO ?? '').trim();
+  if (payTo !== '' && !/^0x[0-9a-fA-F]{40}$/.test(payTo)) throw new Error('X402_PAY_TO must be an EVM address (0x and 40 hex digits)');
+  const networks = (env.X402_NETWORKS ?? 'base-sepolia').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const network of networks) if (!/^[a-z0-9-]{1,64}$/.test(network)) throw new Error(`X402_NETWORKS entry ${JSON.stringify(network)} is not a network name such as base-sepolia`);
+  return {
+    x402Enabled: intFrom(env, 'X402_ENABLED', 0, 0, 1) === 1,
+    x402FacilitatorUrl: facilitatorUrlFrom(env.X402_FACILITATOR_URL),
+    x402FacilitatorTimeoutMs: intFrom(env, 'X402_FACILITATOR_TIMEOUT_MS', 10_000, 100, 120_000),
+    x402PayTo: payTo,
+    x402Networks: networks.length > 0 ? networks : ['base-sepolia'],
+    x402SessionTtlSeconds: intFrom(env, 'X402_SESSION_TTL_SECONDS', 900, 30, 86_400),
+    x402PriceCacheMs: intFrom(env, 'X402_PRICE_CACHE_MS', 5_000, 0, 3_600_000),
+  };
 }
 
 function clusterFrom(env: NodeJS.ProcessEnv, port: number): ClusterConfig | undefined {
@@ -206,6 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookRetryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
+    ...x402From(env),
     cluster: clusterFrom(env, port),
   };
 }

@@ -33,6 +33,8 @@ export const errorCodes = {
   invalid_credentials: { status: 401, description: 'Login failed. The same message for an unknown user and a wrong password.' },
   oauth_invalid_client: { status: 401, wire: 'invalid_client', description: 'OAuth client authentication failed (unknown client, wrong secret, or a method other than the registered one); sent with WWW-Authenticate: Basic.' },
   invalid_refresh_token: { status: 401, description: 'The refresh token is unknown, already rotated, or its session ended.' },
+  // 402
+  payment_required: { status: 402, description: 'The route is priced (x402) and the caller has not paid: the body also carries the x402 fields x402Version, error and accepts (the payment requirements); see docs/api/x402.md.' },
   // 403
   forbidden: { status: 403, description: 'Authenticated, but not allowed to do this.' },
   insufficient_scope: { status: 403, description: 'The API key or OAuth access token lacks the scope this endpoint needs, or the endpoint does not accept that credential; see docs/api/api-keys.md and docs/api/oauth.md.' },
@@ -70,6 +72,8 @@ export const errorCodes = {
   webhook_limit_reached: { status: 409, description: 'The tenant already has the maximum number of webhooks (docs/api/webhooks.md); delete one first.' },
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
+  x402_rule_limit_reached: { status: 409, description: 'The platform already holds the maximum number of x402 price rules (docs/api/x402.md); delete one first.' },
+  x402_balance_limit_reached: { status: 409, description: 'The top-up would take the x402 balance above its maximum (1,000,000,000 USD).' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
@@ -94,6 +98,7 @@ export const errorCodes = {
   },
   oauth_server_error: { status: 500, wire: 'server_error', description: 'The OAuth token endpoint failed by a defect (RFC 6749 §5.2 rendering of internal_error).' },
   oauth_temporarily_unavailable: { status: 503, wire: 'temporarily_unavailable', description: 'The OAuth token endpoint cannot answer now (a 429 or 503 underneath keeps its status and Retry-After).' },
+  x402_facilitator_unavailable: { status: 503, description: 'The x402 facilitator (X402_FACILITATOR_URL) did not answer, timed out or answered badly while verifying or settling a payment; nothing was charged; retry after Retry-After.' },
   flow_interrupted: { status: 503, description: 'A multi-step operation was interrupted before it answered (node restart or failover); its outcome is durable: retry with the same Idempotency-Key or read the resource.' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 

@@ -10,6 +10,7 @@ import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import type { AppServices } from '../services.js';
 import { checkSession } from '../auth/session-check.js';
 import { API_KEY_REJECTED, checkApiKey } from '../auth/api-key-check.js';
+import { authenticateX402Session, isX402SessionToken } from '../x402-session.js';
 
 /**
  * The onRequest hook of every B route. Checks the bearer token's signature
@@ -124,6 +125,11 @@ export function bearerAuthentication(services: AppServices) {
         );
       }
       request.principal = principal;
+      return;
+    }
+    // A payment session token (POST /x402/session): accepted by x402 endpoints and priced routes only.
+    if (isX402SessionToken(token)) {
+      request.principal = await authenticateX402Session(services, token, request);
       return;
     }
     if (isClientAccessToken(services, token)) {

@@ -1,0 +1,88 @@
+/**
+ * Route path templates as price rules name them (`/api/v1/things/:id`) and
+ * how a template or a concrete path matches one. Pure: the pricing actor
+ * and the edge share it.
+ */
+
+/** A template: `/`-separated segments, each static text, `:name` (one segment) or a final `*` (the rest). */
+export const PATH_TEMPLATE_PATTERN = '^(/([A-Za-z0-9._~!$&\'()+,;=@%-]+|:[A-Za-z_][A-Za-z0-9_]*|\\*))+/?$|^/$';
+const TEMPLATE_SYNTAX = new RegExp(PATH_TEMPLATE_PATTERN);
+export const PATH_LENGTH_MAX = 512;
+
+type Segment = { kind: 'static'; text: string } | { kind: 'param' } | { kind: 'wildcard' };
+
+function segmentsOf(path: string): Segment[] {
+  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  if (trimmed === '/') return [];
+  return trimmed
+    .slice(1)
+    .split('/')
+    .map((part): Segment => (part === '*' ? { kind: 'wildcard' } : part.startsWith(':') ? { kind: 'param' } : { kind: 'static', text: part }));
+}
+
+/** Whether `path` is a template this area accepts (a `*` only as the last segment). */
+export function isPathTemplate(path: string): boolean {
+  if (path.length > PATH_LENGTH_MAX || !TEMPLATE_SYNTAX.test(path)) return false;
+  const segments = segmentsOf(path);
+  return segments.every((segment, index) => segment.kind !== 'wildcard' || index === segments.length - 1);
+}
+
+/**
+ * The template with its parameter names erased (`/a/:id` and `/a/:name` are
+ * the same route to Fastify's router, so they are the same rule), no trailing slash.
+ */
+export function normalizeTemplate(path: string): string {
+  const segments = segmentsOf(path);
+  if (segments.length === 0) return '/';
+  return segments.map((segment) => '/' + (segment.kind === 'static' ? segment.text : segment.kind === 'param' ? ':' : '*')).join('');
+}
+
+/**
+ * Whether the rule's template covers `path`, a template or a concrete path.
+ * A rule's `:param` covers any one segment (static or a parameter of the
+ * path); a static segment covers only the same text; a final `*` covers the rest.
+ */
+export function templateMatches(rule: string, path: string): boolean {
+  const ruleSegments = segmentsOf(rule);
+  const pathSegments = segmentsOf(path);
+  for (let index = 0; index < ruleSegments.length; index++) {
+    const segment = ruleSegments[index];
+    if (segment.kind === 'wildcard') return true;
+    const other = pathSegments[index];
+    if (other === undefined) return false;
+    if (segment.kind === 'param') {
+      if (other.kind === 'wildcard') return false;
+      continue;
+    }
+    if (other.kind !== 'static' || other.text !== segment.text) return false;
+  }
+  return ruleSegments.length === pathSegments.length;
+}
+
+/**
+ * Orders two templates that both match a path: negative when `a` is more
+ * specific. As Fastify's router prefers, segment by segment from the left,
+ * static text beats a parameter, which beats a wildcard.
+ */
+export function compareSpecificity(a: string, b: string): number {
+  const rank = (segment: Segment | undefined) => (segment === undefined ? 3 : segment.kind === 'static' ? 0 : segment.kind === 'param' ? 1 : 2);
+  const left = segmentsOf(a);
+  const right = segmentsOf(b);
+  for (let index = 0; index < Math.max(left.length, right.length); index++) {
+    const difference = rank(left[index]) - rank(right[index]);
+    if (difference !== 0) return difference;
+  }
+  return 0;
+}
+
+/**
+ * The service a path belongs to: its first segment, after the `/api/v<N>`
+ * version prefix when there is one (`/api/v1/distributed-state/...` ->
+ * `distributed-state`, `/x402/catalog` -> `x402`); '' for `/`.
+ */
+export function serviceOf(path: string): string {
+  const parts = path.split('/').filter((part) => part !== '');
+  const start = parts[0] === 'api' && parts[1] !== undefined && /^v[0-9]+$/.test(parts[1]) ? 2 : 0;
+  const first = parts[start] ?? '';
+  return first.startsWith(':') || first === '*' ? '' : first.toLowerCase();
+}
