@@ -64,6 +64,23 @@ export const errorCodes = {
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
+  // talent (docs/api/talent.md)
+  talent_curve_invalid: { status: 400, description: 'The XP curve cannot be computed (missing or out-of-range params for its kind, a short table, a bonus level outside 2..max_level); details list every problem.' },
+  talent_definition_invalid: { status: 400, description: "The talent tree definition has issues (cycles, unknown references, unreachable nodes, impossible gates); details.issues lists every one, as validate does." },
+  talent_curve_not_found: { status: 404, description: 'No XP curve with this curve_id in the tenant.' },
+  talent_tree_not_found: { status: 404, description: 'No talent tree with this tree_id in the tenant (or every version of it was deleted).' },
+  talent_version_not_found: { status: 404, description: 'The talent tree has no stored version with this number.' },
+  talent_node_not_found: { status: 404, description: 'The talent tree version has no node with this id.' },
+  talent_curve_exists: { status: 409, description: 'An XP curve with this curve_id already exists (curves are immutable: create one with a new id).' },
+  talent_tree_exists: { status: 409, description: 'A talent tree with this tree_id already exists; PUT creates a new version of it.' },
+  talent_version_limit: { status: 409, description: 'The talent tree already stores the maximum number of versions (docs/api/talent.md); delete an old version first.' },
+  talent_max_rank: { status: 409, description: 'Allocation refused, rule max_rank: the node is at its max_rank.' },
+  talent_tier_locked: { status: 409, description: "Allocation refused, rule tier_gate: the points spent in lower tiers do not reach the node's tier gate." },
+  talent_prerequisites_unmet: { status: 409, description: 'Allocation refused, rule prerequisites: a prerequisite node lacks the rank required; details.missing lists them.' },
+  talent_exclusive_group: { status: 409, description: "Allocation refused, rule exclusive_group: the node's exclusive group already has max_selected other nodes selected; details.excluded_by names them." },
+  talent_insufficient_points: { status: 409, description: 'Allocation or respec refused, rule affordable (or respec_cost): the wallet balances cannot pay the cost.' },
+  talent_respec_disabled: { status: 409, description: 'The tree does not allow this kind of respec (full or partial).' },
+  talent_respec_invalid: { status: 409, description: 'The partial respec would leave an allocated node without its prerequisites or tier gate; details name the node and the rule.' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
