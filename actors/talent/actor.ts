@@ -15,7 +15,8 @@ import {
   type TreeMessage,
 } from './messages.js';
 import { initialTreeState, stepTree, type TreeState } from './tree-state.js';
-import { initialTalentUserState, stepTalentUser, type TalentUserState } from './user-state.js';
+import { loadTalentUser, talentUserWrites } from './user-records.js';
+import { stepTalentUser, type TalentUserState } from './user-state.js';
 
 /** One XP curve (key = talentCurveKey): a small immutable snapshot. */
 export const talentCurveActor: SnapshotActorDefinition<CurveState, CurveMessage, unknown> = {
@@ -41,12 +42,15 @@ export const talentTreeIndexActor: RecordsActorDefinition<TreeIndexState, TreeIn
   step: stepTreeIndex,
 };
 
-/** One user's wallet and allocations (key = talentUserKey). */
-export const talentUserActor: SnapshotActorDefinition<TalentUserState, TalentUserMessage, unknown> = {
+/** One user's wallet and allocations (key = talentUserKey), as records (user-records.ts): a turn writes what it changed. */
+export const talentUserActor: RecordsActorDefinition<TalentUserState, TalentUserMessage, unknown> = {
   kind: TALENT_USER_KIND,
-  storage: 'snapshot',
-  initial: initialTalentUserState,
-  step: stepTalentUser,
+  storage: 'records',
+  load: loadTalentUser,
+  step(state, message, context) {
+    const result = stepTalentUser(state, message, context);
+    return { ...result, writes: talentUserWrites(state, result.state) };
+  },
 };
 
 /** One tree's analytics (key = talentAnalyticsKey), kept from the user actors' deltas. */

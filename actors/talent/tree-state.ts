@@ -153,10 +153,7 @@ export function stepTree(state: TreeState, message: TreeMessage | AlarmMessage, 
       return changed({ ...state, versions }, context, { tree_id: treeIdOf(context.key), version: message.version });
     }
     case 'flow-call':
-      return answerFlowCall((s: TreeState, call: TreeCurrentCall, turn) => {
-        void turn;
-        return current(s, call);
-      }, state, message, context);
+      return answerFlowCall((s: TreeState, call: TreeCurrentCall) => current(s, call), state, message, context);
     case 'flow-answer':
       return acknowledged(state, message);
     case '$alarm':

@@ -17,6 +17,7 @@ import {
   type WalletView,
   type XpResult,
 } from '../../actors/talent/messages.js';
+import { loadTalentUser } from '../../actors/talent/user-records.js';
 import type { TalentUserState } from '../../actors/talent/user-state.js';
 import { World, type Outcome } from '../helpers/flow-world.js';
 import { warriorInput } from './talent-fixtures.js';
@@ -35,8 +36,29 @@ const reply = <R>(outcome: Outcome): R => {
 };
 const errorOf = (outcome: Outcome) => ('error' in outcome ? outcome.error.code : 'ok');
 
+/** The flow world, also keeping the user actors' record writes, as storage would. */
+class RecordingWorld extends World {
+  readonly records = new Map<string, Map<string, unknown>>();
+  override turn(kind: string, key: string, message: unknown, request_id: string | null = null) {
+    const result = super.turn(kind, key, message, request_id);
+    if (kind === TALENT_USER_KIND) {
+      const stored = this.records.get(key) ?? new Map<string, unknown>();
+      for (const write of result.writes ?? []) {
+        if (write.value === undefined) stored.delete(write.subkey);
+        else stored.set(write.subkey, structuredClone(write.value));
+      }
+      this.records.set(key, stored);
+    }
+    return result;
+  }
+  /** The user's state as a reload from its records would see it. */
+  reloaded(key: string): TalentUserState {
+    return loadTalentUser(key, [...(this.records.get(key) ?? new Map()).entries()].sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+}
+
 function setup() {
-  const world = new World();
+  const world = new RecordingWorld();
   const userKey = (user: string) => talentUserKey(T, user);
   const ask = (user: string, message: unknown) => world.ask(TALENT_USER_KIND, userKey(user), message);
   const tree = (message: unknown) => world.ask(TALENT_TREE_KIND, talentTreeKey(T, 'warrior'), message);
@@ -59,6 +81,8 @@ describe('talent flows', () => {
     expect(world.calls().filter((call) => call === `${TALENT_CURVE_KIND}:get`)).toHaveLength(1);
     expect(reply<WalletView>(ask('alice', { op: 'wallet' }))).toEqual({ user_id: 'alice', balances: { tp: 4, gold: 20 }, xp: [{ curve_id: 'main', current_level: 3, total_xp: 251 }] });
     expect(errorOf(ask('alice', { op: 'xp', curve_id: 'nope', amount: 5, event_id: null }))).toBe('talent_curve_not_found');
+    // The records hold exactly the state: a reload sees the same wallet, curve copy and event ids.
+    expect(world.reloaded(talentUserKey(T, 'alice'))).toEqual(world.state(TALENT_USER_KIND, talentUserKey(T, 'alice')));
   });
 
   it('allocate: every rule checked in the user actor against the tree version it was answered; nothing changes on a refusal', () => {
@@ -97,6 +121,7 @@ describe('talent flows', () => {
     expect(analytics(1).population).toBe(0);
     expect(analytics(2).population).toBe(0);
     expect(analytics(3)).toMatchObject({ population: 1, ranks: { toughness: 1 } });
+    expect(world.reloaded(talentUserKey(T, 'alice'))).toEqual(world.state(TALENT_USER_KIND, talentUserKey(T, 'alice')));
   });
 
   it('deleting every version refunds the tree when the user is next touched; the list follows the index', () => {
@@ -110,6 +135,9 @@ describe('talent flows', () => {
     expect(list().total).toBe(0);
     expect(errorOf(allocate('alice', 'strength'))).toBe('talent_tree_not_found');
     expect(reply<WalletView>(ask('alice', { op: 'wallet' })).balances.tp).toBe(tp + 1);
+    const reloaded = world.reloaded(talentUserKey(T, 'alice'));
+    expect(reloaded.trees).toEqual({});
+    expect(reloaded).toEqual(world.state(TALENT_USER_KIND, talentUserKey(T, 'alice')));
   });
 
   it("another user's state: the user, the tree's owner and admins only", () => {
