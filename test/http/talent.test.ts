@@ -235,6 +235,20 @@ describe('talent allocation, respec and state', () => {
     expect((await wallet(alice.token)).balances).toEqual({ tp: 3, gold: 20 });
   });
 
+  it('concurrent allocations are checked one at a time in the user actor: max_rank and balances hold', async () => {
+    const user = await t.newUser('burst');
+    const tree = await createTree(user.token);
+    expectOk(await t.request('POST', `${base}/curves`, { token: user.token, body: curve('c') }), 201);
+    expectOk(await grantXp(user.token, 'c', 200)); // 4 tp, 20 gold
+    const results = await Promise.all(Array.from({ length: 8 }, () => allocate(user.token, tree.tree_id, 'strength')));
+    expect(results.filter((res) => res.status === 200)).toHaveLength(3);
+    expect(results.filter((res) => res.status === 409).every((res) => res.body.code === 'talent_max_rank')).toBe(true);
+    const both = await Promise.all([allocate(user.token, tree.tree_id, 'toughness'), allocate(user.token, tree.tree_id, 'toughness')]);
+    expect(both.map((res) => res.status).sort()).toEqual([200, 409]);
+    expect(both.find((res) => res.status === 409)!.body.code).toBe('talent_insufficient_points');
+    expect((await wallet(user.token)).balances).toEqual({ gold: 10 });
+  });
+
   it('affordable: a node the wallet cannot pay is refused and shown as not affordable', async () => {
     const user = await t.newUser('poor');
     const tree = await createTree(user.token);

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { levelForXp, normaliseCurve, pointsForLevels, stepXp } from '../../actors/talent/curves.js';
-import type { CurveInput } from '../../actors/talent/messages.js';
+import { talentLimits, type CurveInput } from '../../actors/talent/messages.js';
+import { applyXp, initialTalentUserState } from '../../actors/talent/user-state.js';
 import { codeOf } from '../helpers/step.js';
 
-/** XP curves, pure (docs/api/talent.md, "Curves"). */
+/** XP curves and the wallet's XP events, pure (docs/api/talent.md, "Curves", "Wallet and XP"). */
 const curve = (input: Partial<CurveInput> & Pick<CurveInput, 'kind'>) =>
   normaliseCurve({ curve_id: 'c', max_level: 10, points_per_level: [{ currency: 'tp', amount: 1 }], ...input }, 'u1', 0);
 
@@ -54,5 +55,32 @@ describe('talent curves', () => {
     } catch (error) {
       expect((error as { details: string[] }).details).toHaveLength(3);
     }
+  });
+});
+
+describe('talent XP event ids', () => {
+  const c = curve({ kind: 'linear', params: { base: 10 } });
+  it('are remembered for 24 h and up to the last 1,000, then forgotten', () => {
+    let state = initialTalentUserState();
+    state = applyXp(state, c, { curve_id: 'c', amount: 5, event_id: 'old' }, 0).state;
+    expect(applyXp(state, c, { curve_id: 'c', amount: 5, event_id: 'old' }, 1000).reply.idempotent).toBe(true);
+    // A later event prunes ids past their 24 h; the old id then counts again.
+    state = applyXp(state, c, { curve_id: 'c', amount: 1, event_id: 'new' }, talentLimits.xp_event_retention_ms + 1).state;
+    expect(Object.keys(state.events)).toEqual(['new']);
+    expect(applyXp(state, c, { curve_id: 'c', amount: 5, event_id: 'old' }, talentLimits.xp_event_retention_ms + 2).reply.idempotent).toBe(false);
+    for (let i = 0; i < talentLimits.xp_events_remembered_max + 5; i++) state = applyXp(state, c, { curve_id: 'c', amount: 1, event_id: `e${i}` }, talentLimits.xp_event_retention_ms + 10 + i).state;
+    expect(Object.keys(state.events)).toHaveLength(talentLimits.xp_events_remembered_max);
+    expect(state.events.e4).toBeUndefined();
+    expect(state.events.e5).toBeDefined();
+  });
+
+  it('an event without id always counts; XP saturates instead of overflowing', () => {
+    let state = initialTalentUserState();
+    state = applyXp(state, c, { curve_id: 'c', amount: 5, event_id: null }, 0).state;
+    state = applyXp(state, c, { curve_id: 'c', amount: 5, event_id: null }, 0).state;
+    expect(state.xp.c.total_xp).toBe(10);
+    expect(state.events).toEqual({});
+    state = { ...state, xp: { c: { total_xp: Number.MAX_SAFE_INTEGER - 1, current_level: 10 } } };
+    expect(applyXp(state, c, { curve_id: 'c', amount: 1000, event_id: null }, 0).state.xp.c.total_xp).toBe(Number.MAX_SAFE_INTEGER);
   });
 });
