@@ -73,6 +73,7 @@ export const errorCodes = {
   talent_node_not_found: { status: 404, description: 'The talent tree version has no node with this id.' },
   talent_curve_exists: { status: 409, description: 'An XP curve with this curve_id already exists (curves are immutable: create one with a new id).' },
   talent_tree_exists: { status: 409, description: 'A talent tree with this tree_id already exists; PUT creates a new version of it.' },
+  talent_tree_limit: { status: 409, description: 'The tenant already has the maximum number of talent trees (docs/api/talent.md); delete one first.' },
   talent_version_limit: { status: 409, description: 'The talent tree already stores the maximum number of versions (docs/api/talent.md); delete an old version first.' },
   talent_max_rank: { status: 409, description: 'Allocation refused, rule max_rank: the node is at its max_rank.' },
   talent_tier_locked: { status: 409, description: "Allocation refused, rule tier_gate: the points spent in lower tiers do not reach the node's tier gate." },

@@ -1,12 +1,17 @@
-import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { answerFlowCall } from '../flow-call.js';
-import type { TreeIndexMessage, TreeListQuery, TreeListReply, TreeSummary } from './messages.js';
+import { talentLimits, type TreeIndexMessage, type TreeListQuery, type TreeListReply, type TreeSummary } from './messages.js';
 
 /**
  * The tenant's talent trees for the list (key = talentTreeIndexKey): one
  * record per tree with a summary of its versions, kept by the tree actors
  * (each change is a flow call they wait for). The list pages here and the
- * route reads the page's definitions from the tree actors.
+ * route reads the page's definitions from the tree actors. The cap on a
+ * tenant's trees is held here: a tree's first version is refused (and the
+ * tree actor rolls its create back) when the tenant has trees_per_tenant_max.
+ * A tree whose versions were all deleted keeps a small record with its
+ * revision (outbox deliveries may be reordered: an older upsert must not bring
+ * it back); it does not count against the cap.
  */
 export type TreeIndexState = Map<string, TreeSummary>;
 
@@ -15,6 +20,8 @@ export function loadTreeIndex(_key: string, records: Iterable<[string, unknown]>
   for (const [subkey, value] of records) state.set(subkey, value as TreeSummary);
   return state;
 }
+
+const liveTrees = (state: TreeIndexState) => [...state.values()].filter((summary) => summary.versions.length > 0).length;
 
 export function listTrees(state: TreeIndexState, query: TreeListQuery): TreeListReply {
   const q = query.q?.toLowerCase() ?? null;
@@ -46,6 +53,10 @@ export function stepTreeIndex(state: TreeIndexState, message: TreeIndexMessage |
         const stored = current.get(summary.tree_id);
         // A late upsert (outbox deliveries may be reordered) never replaces a newer one.
         if (stored && stored.revision >= summary.revision) return { state: current, reply: null };
+        const isNew = summary.versions.length > 0 && (stored === undefined || stored.versions.length === 0);
+        if (isNew && liveTrees(current) >= talentLimits.trees_per_tenant_max) {
+          throw new ServiceError('talent_tree_limit', `The tenant has ${talentLimits.trees_per_tenant_max} talent trees; delete one first.`);
+        }
         // A tree with no version left keeps its record (no rows in the list), with the revision that
         // keeps an older upsert from bringing it back.
         current.set(summary.tree_id, summary);

@@ -38,6 +38,8 @@ export const talentLimits = {
   costs_per_list_max: 8,
   prerequisites_per_node_max: 16,
   point_currencies_max: 8,
+  /** Trees with at least one stored version, per tenant. */
+  trees_per_tenant_max: 1000,
   /** Stored versions of one tree; delete old ones to PUT more. */
   tree_versions_max: 50,
   /** XP event ids a user's wallet remembers (the oldest are forgotten first), and for how long. */

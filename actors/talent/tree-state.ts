@@ -1,5 +1,5 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { answerFlowCall, flowCall, type FlowAnswer } from '../flow-call.js';
+import { answerFlowCall, flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
 import {
   TALENT_TREE_INDEX_KIND,
   TALENT_TREE_KIND,
@@ -31,8 +31,12 @@ export interface TreeState {
   next_version: number;
   revision: number;
   versions: Record<string, TreeVersion>;
-  /** Changes waiting for the index's acknowledgement: flow id -> the ask and its reply. */
-  awaiting: Record<string, { request_id: string | null; reply: unknown }>;
+  /**
+   * Changes waiting for the index's acknowledgement: flow id -> the ask, its
+   * reply, and for a create what to restore if the index refuses it (the
+   * tenant's tree cap).
+   */
+  awaiting: Record<string, { request_id: string | null; reply: unknown; undo: Pick<TreeState, 'owner' | 'created_at_ms' | 'versions'> | null }>;
 }
 
 export function initialTreeState(): TreeState {
@@ -78,7 +82,7 @@ function refuseIssues(issues: string[]): never {
 }
 
 /** Commits a change and answers it once the index has it. */
-function changed(state: TreeState, context: TurnContext, reply: unknown): TurnResult<TreeState, unknown> {
+function changed(state: TreeState, context: TurnContext, reply: unknown, undo: Pick<TreeState, 'owner' | 'created_at_ms' | 'versions'> | null = null): TurnResult<TreeState, unknown> {
   const revision = state.revision + 1;
   const latest = latestVersion(state);
   const summary: TreeSummary = {
@@ -93,7 +97,7 @@ function changed(state: TreeState, context: TurnContext, reply: unknown): TurnRe
   };
   const flow_id = context.newId('tix_');
   return {
-    state: { ...state, revision, awaiting: { ...state.awaiting, [flow_id]: { request_id: context.request_id, reply } } },
+    state: { ...state, revision, awaiting: { ...state.awaiting, [flow_id]: { request_id: context.request_id, reply, undo } } },
     sends: [flowCall(TALENT_TREE_INDEX_KIND, talentTreeIndexKey(tenantOf(context.key)), { op: 'upsert', summary }, { kind: TALENT_TREE_KIND, key: context.key, flow_id, step: 'index' })],
     defer: true,
   };
@@ -122,7 +126,7 @@ export function stepTree(state: TreeState, message: TreeMessage | AlarmMessage, 
       const { tree, issues } = checked(state, message.tree, state.next_version, message.by, now, null);
       if (issues.length > 0) refuseIssues(issues);
       const next: TreeState = { ...state, owner: message.by, created_at_ms: now, next_version: tree.version + 1, versions: { [tree.version]: tree } };
-      return changed(next, context, treeView(next, tree));
+      return changed(next, context, treeView(next, tree), { owner: state.owner, created_at_ms: state.created_at_ms, versions: state.versions });
     }
     case 'put': {
       if (!latestVersion(state)) notFound();
@@ -166,8 +170,10 @@ function acknowledged(state: TreeState, answer: FlowAnswer): TurnResult<TreeStat
   if (!waiting || answer.step !== 'index') return { state };
   const awaiting = { ...state.awaiting };
   delete awaiting[answer.flow_id];
-  return {
-    state: { ...state, awaiting },
-    replies: waiting.request_id === null ? [] : [{ request_id: waiting.request_id, reply: waiting.reply }],
-  };
+  const replies = (outcome: { reply: unknown } | { error: FlowError }) => (waiting.request_id === null ? [] : [{ request_id: waiting.request_id, ...outcome }]);
+  if (!answer.ok) {
+    // Only a create can be refused (the tenant's tree cap): it is undone, its version number stays used.
+    return { state: { ...state, ...(waiting.undo ?? {}), awaiting }, replies: replies({ error: answer.error }) };
+  }
+  return { state: { ...state, awaiting }, replies: replies({ reply: waiting.reply }) };
 }

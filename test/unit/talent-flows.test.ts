@@ -9,10 +9,12 @@ import {
   talentCurveKey,
   talentTreeIndexKey,
   talentTreeKey,
+  talentLimits,
   talentUserKey,
   type AnalyticsView,
   type TreeInput,
   type TreeListReply,
+  type TreeSummary,
   type TreeStateView,
   type WalletView,
   type XpResult,
@@ -138,6 +140,21 @@ describe('talent flows', () => {
     const reloaded = world.reloaded(talentUserKey(T, 'alice'));
     expect(reloaded.trees).toEqual({});
     expect(reloaded).toEqual(world.state(TALENT_USER_KIND, talentUserKey(T, 'alice')));
+  });
+
+  it("the tenant's tree cap is held by the index: a create past it is refused and undone", () => {
+    const { world } = setup();
+    const index = world.state<Map<string, TreeSummary>>(TALENT_TREE_INDEX_KIND, talentTreeIndexKey(T));
+    for (let i = index.size; i < talentLimits.trees_per_tenant_max; i++) {
+      index.set(`filler-${i}`, { tree_id: `filler-${i}`, revision: 1, latest_version: 1, created_at_ms: 0, versions: [{ version: 1, name: 'f', description: '', created_at_ms: 0 }] });
+    }
+    const create = (tree_id: string) => world.ask(TALENT_TREE_KIND, talentTreeKey(T, tree_id), { op: 'create', by: 'owner', tree: { ...warriorInput, tree_id } });
+    expect(errorOf(create('one-too-many'))).toBe('talent_tree_limit');
+    expect(errorOf(world.ask(TALENT_TREE_KIND, talentTreeKey(T, 'one-too-many'), { op: 'get', version: null }))).toBe('talent_tree_not_found');
+    // A tree whose versions are all deleted no longer counts.
+    expect(errorOf(world.ask(TALENT_TREE_KIND, talentTreeKey(T, 'warrior'), { op: 'delete_version', version: 1 }))).toBe('ok');
+    expect(errorOf(create('one-too-many'))).toBe('ok');
+    expect(reply<{ tree: { version: number } }>(world.ask(TALENT_TREE_KIND, talentTreeKey(T, 'one-too-many'), { op: 'get', version: null })).tree.version).toBe(2);
   });
 
   it("another user's state: the user, the tree's owner and admins only", () => {
