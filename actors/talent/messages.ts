@@ -188,6 +188,8 @@ export interface TreeCurrentReply {
   /** Versions whose allocations carry over to the latest (its migration.from_version chain). */
   carry_from: number[];
   owner: string;
+  /** The tree's change counter when it answered: an answer older than the copy the user holds is stale. */
+  revision: number;
 }
 
 export interface TreeView {

@@ -114,6 +114,7 @@ function current(state: TreeState, call: TreeCurrentCall): TurnResult<TreeState,
       definition: call.have_version === latest.version ? null : latest,
       carry_from: carryFrom(state, latest),
       owner: state.owner ?? '',
+      revision: state.revision,
     },
   };
 }

@@ -47,6 +47,8 @@ import {
  */
 export interface UserTreeEntry {
   tree: TreeVersion;
+  /** The tree's revision when this copy was answered (TreeCurrentReply.revision). */
+  revision: number;
   allocation: Allocation;
 }
 
@@ -178,26 +180,33 @@ export function applyTreeAnswer(state: TalentUserState, message: Extract<Pending
   if (message.op === 'state' && !(message.viewer.admin || message.viewer.user_id === user_id || message.viewer.user_id === current.owner)) {
     return { state, sends: [], outcome: { error: { code: 'forbidden', message: "Only the user, the tree's owner and platform admins can read this state." } } };
   }
-  const definition = current.definition ?? (before?.tree.version === current.version ? before.tree : null);
-  if (!definition) throw new Error(`tree answer without a definition for version ${current.version}`);
+  // Answers may arrive out of order: one older than the copy held is stale, and the copy is used as it is.
+  const stale = before !== undefined && current.revision < before.revision;
+  const definition = stale ? before.tree : (current.definition ?? (before?.tree.version === current.version ? before.tree : null));
+  if (!definition) {
+    return { state, sends: [], outcome: { error: { code: 'conflict', message: 'The tree changed while this request waited; retry it.' } } };
+  }
 
   let balances = state.balances;
-  let entry: UserTreeEntry = before ?? { tree: definition, allocation: emptyAllocation() };
-  if (before && before.tree.version !== current.version) {
+  let entry: UserTreeEntry = before ?? { tree: definition, revision: current.revision, allocation: emptyAllocation() };
+  if (before && !stale && before.tree.version !== current.version) {
     const moved = migrate(definition, before.allocation, balances, current.carry_from.includes(before.tree.version));
-    entry = { tree: definition, allocation: moved.allocation };
+    entry = { tree: definition, revision: current.revision, allocation: moved.allocation };
     balances = moved.balances;
+  } else if (before && !stale && before.revision !== current.revision) {
+    // The same version, answered later: remember the revision, so an older answer arriving after this one is seen as stale.
+    entry = { ...before, revision: current.revision };
   }
   let fees_paid = state.fees_paid;
   let outcome: Applied['outcome'];
   try {
     if (message.op === 'allocate') {
       const result = allocate(entry.tree, entry.allocation, balances, message.node_id);
-      entry = { tree: entry.tree, allocation: result.allocation };
+      entry = { ...entry, allocation: result.allocation };
       balances = result.balances;
     } else if (message.op === 'respec') {
       const result = respec(entry.tree, entry.allocation, balances, message.node_ids);
-      entry = { tree: entry.tree, allocation: result.allocation };
+      entry = { ...entry, allocation: result.allocation };
       balances = result.balances;
       fees_paid = addCosts(fees_paid, toCosts(result.fee));
     }
