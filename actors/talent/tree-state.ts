@@ -105,7 +105,8 @@ function changed(state: TreeState, context: TurnContext, reply: unknown, undo: P
 
 function current(state: TreeState, call: TreeCurrentCall): TurnResult<TreeState, TreeCurrentReply> {
   const latest = latestVersion(state);
-  if (!latest) notFound();
+  // The revision tells the user actor whether this refusal is newer than the copy it holds.
+  if (!latest) throw new ServiceError('talent_tree_not_found', 'No talent tree with this tree_id.', { details: { revision: state.revision } });
   return {
     state,
     reply: {

@@ -167,14 +167,17 @@ export function applyTreeAnswer(state: TalentUserState, message: Extract<Pending
   const [tenant, user_id] = keyParts(key);
   const before = state.trees[message.tree_id];
   if (!answer.ok) {
-    // The tree is gone (every version deleted): its points come back to the wallet.
-    if (answer.error.code === 'talent_tree_not_found' && before) {
+    const error: FlowError = { code: answer.error.code, message: answer.error.message };
+    // The tree is gone (every version deleted): its points come back to the wallet, unless this
+    // answer is older than the copy held (delivered late, before the tree was created again).
+    const revision = (answer.error.details as { revision?: number } | undefined)?.revision ?? Number.MAX_SAFE_INTEGER;
+    if (answer.error.code === 'talent_tree_not_found' && before && revision >= before.revision) {
       const trees = { ...state.trees };
       delete trees[message.tree_id];
       const balances = addCosts(state.balances, toCosts(before.allocation.points_spent));
-      return { state: { ...state, trees, balances }, sends: analyticsDelta(tenant, user_id, message.tree_id, before, undefined), outcome: { error: answer.error } };
+      return { state: { ...state, trees, balances }, sends: analyticsDelta(tenant, user_id, message.tree_id, before, undefined), outcome: { error } };
     }
-    return { state, sends: [], outcome: { error: answer.error } };
+    return { state, sends: [], outcome: { error } };
   }
   const current = answer.reply as TreeCurrentReply;
   if (message.op === 'state' && !(message.viewer.admin || message.viewer.user_id === user_id || message.viewer.user_id === current.owner)) {

@@ -52,6 +52,19 @@ describe('talent user actor: tree answers', () => {
     expect(applied.state).toBe(state);
   });
 
+  it('a refusal for a deleted tree refunds the allocation, unless it is older than the copy held', () => {
+    const gone = (revision: number): FlowAnswer => ({ op: 'flow-answer', flow_id: 'f', step: 'tree', ok: false, error: { code: 'talent_tree_not_found', message: 'gone', details: { revision } } });
+    const state = holding(v1, 4, { strength: 2 });
+    const refunded = applyTreeAnswer(state, allocateStrength, gone(6), key);
+    expect(refunded.state.trees).toEqual({});
+    expect(refunded.state.balances.tp).toBe(22);
+    expect(refunded.outcome).toEqual({ error: { code: 'talent_tree_not_found', message: 'gone' } });
+    expect(refunded.sends).toHaveLength(1);
+    const late = applyTreeAnswer(state, allocateStrength, gone(3), key);
+    expect(late.state).toBe(state);
+    expect(late.outcome).toMatchObject({ error: { code: 'talent_tree_not_found' } });
+  });
+
   it('a read of an untouched tree stores nothing', () => {
     const state = initialTalentUserState();
     const applied = applyTreeAnswer(state, { op: 'state', tree_id: 'warrior', viewer: { user_id: 'alice', admin: false } }, answer({ definition: v1 }), key);
