@@ -12,6 +12,7 @@ import { organizationActors } from './actors/organizations/actor.js';
 import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } from './actors/presence/actor.js';
 import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
+import { talentActors } from './actors/talent/actor.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-rooms/actor.js';
 import { webhookActors } from './actors/webhooks/actor.js';
 import { vaultActors } from './actors/vault/actor.js';
@@ -29,6 +30,7 @@ import { oauthRoutes } from './http/routes/oauth.js';
 import { organizationRoutes } from './http/routes/organizations.js';
 import { presenceRoutes } from './http/routes/presence.js';
 import { scimRoutes } from './http/routes/scim.js';
+import { talentRoutes } from './http/routes/talent.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
 import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
@@ -74,6 +76,7 @@ export const areas: Area[] = [
   { name: 'vault', actors: vaultActors, routes: vaultRoutes },
   { name: 'agents', actors: agentActors, routes: agentRoutes },
   { name: 'x402', actors: x402Actors, routes: x402Routes },
+  { name: 'talent', actors: talentActors, routes: talentRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

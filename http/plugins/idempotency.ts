@@ -23,6 +23,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotency: IdempotencyContext | null;
   }
+  interface FastifyContextConfig {
+    /** The route applies the Idempotency-Key itself (talent XP events answer a replay with idempotent: true): this store stays out. */
+    idempotencyInHandler?: boolean;
+  }
 }
 
 function fingerprintOf(request: FastifyRequest): string {
@@ -74,7 +78,7 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
 
   app.addHook('preHandler', (request, reply, done) => {
     const header = request.headers['idempotency-key'];
-    if (request.method !== 'POST' || !request.principal || header === undefined) {
+    if (request.method !== 'POST' || !request.principal || header === undefined || request.routeOptions.config?.idempotencyInHandler === true) {
       done();
       return;
     }

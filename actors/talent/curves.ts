@@ -1,0 +1,82 @@
+import { ServiceError } from '../../runtime/index.js';
+import { talentLimits, type Cost, type Curve, type CurveInput } from './messages.js';
+
+/**
+ * XP curves, pure. A user starts at level 1 with 0 XP; `stepXp(curve, k)` is
+ * the XP needed to go from level k to level k + 1:
+ * - `linear`:      base + per_level * (k - 1)
+ * - `exponential`: floor(base * exponent^(k - 1))
+ * - `table`:       table[k - 1]
+ * Each level reached credits `points_per_level`, plus the `extra` of a bonus
+ * level equal to it. XP past max_level still counts in total_xp.
+ */
+
+/** Refuses a curve that cannot be computed; returns it with defaults filled in. */
+export function normaliseCurve(input: CurveInput, created_by: string, created_at_ms: number): Curve {
+  const problems: string[] = [];
+  const params = input.params ?? {};
+  const isInt = (value: unknown, min: number) => Number.isSafeInteger(value) && (value as number) >= min;
+  if (input.kind === 'linear') {
+    if (!isInt(params.base, 1)) problems.push('params.base must be an integer >= 1 for a linear curve');
+    if (params.per_level !== undefined && !isInt(params.per_level, 0)) problems.push('params.per_level must be an integer >= 0');
+  } else if (input.kind === 'exponential') {
+    if (typeof params.base !== 'number' || params.base < 1) problems.push('params.base must be >= 1 for an exponential curve');
+    if (typeof params.exponent !== 'number' || params.exponent < 1 || params.exponent > 10) problems.push('params.exponent must be between 1 and 10');
+  } else if (input.kind === 'table') {
+    const table = params.table ?? [];
+    if (table.length < input.max_level - 1) problems.push(`params.table needs max_level - 1 = ${input.max_level - 1} entries (XP from each level to the next)`);
+    if (table.some((step) => !isInt(step, 1))) problems.push('params.table entries must be integers >= 1');
+  }
+  const levels = new Set<number>();
+  for (const bonus of input.bonus_levels ?? []) {
+    if (bonus.level < 2 || bonus.level > input.max_level) problems.push(`bonus level ${bonus.level} is outside 2..max_level`);
+    if (levels.has(bonus.level)) problems.push(`bonus level ${bonus.level} is listed twice`);
+    levels.add(bonus.level);
+  }
+  if (problems.length > 0) throw new ServiceError('talent_curve_invalid', `The curve is invalid: ${problems.join('; ')}.`, { details: problems });
+  return {
+    curve_id: input.curve_id,
+    kind: input.kind,
+    max_level: input.max_level,
+    points_per_level: input.points_per_level,
+    params: { ...params, ...(input.kind === 'linear' && params.per_level === undefined ? { per_level: 0 } : {}) },
+    bonus_levels: [...(input.bonus_levels ?? [])].sort((a, b) => a.level - b.level),
+    created_at_ms,
+    created_by,
+  };
+}
+
+/** XP from level k to k + 1 (k >= 1), at most amount_max. */
+export function stepXp(curve: Curve, level: number): number {
+  const { params } = curve;
+  let step: number;
+  if (curve.kind === 'linear') step = (params.base ?? 1) + (params.per_level ?? 0) * (level - 1);
+  else if (curve.kind === 'exponential') step = Math.floor((params.base ?? 1) * (params.exponent ?? 1) ** (level - 1));
+  else step = params.table?.[level - 1] ?? talentLimits.amount_max;
+  return Math.max(1, Math.min(talentLimits.amount_max, step));
+}
+
+/** The level a total of XP reaches, capped at max_level. */
+export function levelForXp(curve: Curve, total_xp: number): number {
+  let level = 1;
+  let needed = 0;
+  while (level < curve.max_level) {
+    needed += stepXp(curve, level);
+    if (total_xp < needed) break;
+    level += 1;
+  }
+  return level;
+}
+
+/** Points credited for reaching every level in (old_level, new_level]: points_per_level and the bonus levels' extra. */
+export function pointsForLevels(curve: Curve, old_level: number, new_level: number): Record<string, number> {
+  const granted: Record<string, number> = {};
+  const add = (costs: Cost[]) => {
+    for (const cost of costs) granted[cost.currency] = (granted[cost.currency] ?? 0) + cost.amount;
+  };
+  for (let level = old_level + 1; level <= new_level; level++) {
+    add(curve.points_per_level);
+    for (const bonus of curve.bonus_levels) if (bonus.level === level) add(bonus.extra);
+  }
+  return granted;
+}
