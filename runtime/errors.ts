@@ -64,6 +64,11 @@ export const errorCodes = {
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
+  breeding_incompatible: { status: 409, description: "The parents may not breed under the species' compatibility rules (self-compatibility, required flags, minimum generation, or a parent of another species); `details.rule` names the rule. See docs/api/lineage.md." },
+  breeding_limit_reached: { status: 409, description: "A parent has bred the species' max_lifetime_breedings times; `details` name the entity and its count." },
+  inbreeding_limit_exceeded: { status: 409, description: "The offspring's inbreeding coefficient (Wright's, from the pedigree) would exceed the species' max_coefficient; `details` carry both values." },
+  trait_in_use: { status: 409, description: "The trait is used by a species (or named in another trait's conflicts_with): it cannot be deleted, nor its kind or alleles changed." },
+  lineage_limit_reached: { status: 409, description: "A lineage bound is reached (traits or species per tenant, versions per species); see docs/api/lineage.md." },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431

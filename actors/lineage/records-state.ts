@@ -1,0 +1,50 @@
+import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
+import { answerFlowCall } from '../flow-call.js';
+import type { ListedRecord, Page, RecordsMessage, RecordsQuery } from './messages.js';
+
+/**
+ * A tenant's breeding records list: pure domain logic of the
+ * `lineage-records` actor (storage `records`, key = lineageTenantKey(tenant),
+ * one record `r:<record_id>` per breeding, without its seed). The breed flow
+ * adds a record as its last step (a flow-call it waits for), so the list
+ * shows a breeding as soon as its breed has answered.
+ */
+export interface RecordsState {
+  records: Map<string, ListedRecord>;
+}
+
+type Result = TurnResult<RecordsState, unknown>;
+
+export function loadRecords(_key: string, records: Iterable<[string, unknown]>): RecordsState {
+  const state: RecordsState = { records: new Map() };
+  for (const [subkey, value] of records) if (subkey.startsWith('r:')) state.records.set(subkey.slice(2), value as ListedRecord);
+  return state;
+}
+
+export function listRecords(state: RecordsState, query: RecordsQuery): Page<ListedRecord> {
+  const sign = query.sort_order === 'asc' ? 1 : -1;
+  const matching = [...state.records.values()].filter(
+    (record) =>
+      (query.species_id === undefined || record.species_id === query.species_id) &&
+      (query.parent === undefined || record.parents.includes(query.parent)) &&
+      (query.requested_by === undefined || record.requested_by === query.requested_by),
+  );
+  matching.sort((a, b) => (a.created_at_ms - b.created_at_ms || (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0)) * sign);
+  const start = (query.page - 1) * query.page_size;
+  return { items: matching.slice(start, start + query.page_size), total: matching.length };
+}
+
+export function stepRecords(state: RecordsState, message: RecordsMessage | AlarmMessage, context: TurnContext): Result {
+  switch (message.op) {
+    case 'add':
+      if (state.records.has(message.record.record_id)) return { state, reply: { added: false } };
+      state.records.set(message.record.record_id, message.record);
+      return { state, reply: { added: true }, writes: [{ subkey: `r:${message.record.record_id}`, value: message.record }] };
+    case 'list':
+      return { state, reply: listRecords(state, message.query) };
+    case 'flow-call':
+      return answerFlowCall(stepRecords, state, message as never, context);
+    default:
+      return { state };
+  }
+}
