@@ -31,14 +31,18 @@ export interface PedigreeParent {
 /** The offspring's pedigree window: its parents and their windows, one generation further, cut at depth_max. */
 export function offspringPedigree(parents: PedigreeParent[], depth_max: number): Pedigree {
   const merged: Pedigree = {};
-  const put = (id: string, entry: PedigreeEntry) => {
-    if (entry.distance > depth_max) return;
+  const put = (id: string, parents_of: string[], generation: number, distance: number, inbreeding_coefficient: number) => {
+    if (distance > depth_max) return;
     const current = merged[id];
-    if (!current || current.distance > entry.distance) merged[id] = entry;
+    if (current === undefined || current.distance > distance) merged[id] = { parents: parents_of, generation, distance, inbreeding_coefficient };
   };
   for (const parent of parents) {
-    put(parent.entity_id, { parents: parent.parents, generation: parent.generation, distance: 1, inbreeding_coefficient: parent.inbreeding_coefficient });
-    for (const [id, entry] of Object.entries(parent.pedigree)) put(id, { ...entry, distance: entry.distance + 1 });
+    put(parent.entity_id, parent.parents, parent.generation, 1, parent.inbreeding_coefficient);
+    const window = parent.pedigree;
+    for (const id in window) {
+      const entry: PedigreeEntry = window[id];
+      put(id, entry.parents, entry.generation, entry.distance + 1, entry.inbreeding_coefficient);
+    }
   }
   return merged;
 }
@@ -51,69 +55,67 @@ export function inbreedingCoefficient(parents: string[], pedigree: Pedigree): nu
   if (parents.length === 0) return 0;
   const sire = parents[0];
   const dam = parents.length > 1 ? parents[1] : parents[0];
+  const sireEntry = pedigree[sire];
+  const damEntry = pedigree[dam];
+  if (sireEntry === undefined || damEntry === undefined) return 0;
+  if (sire === dam) return (1 + sireEntry.inbreeding_coefficient) / 2;
 
-  // Index the window: ids to small integers, parents as indices (-1 unknown).
-  const ids = Object.keys(pedigree);
+  // Index the ancestors-or-self of both parents (within the window) as small integers, marking whose ancestors they are.
   const index = new Map<string, number>();
-  ids.forEach((id, i) => index.set(id, i));
-  const n = ids.length;
-  const generation = new Float64Array(n);
-  const coefficient = new Float64Array(n);
-  const parentA = new Int32Array(n).fill(-1);
-  const parentB = new Int32Array(n).fill(-1);
-  for (let i = 0; i < n; i++) {
-    const entry = pedigree[ids[i]];
-    generation[i] = entry.generation;
-    coefficient[i] = entry.inbreeding_coefficient;
-    const first = entry.parents.length > 0 ? index.get(entry.parents[0]) ?? -1 : -1;
-    const second = entry.parents.length > 1 ? index.get(entry.parents[1]) ?? -1 : first;
-    parentA[i] = first;
-    parentB[i] = second;
-  }
-  const s = index.get(sire) ?? -1;
-  const d = index.get(dam) ?? -1;
-  if (s < 0 || d < 0) return 0;
-  if (s === d) return (1 + coefficient[s]) / 2;
-
-  // Ancestors-or-self of each parent; their intersection is the set of common ancestors.
-  const mark = (start: number, bit: number, marks: Uint8Array) => {
+  const entries: PedigreeEntry[] = [];
+  const marks: number[] = [];
+  const visit = (start: string, bit: number) => {
     const stack = [start];
     while (stack.length > 0) {
-      const i = stack.pop()!;
-      if (i < 0 || marks[i] & bit) continue;
+      const id = stack.pop()!;
+      let i = index.get(id);
+      if (i === undefined) {
+        const entry = pedigree[id];
+        if (entry === undefined) continue;
+        i = entries.length;
+        index.set(id, i);
+        entries.push(entry);
+        marks.push(0);
+      }
+      if (marks[i] & bit) continue;
       marks[i] |= bit;
-      stack.push(parentA[i], parentB[i]);
+      for (const parent of entries[i].parents) stack.push(parent);
     }
   };
-  const marks = new Uint8Array(n);
-  mark(s, 1, marks);
-  mark(d, 2, marks);
-  // relevant[i]: some common ancestor is i or one of i's ancestors. Oldest first, so parents are settled before children.
-  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => generation[a] - generation[b]);
-  const relevant = new Uint8Array(n);
-  let common = 0;
-  for (const i of order) {
-    if (marks[i] === 3) {
-      relevant[i] = 1;
-      common++;
-    } else if ((parentA[i] >= 0 && relevant[parentA[i]]) || (parentB[i] >= 0 && relevant[parentB[i]])) {
-      relevant[i] = 1;
-    }
+  visit(sire, 1);
+  visit(dam, 2);
+  if (!marks.includes(3)) return 0;
+  const n = entries.length;
+  const generation = new Float64Array(n);
+  const coefficient = new Float64Array(n);
+  const parentA = new Int32Array(n);
+  const parentB = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const entry = entries[i];
+    generation[i] = entry.generation;
+    coefficient[i] = entry.inbreeding_coefficient;
+    parentA[i] = entry.parents.length > 0 ? index.get(entry.parents[0]) ?? -1 : -1;
+    // A selfed individual has one parent, who passes both gametes.
+    parentB[i] = entry.parents.length > 1 ? index.get(entry.parents[1]) ?? -1 : parentA[i];
   }
-  if (common === 0) return 0;
+
+  // relevant(i): a common ancestor is i or above i (computed on demand). Coancestry with a non-relevant individual is 0.
+  const relevance = new Int8Array(n).fill(-1);
+  const relevant = (i: number): boolean => {
+    if (i < 0) return false;
+    if (relevance[i] < 0) relevance[i] = marks[i] === 3 || relevant(parentA[i]) || relevant(parentB[i]) ? 1 : 0;
+    return relevance[i] === 1;
+  };
 
   const memo = new Map<number, number>();
   const coancestry = (a: number, b: number): number => {
     if (a < 0 || b < 0) return 0;
     if (a === b) return (1 + coefficient[a]) / 2;
-    if (!relevant[a] || !relevant[b]) return 0;
+    if (!relevant(a) || !relevant(b)) return 0;
     // Expand the younger (ties: either; neither is then an ancestor of the other).
-    let younger = a;
-    let other = b;
-    if (generation[b] > generation[a] || (generation[b] === generation[a] && b > a)) {
-      younger = b;
-      other = a;
-    }
+    const swap = generation[b] > generation[a] || (generation[b] === generation[a] && b > a);
+    const younger = swap ? b : a;
+    const other = swap ? a : b;
     const key = younger * n + other;
     const known = memo.get(key);
     if (known !== undefined) return known;
@@ -121,5 +123,5 @@ export function inbreedingCoefficient(parents: string[], pedigree: Pedigree): nu
     memo.set(key, value);
     return value;
   };
-  return coancestry(s, d);
+  return coancestry(index.get(sire)!, index.get(dam)!);
 }
