@@ -42,6 +42,8 @@ export const lineagePolicy = {
   /** Provenance re-derives at most this many genomes (nearest ancestors first); beyond, the anchor chain stands for them. */
   provenance_genomes_max: 256,
   provenance_depth_default: 10,
+  /** The records list keeps the newest this many per tenant; older breedings leave the list (their genomes and provenance stay). */
+  records_listed_max: 100_000,
   preview_bands_default: 4,
   preview_bands_max: 100,
   /** Numeric trait values are kept with at most this many decimals. */

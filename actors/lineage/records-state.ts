@@ -1,13 +1,15 @@
-import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
+import type { AlarmMessage, RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
 import { answerFlowCall } from '../flow-call.js';
-import type { ListedRecord, Page, RecordsMessage, RecordsQuery } from './messages.js';
+import { lineagePolicy, type ListedRecord, type Page, type RecordsMessage, type RecordsQuery } from './messages.js';
 
 /**
  * A tenant's breeding records list: pure domain logic of the
  * `lineage-records` actor (storage `records`, key = lineageTenantKey(tenant),
  * one record `r:<record_id>` per breeding, without its seed). The breed flow
  * adds a record as its last step (a flow-call it waits for), so the list
- * shows a breeding as soon as its breed has answered.
+ * shows a breeding as soon as its breed has answered. It keeps the newest
+ * `records_listed_max` (the bound on this one actor's memory): adding past it
+ * drops the oldest from the list.
  */
 export interface RecordsState {
   records: Map<string, ListedRecord>;
@@ -36,10 +38,18 @@ export function listRecords(state: RecordsState, query: RecordsQuery): Page<List
 
 export function stepRecords(state: RecordsState, message: RecordsMessage | AlarmMessage, context: TurnContext): Result {
   switch (message.op) {
-    case 'add':
+    case 'add': {
       if (state.records.has(message.record.record_id)) return { state, reply: { added: false } };
+      const writes: RecordWrite[] = [{ subkey: `r:${message.record.record_id}`, value: message.record }];
+      if (state.records.size >= lineagePolicy.records_listed_max) {
+        let oldest: ListedRecord | null = null;
+        for (const record of state.records.values()) if (oldest === null || record.created_at_ms < oldest.created_at_ms) oldest = record;
+        state.records.delete(oldest!.record_id);
+        writes.push({ subkey: `r:${oldest!.record_id}`, value: undefined });
+      }
       state.records.set(message.record.record_id, message.record);
-      return { state, reply: { added: true }, writes: [{ subkey: `r:${message.record.record_id}`, value: message.record }] };
+      return { state, reply: { added: true }, writes };
+    }
     case 'list':
       return { state, reply: listRecords(state, message.query) };
     case 'flow-call':
