@@ -187,7 +187,10 @@ const Genome = Type.Object(
   },
   { title: 'Genome' },
 );
-const GenomeQuery = Type.Object({ full: Type.Optional(Type.Boolean({ description: 'Raw alleles and hidden traits: platform admins only (403 otherwise).' })) });
+const GenomeQuery = Type.Object({
+  full: Type.Optional(Type.Boolean({ description: 'Raw alleles and hidden traits: platform admins only (403 otherwise).' })),
+  tenant: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Another tenant's genome (its organization id, or user id): platform admins only (403 otherwise)." })),
+});
 const EntityParams = Type.Object({ entity_id: ID });
 const PedigreeQuery = Type.Object({
   depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: `Generations of ancestors; default 3, at most ${policy.pedigree_depth_max} (the pedigree window; larger is answered as ${policy.pedigree_depth_max}).` })),
@@ -556,7 +559,7 @@ export function lineageRoutes(app: FastifyInstance, services: AppServices): void
 
   app.get<{ Params: Static<typeof EntityParams>; Querystring: Static<typeof GenomeQuery> }>(`${base}/entities/:entity_id/genome`, {
     onRequest: authenticate,
-    schema: schema('An entity\'s genome: expressed traits for everyone; full=true adds raw alleles and hidden traits (platform admins; 403 otherwise).', {
+    schema: schema('An entity\'s genome: expressed traits for everyone; full=true adds raw alleles and hidden traits, tenant=<id> reads another tenant\'s (platform admins; 403 otherwise).', {
       params: EntityParams,
       querystring: GenomeQuery,
     }, { 200: Genome }, [403, 404]),
@@ -564,7 +567,9 @@ export function lineageRoutes(app: FastifyInstance, services: AppServices): void
     const principal = requirePrincipal(request);
     const full = request.query.full === true;
     if (full) requireAdmin(principal, 'full=true');
-    const { genome } = await readGenome<{ genome: GenomeView }>(principal, request.params.entity_id, { op: 'get' });
+    const tenant = request.query.tenant ?? principal.tenant;
+    if (tenant !== principal.tenant) requireAdmin(principal, "Reading another tenant's genome");
+    const { genome } = await services.actors.ask<{ genome: GenomeView }>(GENOME_KIND, genomeKey(tenant, request.params.entity_id), { op: 'get' } satisfies GenomeMessage, { readOnly: true });
     return genomeShape(genome, full);
   });
 

@@ -198,8 +198,13 @@ describe('genomes, breeding, pedigree, provenance, preview, records', () => {
     const random = await post('/breed', { parents: ['mare', 'stallion'], species_id: 'horse' });
     expect(random.body.seed).toMatch(/^seed_/);
 
-    // full=true: platform admins only.
+    // full=true and another tenant's genome: platform admins only.
     expectError(await get('/entities/foal/genome?full=true'), 403, 'forbidden');
+    expectError(await get(`/entities/foal/genome?tenant=${alice.user_id}`, bob.token), 403, 'forbidden');
+    const audited = await get(`/entities/foal/genome?full=true&tenant=${alice.user_id}`, adminToken);
+    expect(audited.status, audited.text).toBe(200);
+    expect(audited.body).toMatchObject({ entity_id: 'foal', full: true, raw_alleles: { coat: expect.any(Object), glow: expect.any(Object) } });
+    expect(audited.body.expressed).toHaveProperty('glow');
 
     const pedigree = await get('/entities/foal/pedigree?depth=5');
     expect(pedigree.body).toEqual({
