@@ -27,9 +27,10 @@ export function listRecords(state: RecordsState, query: RecordsQuery): Page<List
   const sign = query.sort_order === 'asc' ? 1 : -1;
   const matching = [...state.records.values()].filter(
     (record) =>
-      (query.species_id === undefined || record.species_id === query.species_id) &&
-      (query.parent === undefined || record.parents.includes(query.parent)) &&
-      (query.requested_by === undefined || record.requested_by === query.requested_by),
+      // == null: a filter left out may arrive as undefined or, after a trip through another node, as null.
+      (query.species_id == null || record.species_id === query.species_id) &&
+      (query.parent == null || record.parents.includes(query.parent)) &&
+      (query.requested_by == null || record.requested_by === query.requested_by),
   );
   matching.sort((a, b) => (a.created_at_ms - b.created_at_ms || (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0)) * sign);
   const start = (query.page - 1) * query.page_size;

@@ -704,7 +704,10 @@ export function lineageRoutes(app: FastifyInstance, services: AppServices): void
     const principal = requirePrincipal(request);
     const { page, page_size } = pageOf(request.query);
     const { species_id, parent, requested_by } = request.query;
-    const message: RecordsMessage = { op: 'list', query: { species_id, parent, requested_by, page, page_size, sort_order: request.query.sort_order ?? 'desc' } };
+    const message: RecordsMessage = {
+      op: 'list',
+      query: { ...(species_id && { species_id }), ...(parent && { parent }), ...(requested_by && { requested_by }), page, page_size, sort_order: request.query.sort_order ?? 'desc' },
+    };
     const result = await services.actors.ask<Page<ListedRecord>>(BREEDING_RECORDS_KIND, lineageTenantKey(principal.tenant), message, { readOnly: true });
     return { pagination: pagination(page, page_size, result.total), records: result.items.map(recordShape) };
   });
