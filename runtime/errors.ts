@@ -93,6 +93,11 @@ export const errorCodes = {
   talent_insufficient_points: { status: 409, description: 'Allocation or respec refused, rule affordable (or respec_cost): the wallet balances cannot pay the cost.' },
   talent_respec_disabled: { status: 409, description: 'The tree does not allow this kind of respec (full or partial).' },
   talent_respec_invalid: { status: 409, description: 'The partial respec would leave an allocated node without its prerequisites or tier gate; details name the node and the rule.' },
+  breeding_incompatible: { status: 409, description: "The parents may not breed under the species' compatibility rules (self-compatibility, required flags, minimum generation, or a parent of another species); `details.rule` names the rule. See docs/api/lineage.md." },
+  breeding_limit_reached: { status: 409, description: "A parent has bred the species' max_lifetime_breedings times; `details` name the entity and its count." },
+  inbreeding_limit_exceeded: { status: 409, description: "The offspring's inbreeding coefficient (Wright's, from the pedigree) would exceed the species' max_coefficient; `details` carry both values." },
+  trait_in_use: { status: 409, description: "The trait is used by a species (or named in another trait's conflicts_with): it cannot be deleted, nor its kind or alleles changed." },
+  lineage_limit_reached: { status: 409, description: "A lineage bound is reached (traits or species per tenant, versions per species); see docs/api/lineage.md." },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
