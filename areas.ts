@@ -14,6 +14,7 @@ import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
 import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-rooms/actor.js';
 import { webhookActors } from './actors/webhooks/actor.js';
+import { throttleActors } from './actors/throttle/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -29,6 +30,7 @@ import { scimRoutes } from './http/routes/scim.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
 import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
+import { throttleRoutes } from './http/routes/throttle.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -65,6 +67,7 @@ export const areas: Area[] = [
   { name: 'presence', actors: [presenceContextActor, presenceSubjectActor, presenceMultiplexActor], routes: presenceRoutes },
   { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },
   { name: 'webhooks', actors: webhookActors, routes: webhookRoutes },
+  { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

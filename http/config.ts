@@ -64,6 +64,8 @@ export interface NodeConfig {
   webhookRetryBaseMs: number;
   /** Webhooks: let deliveries reach loopback, private and link-local targets (WEBHOOK_ALLOW_PRIVATE_TARGETS=1; tests only). */
   webhookAllowPrivateTargets: boolean;
+  /** Throttle plans: how long a node may use its cached copy of a plan changed through another node (THROTTLE_PLAN_CACHE_MS; 0: read it on every request). */
+  throttlePlanCacheMs: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -200,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookDisableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 10_000),
     webhookRetryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
+    throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
     cluster: clusterFrom(env, port),
   };
 }
