@@ -39,8 +39,9 @@ export function levelled(bucket: Bucket, now: number): Bucket {
  * (negative when a tightened limit left the bucket over-full).
  */
 function slackScaled(bucket: Bucket, limit: Limit, now: number): number {
-  const level = levelled(bucket, now);
-  return (limit.window_ms - (level.tat_ms - now)) * limit.max_requests - level.tat_frac;
+  // levelled() inlined: this runs several times per check, so it allocates nothing.
+  if (bucket.tat_ms < now || (bucket.tat_ms === now && bucket.tat_frac === 0)) return limit.window_ms * limit.max_requests;
+  return (limit.window_ms - (bucket.tat_ms - now)) * limit.max_requests - bucket.tat_frac;
 }
 
 /** Units that would pass now: a request of cost c passes exactly when c <= remaining. */
@@ -51,8 +52,8 @@ export function remaining(bucket: Bucket, limit: Limit, now: number): number {
 
 /** Milliseconds until the bucket is full again (0 when it is), rounded up. */
 export function msUntilFull(bucket: Bucket, now: number): number {
-  const level = levelled(bucket, now);
-  return level.tat_ms - now + (level.tat_frac > 0 ? 1 : 0);
+  if (bucket.tat_ms < now || (bucket.tat_ms === now && bucket.tat_frac === 0)) return 0;
+  return bucket.tat_ms - now + (bucket.tat_frac > 0 ? 1 : 0);
 }
 
 /** Milliseconds until a request of `cost` would pass (0 when it passes now), rounded up. */

@@ -125,27 +125,29 @@ describe('throttle GCRA', () => {
 
   it('property: a request passes exactly when its cost <= remaining, and the long-run count is exact', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 1_000 }), fc.integer({ min: 1, max: 100_000 }), fc.integer({ min: 0, max: 50 }), (max_requests, window_ms, windows) => {
+      fc.property(fc.integer({ min: 1, max: 200 }), fc.integer({ min: 1, max: 100_000 }), fc.integer({ min: 0, max: 20 }), (max_requests, window_ms, windows) => {
         const limit = { max_requests, window_ms };
         // Saturating callers at every millisecond-exact refill instant: after `windows` full windows
         // exactly max_requests * (windows + 1) units have passed.
         let bucket = FULL_BUCKET;
         let passed = 0;
+        let mismatches = 0;
         for (let w = 0; w <= windows; w++) {
           const now = T0 + w * window_ms;
           for (;;) {
             const before = remaining(bucket, limit, now);
             const next = consume(bucket, limit, 1, now);
-            expect(next !== null).toBe(before >= 1);
+            if ((next !== null) !== before >= 1) mismatches++;
             if (!next) break;
             bucket = next;
             passed++;
           }
           if (passed > max_requests * (windows + 1)) break;
         }
+        expect(mismatches).toBe(0);
         expect(passed).toBe(max_requests * (windows + 1));
       }),
-      { numRuns: 60 },
+      { numRuns: 50 },
     );
   });
 
