@@ -83,6 +83,8 @@ export interface NodeConfig {
   x402SessionTtlSeconds: number;
   /** x402: how long the edge keeps the price rules before asking again (X402_PRICE_CACHE_MS). */
   x402PriceCacheMs: number;
+  /** Throttle plans: how long a node may use its cached copy of a plan changed through another node (THROTTLE_PLAN_CACHE_MS; 0: read it on every request). */
+  throttlePlanCacheMs: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -250,6 +252,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
     ...x402From(env),
+    throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
     cluster: clusterFrom(env, port),
   };
 }

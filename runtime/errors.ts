@@ -123,6 +123,14 @@ export const errorCodes = {
   oauth_temporarily_unavailable: { status: 503, wire: 'temporarily_unavailable', description: 'The OAuth token endpoint cannot answer now (a 429 or 503 underneath keeps its status and Retry-After).' },
   x402_facilitator_unavailable: { status: 503, description: 'The x402 facilitator (X402_FACILITATOR_URL) did not answer, timed out or answered badly while verifying or settling a payment; nothing was charged; retry after Retry-After.' },
   flow_interrupted: { status: 503, description: 'A multi-step operation was interrupted before it answered (node restart or failover); its outcome is durable: retry with the same Idempotency-Key or read the resource.' },
+  // throttle plans (docs/api/throttle.md)
+  throttle_subject_invalid: { status: 400, description: 'The throttle subject is not an internal id: it looks like an e-mail address or a phone number (personal data is refused), has characters other than letters, digits and `_ . : -`, or lacks a namespace the plan requires; see docs/api/throttle.md.' },
+  throttle_cost_exceeds_limit: { status: 400, description: "The check's cost is larger than the plan's max_requests, so it could never pass." },
+  throttle_consume_token_invalid: { status: 400, description: 'The consume_token is malformed, or was not issued by a check of this plan and subject.' },
+  throttle_plan_exists: { status: 409, description: 'A throttle plan with this plan_id already exists in the tenant.' },
+  throttle_plan_limit_reached: { status: 409, description: 'The tenant already has the maximum number of throttle plans (docs/api/throttle.md); delete one first.' },
+  throttle_refund_limit_reached: { status: 409, description: 'The subject has had the maximum number of refunds still within their refund window (docs/api/throttle.md); retry when older ones pass their window.' },
+  throttle_limit_exceeded: { status: 429, description: "A throttle check was denied under hard enforcement; retry after the Retry-After header. `details` carries the check's result (allowed false, consume_token, remaining, ...)." },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 /**
