@@ -330,14 +330,18 @@ function enqueue(
 function serveWaiters(state: QueueState, now: number, context: TurnContext, out: TurnOutput): void {
   if (state.waiters.length === 0 || !state.config) return;
   const still: Waiter[] = [];
+  // Once a receive finds less than it asked for, the queue has nothing more to hand out in this turn:
+  // the waiters after it only need their deadline checked.
+  let exhausted = false;
   for (const waiter of state.waiters) {
     if (waiter.type === 'await') {
-      const available = hasReceivable(state, now);
+      const available = !exhausted && hasReceivable(state, now);
       if (available || waiter.deadline <= now) out.replies.push({ request_id: waiter.request_id, reply: { available } });
       else still.push(waiter);
       continue;
     }
-    const messages = take(state, now, waiter.max_messages, waiter.visibility_ms, context, out);
+    const messages = exhausted ? [] : take(state, now, waiter.max_messages, waiter.visibility_ms, context, out);
+    if (messages.length < waiter.max_messages) exhausted = true;
     if (messages.length > 0 || waiter.deadline <= now) out.replies.push({ request_id: waiter.request_id, reply: messages });
     else still.push(waiter);
   }
