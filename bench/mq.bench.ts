@@ -63,6 +63,9 @@ async function sendReceiveDelete(runtime: ActorRuntime, queues: string[]): Promi
 export async function run(): Promise<BenchRow[]> {
   let bench: BenchRuntime | undefined;
   let project: ProjectServer | undefined;
+  // The runtime's timers are unref'd (a node's server keeps its loop alive): while every ask of a
+  // scenario waits on a queue actor's wake alarm, this keeps the bench process from exiting.
+  const keepAlive = setInterval(() => {}, 1_000);
   try {
     return await runScenarios(AREA, [
       ...[1, 8].map((count) => ({
@@ -201,6 +204,7 @@ export async function run(): Promise<BenchRow[]> {
       },
     ]);
   } finally {
+    clearInterval(keepAlive);
     await bench?.destroy();
     await project?.stop();
   }
