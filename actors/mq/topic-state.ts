@@ -51,6 +51,8 @@ interface PendingSubscription {
   request_id: string | null;
   topic_id: string;
   view: SubscriptionView;
+  /** The queue's id if it reported its deletion while its answer was on the way (its answer must not subscribe it). */
+  gone_queue_id?: string;
 }
 
 export interface TopicState {
@@ -265,6 +267,9 @@ export function stepTopic(state: TopicState, message: TopicMessage | AlarmMessag
       const replyTo = (reply: Omit<DeferredReply, 'request_id'>): DeferredReply[] => (pending.request_id === null ? [] : [{ request_id: pending.request_id, ...reply }]);
       if (!answer.ok) return { state, writes, replies: replyTo({ error: answer.error }) };
       const queue_id = (answer.reply as { queue_id: string }).queue_id;
+      if (pending.gone_queue_id === queue_id) {
+        return { state, writes, replies: replyTo({ error: { code: 'mq_queue_not_found', message: `The queue ${JSON.stringify(queue_name)} was deleted.` } }) };
+      }
       if (!state.config || state.config.topic_id !== pending.topic_id) {
         // The topic was deleted meanwhile: undo the queue's side.
         return {
@@ -299,6 +304,12 @@ export function stepTopic(state: TopicState, message: TopicMessage | AlarmMessag
     }
 
     case 'queue-gone': {
+      const pending = state.pending.get(message.queue_name);
+      if (pending) {
+        // The queue was deleted after it accepted a subscription still on its way back here.
+        pending.gone_queue_id = message.queue_id;
+        return { state, writes: [{ subkey: 'p:' + message.queue_name, value: { ...pending } }] };
+      }
       const current = state.subscriptions.get(message.queue_name);
       if (!state.config || !current || current.view.queue_id !== message.queue_id) return { state };
       state.subscriptions.delete(message.queue_name);

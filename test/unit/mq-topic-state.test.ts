@@ -87,6 +87,20 @@ describe('mq topic: subscriptions', () => {
     expect(w.topic.pending.size).toBe(0);
   });
 
+  it('a queue deleted while its acceptance is on the way back is not subscribed', () => {
+    const w = topicWorld();
+    w.createQueue('q');
+    const started = w.step({ op: 'subscribe', queue_name: 'q', filter_policy: null, raw_message_delivery: false }, T0, true);
+    const accepted = w.queueStep('q', started.sends![0].message as QueueMessage);
+    const deleted = w.queueStep('q', { op: 'delete' });
+    // The deletion's notice arrives first, then the acceptance.
+    w.step(deleted.sends!.find((send) => send.kind === MQ_TOPIC_KIND)!.message as TopicMessage);
+    const answered = w.step(accepted.sends![0].message as TopicMessage);
+    expect(answered.replies).toEqual([{ request_id: 'req-1', error: expect.objectContaining({ code: 'mq_queue_not_found' }) }]);
+    expect(w.topic.subscriptions.size).toBe(0);
+    expect(w.topic.pending.size).toBe(0);
+  });
+
   it('unsubscribe and a deleted queue remove the subscription on both sides', () => {
     const w = topicWorld();
     w.createQueue('a');
