@@ -103,7 +103,7 @@ export async function run(): Promise<BenchRow[]> {
             const sendAck: number[] = [];
             for (let i = 0; i < WAKE_SAMPLES; i++) {
               let woke_ms = 0;
-              const waiting = ask<ReceivedMessage[]>({ op: 'receive', max_messages: 1, wait_ms: 9_000 }).then((messages) => {
+              const waiting = ask<ReceivedMessage[]>({ op: 'receive', max_messages: 1, wait_ms: 8_000 }).then((messages) => {
                 woke_ms = performance.now();
                 return messages;
               });

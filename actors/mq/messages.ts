@@ -44,11 +44,12 @@ export const mqLimits = {
   wait_time_seconds_max: 20,
   /**
    * The longest wait one receive holds in the queue actor: below the
-   * runtime's deferred_reply_ms_max (10 s), so the actor answers an empty
-   * list itself before the runtime would answer flow_interrupted. A longer
+   * runtime's deferred_reply_ms_max (10 s) with 2 s to spare for the answer's
+   * turn and commit on a busy node, so the actor answers an empty list itself
+   * before the runtime would answer flow_interrupted. A longer
    * wait_time_seconds is served by the edge in several parts.
    */
-  receive_wait_ms_max: 9_000,
+  receive_wait_ms_max: 8_000,
   visibility_timeout_seconds_max: 43_200,
   visibility_timeout_seconds_default: 30,
   delay_seconds_max: 900,

@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import {
   MQ_DIRECTORY_KIND,
@@ -262,6 +262,11 @@ function receivedShape(message: ReceivedMessage) {
   return { ...message, sent_at: isoTime(message.sent_at)! };
 }
 
+/** A receive may come without a body: every parameter has a default (as SQS's ReceiveMessage). */
+async function emptyBodyIsObject(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined || request.body === null) request.body = {};
+}
+
 /** Deleted since the directory answered: leave it out of the list. */
 function goneAsNull(code: string) {
   return (error: unknown) => {
@@ -400,6 +405,7 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
 
   app.post<{ Params: Static<typeof QueueParams>; Body: Static<typeof ReceiveBody> }>(`${base}/queues/:queue_name/receive`, {
     onRequest: authenticate,
+    preValidation: emptyBodyIsObject,
     schema: schema(
       'Receive up to max_messages; with wait_time_seconds, wait (long polling) until a message arrives or the time is up (then an empty list).',
       { params: QueueParams, body: ReceiveBody },
@@ -409,7 +415,7 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const principal = requirePrincipal(request);
     const key = mqQueueKey(principal.tenant, request.params.queue_name);
-    const { max_messages = 1, wait_time_seconds = 0, visibility_timeout_seconds } = request.body ?? {};
+    const { max_messages = 1, wait_time_seconds = 0, visibility_timeout_seconds } = request.body;
     const clock = services.clock;
     const deadline = clock.now() + wait_time_seconds * 1000;
     // The queue actor holds one receive for at most receive_wait_ms_max (the

@@ -247,9 +247,9 @@ describe('mq queue: dead-letter queue', () => {
 describe('mq queue: long polling', () => {
   it('a waiting receive is answered by the send that brings a message, in the send\'s turn', () => {
     const q = queueWorld();
-    const waiting = q.step({ op: 'receive', max_messages: 5, wait_ms: 9_000 }, T0, true);
+    const waiting = q.step({ op: 'receive', max_messages: 5, wait_ms: 8_000 }, T0, true);
     expect(waiting.defer).toBe(true);
-    expect(q.alarms.get('wake')).toBe(T0 + 9_000);
+    expect(q.alarms.get('wake')).toBe(T0 + 8_000);
     const sent = q.step({ op: 'send', body: 'ping', attributes: {} }, T0 + 10);
     expect(sent.replies).toEqual([{ request_id: 'req-1', reply: [expect.objectContaining({ body: 'ping', receive_count: 1 })] }]);
     expect(q.state.waiters).toEqual([]);
@@ -268,7 +268,7 @@ describe('mq queue: long polling', () => {
     const q = queueWorld();
     q.send(T0);
     q.receive(T0, 1, 3);
-    q.step({ op: 'receive', max_messages: 1, wait_ms: 9_000 }, T0 + 1, true);
+    q.step({ op: 'receive', max_messages: 1, wait_ms: 8_000 }, T0 + 1, true);
     expect(q.alarms.get('wake')).toBe(T0 + 3_000);
     const woke = q.step({ op: '$alarm', name: 'wake', due_ms: T0 + 3_000 }, T0 + 3_000);
     expect(woke.replies).toEqual([{ request_id: 'req-1', reply: [expect.objectContaining({ receive_count: 2 })] }]);
@@ -277,7 +277,7 @@ describe('mq queue: long polling', () => {
   it('await-message answers available without receiving; waits are capped below the runtime\'s deferred limit', () => {
     const q = queueWorld();
     q.step({ op: 'await-message', wait_ms: 60_000 }, T0, true);
-    expect(q.alarms.get('wake')).toBe(T0 + 9_000);
+    expect(q.alarms.get('wake')).toBe(T0 + 8_000);
     const sent = q.step({ op: 'send', body: 'x', attributes: {} }, T0 + 1);
     expect(sent.replies).toEqual([{ request_id: 'req-1', reply: { available: true } }]);
     expect(q.state.messages.get(1)!.receive_count).toBe(0);
@@ -285,10 +285,10 @@ describe('mq queue: long polling', () => {
 
   it('waiters are memory only: a reload has none, and deleting the queue answers them not found', () => {
     const q = queueWorld();
-    q.step({ op: 'receive', max_messages: 1, wait_ms: 9_000 }, T0, true);
+    q.step({ op: 'receive', max_messages: 1, wait_ms: 8_000 }, T0, true);
     q.reload();
     expect(q.state.waiters).toEqual([]);
-    q.step({ op: 'receive', max_messages: 1, wait_ms: 9_000 }, T0, true);
+    q.step({ op: 'receive', max_messages: 1, wait_ms: 8_000 }, T0, true);
     const deleted = q.step({ op: 'delete' }, T0 + 1);
     expect(deleted.replies).toEqual([{ request_id: 'req-2', error: expect.objectContaining({ code: 'mq_queue_not_found' }) }]);
   });
