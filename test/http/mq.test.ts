@@ -395,6 +395,19 @@ describe('mq topics', () => {
     expectError(await api('POST', `/topics/${topic}/messages`, { body: '' }), 400, 'BAD_REQUEST');
   });
 
+  it('answers 404 for every operation on a queue or topic that does not exist', async () => {
+    const queue = uniqueName('absent');
+    const topic = uniqueName('absent');
+    expectError(await api('POST', `/queues/${queue}/receive`, { wait_time_seconds: 0 }), 404, 'mq_queue_not_found');
+    expectError(await api('POST', `/queues/${queue}/receive`, { wait_time_seconds: 20 }), 404, 'mq_queue_not_found');
+    expectError(await api('DELETE', `/queues/${queue}/messages/1.abc`), 404, 'mq_queue_not_found');
+    expectError(await api('PATCH', `/queues/${queue}/messages/1.abc`, { visibility_timeout_seconds: 1 }), 404, 'mq_queue_not_found');
+    expectError(await api('GET', `/topics/${topic}/subscriptions`), 404, 'mq_topic_not_found');
+    expectError(await api('DELETE', `/topics/${topic}/subscriptions/${queue}`), 404, 'mq_topic_not_found');
+    expectError(await api('DELETE', `/topics/${topic}`), 404, 'mq_topic_not_found');
+    expectError(await api('GET', `/queues/${queue}`, undefined, bob.token), 404, 'mq_queue_not_found');
+  });
+
   it('deleting a queue removes its subscriptions from the topic', async () => {
     const topic = uniqueName('t');
     const queue = uniqueName('q');

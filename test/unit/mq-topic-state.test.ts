@@ -101,6 +101,18 @@ describe('mq topic: subscriptions', () => {
     expect(w.topic.pending.size).toBe(0);
   });
 
+  it('a second subscribe of a queue while the first waits for it is a conflict; a topic holds at most 100 subscriptions', () => {
+    const w = topicWorld();
+    w.step({ op: 'subscribe', queue_name: 'slow', filter_policy: null, raw_message_delivery: false }, T0, true);
+    expect(codeOf(() => w.step({ op: 'subscribe', queue_name: 'slow', filter_policy: null, raw_message_delivery: false }, T0, true))).toBe('conflict');
+    for (let i = 0; i < 99; i++) {
+      w.createQueue(`q${i}`);
+      w.subscribe(`q${i}`);
+    }
+    w.createQueue('one-too-many');
+    expect(codeOf(() => w.step({ op: 'subscribe', queue_name: 'one-too-many', filter_policy: null, raw_message_delivery: false }))).toBe('mq_limit_reached');
+  });
+
   it('unsubscribe and a deleted queue remove the subscription on both sides', () => {
     const w = topicWorld();
     w.createQueue('a');
