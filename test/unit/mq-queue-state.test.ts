@@ -178,6 +178,52 @@ describe('mq queue: FIFO', () => {
     ]);
   });
 
+  it('never hands out a message while an earlier one of its group is still queued (property)', () => {
+    type Op = { type: 'send'; group: string } | { type: 'receive'; max: number } | { type: 'delete' } | { type: 'wait' } | { type: 'reload' };
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ type: fc.constant('send' as const), group: fc.constantFrom('A', 'B', 'C') }),
+      fc.record({ type: fc.constant('receive' as const), max: fc.integer({ min: 1, max: 10 }) }),
+      fc.constant({ type: 'delete' as const }),
+      fc.constant({ type: 'wait' as const }),
+      fc.constant({ type: 'reload' as const }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
+        const q = queueWorld('prop.fifo', { fifo: true });
+        let now = T0;
+        let counter = 0;
+        // Per group, the bodies still in the queue, in send order.
+        const queued = new Map<string, string[]>();
+        const handles: { group: string; body: string; handle: string }[] = [];
+        for (const step of ops) {
+          now += 1;
+          if (step.type === 'send') {
+            const body = `${step.group}-${++counter}`;
+            q.send(now, body, { group_id: step.group });
+            queued.set(step.group, [...(queued.get(step.group) ?? []), body]);
+          } else if (step.type === 'wait') now += 30_000;
+          else if (step.type === 'reload') q.reload();
+          else if (step.type === 'receive') {
+            const received = q.receive(now, step.max);
+            const perGroup = new Map<string, string[]>();
+            for (const message of received) perGroup.set(message.group_id!, [...(perGroup.get(message.group_id!) ?? []), message.body]);
+            // A group's batch is a prefix of what it still holds: nothing is skipped or out of order.
+            for (const [group, bodies] of perGroup) expect(bodies).toEqual((queued.get(group) ?? []).slice(0, bodies.length));
+            for (const message of received) {
+              const index = handles.findIndex((h) => h.body === message.body);
+              if (index >= 0) handles.splice(index, 1);
+              handles.push({ group: message.group_id!, body: message.body, handle: message.receipt_handle });
+            }
+          } else if (handles.length > 0) {
+            const { group, body, handle } = handles.shift()!;
+            if (codeOf(() => q.remove(now, handle)) === undefined) queued.set(group, queued.get(group)!.filter((b) => b !== body));
+          }
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
   it('de-duplicates on deduplication_id for 5 minutes, even after the first was deleted', () => {
     const q = queueWorld('dedup.fifo', { fifo: true });
     const first = q.send(T0, 'x', { group_id: 'g', deduplication_id: 'd1' });
