@@ -28,7 +28,9 @@ import { VisibilityHeap } from './visibility-heap.js';
  * Records:
  *   c             the queue's config (absent: no queue)
  *   v             the last revision sent to the directory (kept across delete)
- *   m:<seq>       one message (seq zero-padded: records load in arrival order)
+ *   m:<seq>       one message as sent (seq zero-padded: records load in arrival order)
+ *   r:<seq>       its delivery state once received (visible_at, receive_count, receipt):
+ *                 a receive rewrites this small record, never the body
  *   d:<dedup id>  a FIFO de-duplication id and the message it named, until the window ends
  *   s:<topic>     a topic subscription of this queue (the topic holds the authoritative copy)
  *
@@ -108,24 +110,38 @@ export function emptyQueue(): QueueState {
   };
 }
 
-const messageKey = (seq: number) => 'm:' + String(seq).padStart(15, '0');
+const paddedSeq = (seq: number) => String(seq).padStart(15, '0');
+const messageKey = (seq: number) => 'm:' + paddedSeq(seq);
+const deliveryKey = (seq: number) => 'r:' + paddedSeq(seq);
+
+/** What a receive or a visibility change alters: kept in its own record. */
+interface DeliveryState {
+  visible_at: number;
+  receive_count: number;
+  receipt: string | null;
+}
 
 export function loadQueue(_key: string, records: Iterable<[string, unknown]>): QueueState {
   const state = emptyQueue();
   const dedup: [string, { message_id: string; expires_at: number }][] = [];
   const messages: StoredMessage[] = [];
+  const deliveries = new Map<string, DeliveryState>();
   for (const [subkey, value] of records) {
     if (subkey === 'c') state.config = value as QueueConfig;
     else if (subkey === 'v') state.rev = value as number;
     else if (subkey.startsWith('m:')) messages.push(value as StoredMessage);
+    else if (subkey.startsWith('r:')) deliveries.set(subkey.slice(2), value as DeliveryState);
     else if (subkey.startsWith('d:')) dedup.push([subkey.slice(2), value as { message_id: string; expires_at: number }]);
     else if (subkey.startsWith('s:')) state.subscriptions.set(subkey.slice(2), value as QueueSubscriptionView);
   }
   // Insertion order is expiry order (the window is fixed): the sweep walks from the front.
   dedup.sort((a, b) => a[1].expires_at - b[1].expires_at);
   for (const [id, entry] of dedup) state.dedup.set(id, entry);
-  // Records come in seq order; the first message of a load is placed by its visibility on the first turn.
-  for (const message of messages) insertMessage(state, message, Number.NEGATIVE_INFINITY);
+  // Records come in seq order; the first turn after a load places each message by its visibility.
+  for (const message of messages) {
+    const delivery = deliveries.get(paddedSeq(message.seq));
+    insertMessage(state, delivery ? { ...message, ...delivery } : message, Number.NEGATIVE_INFINITY);
+  }
   state.nextSeq = messages.length > 0 ? messages[messages.length - 1].seq + 1 : 1;
   return state;
 }
@@ -173,9 +189,14 @@ function removeMessage(state: QueueState, message: StoredMessage, writes: Record
     }
   }
   writes.push({ subkey: messageKey(message.seq), value: undefined });
+  if (message.receipt !== null) writes.push({ subkey: deliveryKey(message.seq), value: undefined });
 }
 
 const writeMessage = (message: StoredMessage): RecordWrite => ({ subkey: messageKey(message.seq), value: { ...message } });
+const writeDelivery = (message: StoredMessage): RecordWrite => ({
+  subkey: deliveryKey(message.seq),
+  value: { visible_at: message.visible_at, receive_count: message.receive_count, receipt: message.receipt } satisfies DeliveryState,
+});
 
 /** Moves messages whose time has come from the heap to `ready` (standard) and drops stale heap entries. */
 function promote(state: QueueState, now: number): void {
@@ -252,7 +273,7 @@ function take(state: QueueState, now: number, max: number, visibility_ms: number
     message.receipt = `${message.seq.toString(36)}.${context.newId()}`;
     message.visible_at = now + invisibleFor;
     state.timed.push(message.visible_at, message.seq);
-    out.writes.push(writeMessage(message));
+    out.writes.push(writeDelivery(message));
     received.push({
       message_id: message.message_id,
       receipt_handle: message.receipt,
@@ -579,7 +600,7 @@ export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessag
       if (stored.visible_at <= now) throw new ServiceError('mq_message_not_in_flight');
       stored.visible_at = now + message.visibility_timeout_seconds * 1000;
       state.timed.push(stored.visible_at, stored.seq);
-      out.writes.push(writeMessage(stored));
+      out.writes.push(writeDelivery(stored));
       return finish({
         message_id: stored.message_id,
         receipt_handle: message.receipt_handle,
