@@ -59,6 +59,8 @@ export const mqLimits = {
   max_receive_count_max: 1_000,
   /** FIFO de-duplication window on deduplication_id, as SQS FIFO. */
   fifo_deduplication_window_ms: 5 * 60_000,
+  /** De-duplication ids one FIFO queue remembers; past it the oldest is forgotten before its window ends. */
+  fifo_deduplication_ids_max: 100_000,
   /** Messages one queue holds; a send beyond it is refused (409 mq_queue_full). */
   queue_messages_max: 100_000,
   /** Body bytes one queue holds; a send beyond it is refused (409 mq_queue_full). */

@@ -555,6 +555,11 @@ export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessag
         state.dedup.delete(message.deduplication_id);
         state.dedup.set(message.deduplication_id, entry);
         out.writes.push({ subkey: 'd:' + message.deduplication_id, value: entry });
+        if (state.dedup.size > mqLimits.fifo_deduplication_ids_max) {
+          const [oldest] = state.dedup.keys();
+          state.dedup.delete(oldest);
+          out.writes.push({ subkey: 'd:' + oldest, value: undefined });
+        }
       }
       return finish({ message_id: stored.message_id, duplicate: false } satisfies SendView);
     }
