@@ -245,6 +245,21 @@ describe('mq data plane', () => {
     expect(moved[0]).toMatchObject({ message_id, body: 'poison', receive_count: 1 });
   });
 
+  it('keeps a message in its queue when the dead-letter queue does not exist', async () => {
+    const source = uniqueName('orphan');
+    await createQueue({ name: source, max_receive_count: 1, dead_letter_queue: uniqueName('never-created'), visibility_timeout_seconds: 5 });
+    const message_id = await send(source, { body: 'kept' });
+    await receive(source);
+    clock().advance(5_000);
+    expect(await receive(source)).toEqual([]);
+    // The move is refused and the message comes back, then is received here like any message.
+    const [back] = await until(async () => {
+      const messages = await receive(source);
+      return messages.length > 0 && messages;
+    }, 'the refused move to come back');
+    expect(back).toMatchObject({ message_id, body: 'kept', receive_count: 2 });
+  });
+
   it('purge deletes every message and counts them', async () => {
     const name = uniqueName('purge');
     await createQueue({ name });
