@@ -7,6 +7,7 @@ import { idempotencyActor } from './actors/idempotency/state.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
+import { mqActors } from './actors/mq/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
 import { organizationActors } from './actors/organizations/actor.js';
 import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } from './actors/presence/actor.js';
@@ -28,6 +29,7 @@ import { emailVerificationRoutes } from './http/routes/email-verification.js';
 import { linkedAccountRoutes } from './http/routes/linked-accounts.js';
 import { livenessRoutes } from './http/routes/liveness.js';
 import { lockRoutes } from './http/routes/locks.js';
+import { mqRoutes } from './http/routes/mq.js';
 import { oauthRoutes } from './http/routes/oauth.js';
 import { organizationRoutes } from './http/routes/organizations.js';
 import { presenceRoutes } from './http/routes/presence.js';
@@ -83,6 +85,7 @@ export const areas: Area[] = [
   { name: 'talent', actors: talentActors, routes: talentRoutes },
   { name: 'lineage', actors: lineageActors, routes: lineageRoutes },
   { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
+  { name: 'mq', actors: mqActors, routes: mqRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

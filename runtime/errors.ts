@@ -46,6 +46,10 @@ export const errorCodes = {
   invitation_not_found: { status: 404, description: 'No such pending organization invitation for the caller (unknown, revoked, used, or addressed to another e-mail).' },
   dlq_entry_not_found: { status: 404, description: "No dead-letter entry with this event id in the webhook's dead-letter queue." },
   presence_session_not_found: { status: 404, description: 'No live presence session with this session_id in the context (it left or expired).' },
+  mq_queue_not_found: { status: 404, description: 'No message queue with this name for the caller (also a queue of another tenant).' },
+  mq_topic_not_found: { status: 404, description: 'No message topic with this name for the caller (also a topic of another tenant).' },
+  mq_subscription_not_found: { status: 404, description: 'The queue is not subscribed to this topic.' },
+  mq_receipt_handle_invalid: { status: 404, description: "The receipt handle names no message this queue still holds under that handle: unknown, already deleted, expired, moved to the dead-letter queue, or received again since (only the latest receive's handle works). See docs/api/mq.md." },
   // 409
   last_owner: { status: 409, description: 'The last owner of an organization cannot leave, be removed or be demoted; make someone else an owner first.' },
   invitation_expired: { status: 409, description: 'The organization invitation has expired; ask for a new one.' },
@@ -98,6 +102,12 @@ export const errorCodes = {
   inbreeding_limit_exceeded: { status: 409, description: "The offspring's inbreeding coefficient (Wright's, from the pedigree) would exceed the species' max_coefficient; `details` carry both values." },
   trait_in_use: { status: 409, description: "The trait is used by a species (or named in another trait's conflicts_with): it cannot be deleted, nor its kind or alleles changed." },
   lineage_limit_reached: { status: 409, description: "A lineage bound is reached (traits or species per tenant, versions per species); see docs/api/lineage.md." },
+  mq_queue_exists: { status: 409, description: 'A message queue with this name already exists with other settings (creating it again with the same settings returns it).' },
+  mq_topic_exists: { status: 409, description: 'A message topic with this name already exists with other settings (creating it again with the same settings returns it).' },
+  mq_subscription_exists: { status: 409, description: 'The queue is already subscribed to this topic with another filter policy or raw delivery setting; delete that subscription first.' },
+  mq_message_not_in_flight: { status: 409, description: 'The message is not in flight (its visibility timeout has passed), so its visibility cannot be changed; receive it again.' },
+  mq_queue_full: { status: 409, description: 'The queue holds its maximum of messages or bytes (docs/api/mq.md); receive and delete some first.' },
+  mq_limit_reached: { status: 409, description: 'A per-topic limit is reached (subscriptions); see docs/api/mq.md.' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
