@@ -87,6 +87,22 @@ export const errorCodes = {
   oauth_server_error: { status: 500, wire: 'server_error', description: 'The OAuth token endpoint failed by a defect (RFC 6749 §5.2 rendering of internal_error).' },
   oauth_temporarily_unavailable: { status: 503, wire: 'temporarily_unavailable', description: 'The OAuth token endpoint cannot answer now (a 429 or 503 underneath keeps its status and Retry-After).' },
   flow_interrupted: { status: 503, description: 'A multi-step operation was interrupted before it answered (node restart or failover); its outcome is durable: retry with the same Idempotency-Key or read the resource.' },
+  // items (docs/api/items.md)
+  items_definition_not_found: { status: 404, description: 'No item definition with this id in the domain (in the path, or named by a request field: `details` names it).' },
+  items_blueprint_not_found: { status: 404, description: 'No blueprint with this id in the domain.' },
+  items_collection_not_found: { status: 404, description: 'No collection with this id in the domain.' },
+  items_container_not_found: { status: 404, description: 'No container with this id in the domain (in the path, or named by a request field: `details` names it).' },
+  items_item_not_found: { status: 404, description: 'No item with this id in the container.' },
+  items_definition_exists: { status: 409, description: 'A definition with this definition_id already exists in the domain (or twice in one batch).' },
+  items_container_exists: { status: 409, description: 'A container with this container_id already exists in the domain.' },
+  items_definition_in_use: { status: 409, description: "The definition is named by a blueprint, a collection or another definition's salvage outputs (`details.used_by`); change or delete them first." },
+  items_container_cycle: { status: 409, description: 'The container would be inside itself: its new parent is the container or one of its descendants.' },
+  items_nesting_limit: { status: 409, description: 'The container tree would nest deeper than the limit (docs/api/items.md).' },
+  items_capacity_exceeded: { status: 409, description: 'The container cannot take the whole quantity: not enough slots, weight or volume (`details.limit`); nothing was placed.' },
+  items_insufficient_inputs: { status: 409, description: "The source container lacks a blueprint's inputs (`details.missing`); nothing was consumed." },
+  items_merge_incompatible: { status: 409, description: 'The two items are not stacks of the same stackable definition with the same recorded max_stack, weight and volume (or are the same stack).' },
+  items_stack_full: { status: 409, description: 'The target stack of a merge is already full.' },
+  items_domain_limit: { status: 409, description: 'The domain holds the maximum number of definitions, blueprints, collections or containers (docs/api/items.md).' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 /**
