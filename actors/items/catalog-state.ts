@@ -41,13 +41,15 @@ export interface CatalogState {
   children: Map<string, Set<string>>;
   /** Derived: definition_id -> the collections it is a member of. */
   memberOf: Map<string, Set<string>>;
+  /** Cache, in memory only: first-claim subjects known to be taken (flows.ts). */
+  claimed: Set<string>;
 }
 
 export type CatalogResult = TurnResult<CatalogState, unknown>;
 type SingleTurnMessage = Exclude<CatalogMessage, { op: 'grant' | 'craft' | 'flow-answer' }>;
 
 export function initialCatalogState(): CatalogState {
-  return { definitions: new Map(), blueprints: new Map(), collections: new Map(), containers: new Map(), flows: new Map(), children: new Map(), memberOf: new Map() };
+  return { definitions: new Map(), blueprints: new Map(), collections: new Map(), containers: new Map(), flows: new Map(), children: new Map(), memberOf: new Map(), claimed: new Set() };
 }
 
 export function loadCatalog(_key: string, records: Iterable<[string, unknown]>): CatalogState {

@@ -131,10 +131,22 @@ export function stepContainer(state: ContainerState, message: ContainerMessage |
   }
 }
 
+function sameConfig(a: ContainerConfig | null, b: ContainerConfig): boolean {
+  return (
+    a !== null &&
+    a.container_id === b.container_id &&
+    a.owner_id === b.owner_id &&
+    a.parent_container_id === b.parent_container_id &&
+    a.slots === b.slots &&
+    a.max_weight_m === b.max_weight_m &&
+    a.max_volume_m === b.max_volume_m
+  );
+}
+
 function place(state: ContainerState, config: ContainerConfig, placements: Extract<ContainerMessage, { op: 'place' }>['placements'], context: TurnContext): Result {
   const plan = planPlacement(config, state.items.values(), heldSlots(state), reservedUnits(state), usageOf(state), placements, context.now, () => context.newId('itm_'), itemsPolicy.measure_scale);
   const writes: RecordWrite[] = [];
-  if (JSON.stringify(state.config) !== JSON.stringify(config)) {
+  if (!sameConfig(state.config, config)) {
     state.config = config;
     writes.push({ subkey: 'c', value: config });
   }

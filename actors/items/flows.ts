@@ -85,6 +85,10 @@ export type ItemFlow =
 
 type Answer = Extract<FlowAnswer, { op: 'flow-answer' }>;
 
+function firstClaimKey(subject: FirstSubject): string {
+  return JSON.stringify(subject);
+}
+
 interface Effects {
   writes: RecordWrite[];
   sends: ActorSend[];
@@ -220,8 +224,12 @@ function startCraft(state: CatalogState, message: Extract<CatalogMessage, { op: 
 function advance(state: CatalogState, answer: Answer, context: TurnContext): CatalogResult {
   const stored = state.flows.get(answer.flow_id);
   if (!stored || !stored.pending.includes(answer.step)) return { state };
-  const flow: ItemFlow = structuredClone(stored);
-  flow.pending = flow.pending.filter((step) => step !== answer.step);
+  // A copy with its own arrays: the stored flow stays as it was if this turn fails.
+  const flow: ItemFlow =
+    stored.kind === 'craft'
+      ? { ...stored, first_outputs: [...stored.first_outputs], tier_events: stored.tier_events.map((tier) => ({ ...tier })) }
+      : { ...stored, tier_events: stored.tier_events.map((tier) => ({ ...tier })) };
+  flow.pending = stored.pending.filter((step) => step !== answer.step);
   const effects: Effects = { writes: [], sends: [], replies: [] };
   const { tenant, domain } = scopeOf(context);
 
@@ -253,25 +261,27 @@ function advance(state: CatalogState, answer: Answer, context: TurnContext): Cat
   } else if (flow.kind === 'craft' && answer.step === 'release') {
     return end(state, effects, flow, { error: flow.refusal! });
   } else if (answer.step.startsWith('first:') && flow.kind === 'craft') {
-    if (answer.ok && (answer.reply as FirstReply).first) flow.first_outputs.push(answer.step.slice('first:'.length));
+    const definition_id = answer.step.slice('first:'.length);
+    if (answer.ok) state.claimed.add(firstClaimKey(['output', flow.blueprint_id, definition_id]));
+    if (answer.ok && (answer.reply as FirstReply).first) flow.first_outputs.push(definition_id);
   } else if (answer.step === 'progress') {
     const reached = answer.ok ? (answer.reply as { tiers_reached: TierReached[] }).tiers_reached : [];
     for (const tier of reached) {
       flow.tier_events.push({ ...tier, global_first: false });
       const subject: FirstSubject = ['tier', tier.collection_id, tier.required];
+      if (state.claimed.has(firstClaimKey(subject))) continue;
       call(context, effects, flow, `tier:${tier.collection_id}:${tier.required}`, ITEM_FIRST_KIND, itemFirstKey(tenant, domain, subject), {
         op: 'claim',
         claimant: flow.flow_id,
       } satisfies FirstMessage);
     }
   } else if (answer.step.startsWith('tier:')) {
+    const event = flow.tier_events.find((tier) => `tier:${tier.collection_id}:${tier.required}` === answer.step);
+    if (answer.ok && event) state.claimed.add(firstClaimKey(['tier', event.collection_id, event.required]));
     if (answer.ok && (answer.reply as FirstReply).first) {
-      const event = flow.tier_events.find((tier) => `tier:${tier.collection_id}:${tier.required}` === answer.step);
       if (event) event.global_first = true;
     }
   }
-  // `commit` needs nothing more than its arrival.
-
   if (flow.pending.length === 0) return end(state, effects, flow, { reply: resultOf(flow) });
   putFlow(state, effects, flow);
   return { state, writes: effects.writes, sends: effects.sends };
@@ -281,13 +291,18 @@ function advance(state: CatalogState, answer: Answer, context: TurnContext): Cat
 function settleCraft(state: CatalogState, context: TurnContext, effects: Effects, flow: Extract<ItemFlow, { kind: 'craft' }>, placed: PlaceReply): void {
   const { tenant, domain } = scopeOf(context);
   flow.produced = placed.items;
-  call(context, effects, flow, 'commit', ITEM_CONTAINER_KIND, itemContainerKey(tenant, domain, flow.source.container_id), {
-    op: 'commit',
-    flow_id: flow.flow_id,
-  } satisfies ContainerMessage);
+  // The commit is not awaited: it is in the outbox (applied once, even after a
+  // crash), and the reserved inputs are already out of sight in the source.
+  effects.sends.push({
+    kind: ITEM_CONTAINER_KIND,
+    key: itemContainerKey(tenant, domain, flow.source.container_id),
+    message: { op: 'commit', flow_id: flow.flow_id } satisfies ContainerMessage,
+  });
   const outputs = [...new Set(flow.placements.map((placement) => placement.unit.definition_id))];
   for (const definition_id of outputs) {
     const subject: FirstSubject = ['output', flow.blueprint_id, definition_id];
+    // Once any claim answered, the output is taken for good: no need to ask again.
+    if (state.claimed.has(firstClaimKey(subject))) continue;
     call(context, effects, flow, `first:${definition_id}`, ITEM_FIRST_KIND, itemFirstKey(tenant, domain, subject), { op: 'claim', claimant: flow.flow_id } satisfies FirstMessage);
   }
   acquired(

@@ -71,18 +71,24 @@ describe('items flows', () => {
     const placed = step(started.state, answer(flow_id, 'reserve', { ok: true, reply: { reserved: [] } }));
     expect((placed.sends![0]!.message as any).call.op).toBe('place');
     const settled = step(placed.state, answer(flow_id, 'place', { ok: true, reply: { items: [{ item_id: 'i1', definition_id: 'ingot', quantity: 1 }], owner_id: 'p1' } }));
-    expect(settled.sends!.map((send) => [send.kind, (send.message as any).reply_to.step])).toEqual([
-      [ITEM_CONTAINER_KIND, 'commit'],
-      [ITEM_FIRST_KIND, 'first:ingot'],
+    // The commit goes one way (no answer awaited); the first claim is asked.
+    expect(settled.sends!.map((send) => [send.kind, (send.message as any).op, (send.message as any).reply_to?.step])).toEqual([
+      [ITEM_CONTAINER_KIND, 'commit', undefined],
+      [ITEM_FIRST_KIND, 'flow-call', 'first:ingot'],
     ]);
     // A repeated (late) answer of a step already done is ignored.
     expect(step(settled.state, answer(flow_id, 'place', { ok: true, reply: { items: [], owner_id: null } })).sends).toBeUndefined();
-    const committed = step(settled.state, answer(flow_id, 'commit', { ok: true, reply: { committed: true } }));
-    expect(committed.replies).toBeUndefined();
-    const done = step(committed.state, answer(flow_id, 'first:ingot', { ok: true, reply: { first: true } }));
+    const done = step(settled.state, answer(flow_id, 'first:ingot', { ok: true, reply: { first: true, claimed_by: flow_id } }));
     expect(done.replies).toEqual([{ request_id: 'req-1', reply: expect.objectContaining({ global_first: true, seed: '7', consumed: [{ definition_id: 'ore', quantity: 2 }] }) }]);
     expect(done.state.flows.size).toBe(0);
     expect(done.writes).toContainEqual({ subkey: `f:${flow_id}`, value: undefined });
+
+    // The output is known to be taken: the next craft answers right after its placement, without a claim.
+    const next = step(done.state, { op: 'craft', blueprint_id, source_container_id: 'src', target_container_id: 'dst', seed: 8 }, 'req-9');
+    const next_id = (next.sends![0]!.message as any).reply_to.flow_id;
+    const nextPlaced = step(step(next.state, answer(next_id, 'reserve', { ok: true, reply: {} })).state, answer(next_id, 'place', { ok: true, reply: { items: [], owner_id: 'p1' } }));
+    expect(nextPlaced.sends!.map((send) => (send.message as any).op)).toEqual(['commit']);
+    expect(nextPlaced.replies).toEqual([{ request_id: 'req-9', reply: expect.objectContaining({ global_first: false }) }]);
   });
 
   it('craft: a refused placement releases the inputs, then answers the refusal', () => {
