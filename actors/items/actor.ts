@@ -1,8 +1,8 @@
 import type { RecordsActorDefinition, SnapshotActorDefinition } from '../../runtime/index.js';
-import { loadCatalog, type CatalogState } from './catalog-state.js';
-import { loadContainer, stepContainer, type ContainerState } from './container-state.js';
+import { loadCatalog, stepCatalog, type CatalogState } from './catalog-state.js';
+import { loadContainer, type ContainerState } from './container-state.js';
 import { initialFirstState, stepFirst, type FirstState } from './first-state.js';
-import { stepCatalogFlows } from './flows.js';
+import { stepContainerFlows } from './flows.js';
 import {
   ITEM_CATALOG_KIND,
   ITEM_CONTAINER_KIND,
@@ -15,20 +15,20 @@ import {
 } from './messages.js';
 import { loadProgress, stepProgress, type ProgressState } from './progress-state.js';
 
-/** A domain's definitions, blueprints, collections and container registry; coordinates grants and crafts (flows.ts). */
+/** A domain's definitions, blueprints, collections and container registry; resolves the plans of grants and crafts. */
 export const itemCatalogActor: RecordsActorDefinition<CatalogState, CatalogMessage, unknown> = {
   kind: ITEM_CATALOG_KIND,
   storage: 'records',
   load: loadCatalog,
-  step: stepCatalogFlows,
+  step: stepCatalog,
 };
 
-/** One container's items and the reservations of crafts in progress. */
+/** One container's items and the reservations of crafts in progress; coordinates grants into it and crafts from it (flows.ts). */
 export const itemContainerActor: RecordsActorDefinition<ContainerState, ContainerMessage, unknown> = {
   kind: ITEM_CONTAINER_KIND,
   storage: 'records',
   load: loadContainer,
-  step: stepContainer,
+  step: stepContainerFlows,
 };
 
 /** Who was first to craft a blueprint output or reach a collection tier. */

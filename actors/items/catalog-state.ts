@@ -1,4 +1,4 @@
-import { ServiceError, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import {
   itemsPolicy as policy,
   type Blueprint,
@@ -15,16 +15,15 @@ import {
   type ListQuery,
   type ListView,
 } from './messages.js';
-import type { ItemFlow } from './flows.js';
+import { craftPlan, grantPlan } from './plans.js';
 
 /**
  * A domain's catalog: pure domain logic of the `item-catalog` actor (storage
- * `records`, key = itemCatalogKey(tenant, domain)) for its single-turn
- * operations; flows.ts adds the grant and craft flows it coordinates.
+ * `records`, key = itemCatalogKey(tenant, domain)). Grants and crafts read
+ * their plan here (plans.ts) and are carried out by the containers (flows.ts).
  *
  * Records: `d:<definition_id>`, `b:<blueprint_id>`, `k:<collection_id>`,
- * `c:<container_id>` (a container's config and place in the tree), and
- * `f:<flow_id>` (a grant or craft in progress).
+ * `c:<container_id>` (a container's config and place in the tree).
  *
  * References are kept whole in its turns: a blueprint, collection or salvage
  * output names only existing definitions, and a definition that any of them
@@ -36,20 +35,18 @@ export interface CatalogState {
   blueprints: Map<string, Blueprint>;
   collections: Map<string, Collection>;
   containers: Map<string, ContainerConfig>;
-  flows: Map<string, ItemFlow>;
   /** Derived: container_id -> its children. */
   children: Map<string, Set<string>>;
   /** Derived: definition_id -> the collections it is a member of. */
   memberOf: Map<string, Set<string>>;
-  /** Cache, in memory only: first-claim subjects known to be taken (flows.ts). */
+  /** Cache, in memory only: first-claim subjects known to be taken (told by the item-first actors). */
   claimed: Set<string>;
 }
 
 export type CatalogResult = TurnResult<CatalogState, unknown>;
-type SingleTurnMessage = Exclude<CatalogMessage, { op: 'grant' | 'craft' | 'flow-answer' }>;
 
 export function initialCatalogState(): CatalogState {
-  return { definitions: new Map(), blueprints: new Map(), collections: new Map(), containers: new Map(), flows: new Map(), children: new Map(), memberOf: new Map(), claimed: new Set() };
+  return { definitions: new Map(), blueprints: new Map(), collections: new Map(), containers: new Map(), children: new Map(), memberOf: new Map(), claimed: new Set() };
 }
 
 export function loadCatalog(_key: string, records: Iterable<[string, unknown]>): CatalogState {
@@ -70,9 +67,6 @@ export function loadCatalog(_key: string, records: Iterable<[string, unknown]>):
       case 'c:':
         state.containers.set(id, value as ContainerConfig);
         link(state, value as ContainerConfig);
-        break;
-      case 'f:':
-        state.flows.set(id, value as ItemFlow);
         break;
     }
   }
@@ -137,8 +131,18 @@ function domainLimit(what: string, max: number): ServiceError {
   return new ServiceError('items_domain_limit', `A domain may hold at most ${max} ${what}.`);
 }
 
-export function stepCatalog(state: CatalogState, message: SingleTurnMessage, context: TurnContext): CatalogResult {
+export function stepCatalog(state: CatalogState, message: CatalogMessage | AlarmMessage, context: TurnContext): CatalogResult {
   switch (message.op) {
+    case '$alarm':
+      return { state };
+    case 'grant_plan':
+      return { state, reply: grantPlan(state, message.container_id, message.definition_id, message.quantity) };
+    case 'craft_plan':
+      return { state, reply: craftPlan(state, message.blueprint_id, message.source_container_id, message.target_container_id, message.seed) };
+    case 'claimed':
+      // A cache in memory: nothing to write (after a restart the next claim is asked again).
+      state.claimed.add(message.subject_key);
+      return { state };
     case 'definitions_create':
       return createDefinitions(state, message.definitions, context);
     case 'definition_get':

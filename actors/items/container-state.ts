@@ -12,6 +12,7 @@ import {
   type StoredItem,
 } from './messages.js';
 import { planPlacement } from './placement.js';
+import type { ContainerFlow } from './flows.js';
 
 /**
  * One container's items: pure domain logic of the `item-container` actor
@@ -19,7 +20,8 @@ import { planPlacement } from './placement.js';
  *
  * Records: `c` (the config as of the last placement; the catalog owns it and
  * sends it with every placement), `i:<item_id>` (an item or stack),
- * `r:<flow_id>` (the inputs a craft in progress has taken out of use).
+ * `r:<flow_id>` (the inputs a craft in progress has taken out of use),
+ * `f:<flow_id>` (a grant or craft this container coordinates, flows.ts).
  *
  * A reservation takes quantities out of their stacks at once (they are no
  * longer listed and cannot be taken twice), but they still count toward the
@@ -38,12 +40,14 @@ export interface ContainerState {
   config: ContainerConfig | null;
   items: Map<string, StoredItem>;
   reservations: Map<string, Reservation>;
+  /** Grants and crafts this container coordinates (flows.ts), by flow id. */
+  flows: Map<string, ContainerFlow>;
 }
 
 type Result = TurnResult<ContainerState, unknown>;
 
 export function initialContainerState(): ContainerState {
-  return { config: null, items: new Map(), reservations: new Map() };
+  return { config: null, items: new Map(), reservations: new Map(), flows: new Map() };
 }
 
 export function loadContainer(_key: string, records: Iterable<[string, unknown]>): ContainerState {
@@ -52,6 +56,7 @@ export function loadContainer(_key: string, records: Iterable<[string, unknown]>
     if (subkey === 'c') state.config = value as ContainerConfig;
     else if (subkey.startsWith('i:')) state.items.set(subkey.slice(2), value as StoredItem);
     else if (subkey.startsWith('r:')) state.reservations.set(subkey.slice(2), value as Reservation);
+    else if (subkey.startsWith('f:')) state.flows.set(subkey.slice(2), value as ContainerFlow);
   }
   return state;
 }

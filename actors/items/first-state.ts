@@ -1,6 +1,6 @@
 import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
 import { answerFlowCall } from '../flow-call.js';
-import type { FirstMessage, FirstReply } from './messages.js';
+import { firstSubjectKey, ITEM_CATALOG_KIND, itemCatalogKey, type CatalogMessage, type FirstMessage, type FirstReply, type FirstSubject } from './messages.js';
 
 /**
  * Who was first: pure domain logic of the `item-first` actor (storage
@@ -9,7 +9,8 @@ import type { FirstMessage, FirstReply } from './messages.js';
  * is kept for good; a claim by the same claimant again (a repeated message)
  * is still first, any other is not. One actor per subject, whichever node
  * leads its partition, so concurrent crafts on different nodes cannot both
- * be first.
+ * be first. The first claim also tells the domain's catalog (once, through
+ * the outbox) that the subject is taken, so later plans skip the claim.
  */
 export interface FirstState {
   claimed_by: string | null;
@@ -27,7 +28,13 @@ export function stepFirst(state: FirstState, message: FirstMessage | AlarmMessag
     case 'claim': {
       if (state.claimed_by !== null) return { state, reply: { first: state.claimed_by === message.claimant, ...state } satisfies FirstReply };
       const claimed: FirstState = { claimed_by: message.claimant, claimed_at_ms: context.now };
-      return { state: claimed, reply: { first: true, ...claimed } satisfies FirstReply };
+      const [tenant, domain, ...subject] = JSON.parse(context.key) as [string, string, ...FirstSubject];
+      const notice: CatalogMessage = { op: 'claimed', subject_key: firstSubjectKey(subject as FirstSubject) };
+      return {
+        state: claimed,
+        reply: { first: true, ...claimed } satisfies FirstReply,
+        sends: [{ kind: ITEM_CATALOG_KIND, key: itemCatalogKey(tenant, domain), message: notice }],
+      };
     }
     case 'flow-call':
       return answerFlowCall(stepFirst, state, message as never, context);

@@ -7,10 +7,11 @@ import type { FlowAnswer, FlowCall } from '../flow-call.js';
  *
  * Four kinds, every key starting with the tenant and the domain:
  * - `item-catalog` (tenant, domain): definitions, blueprints, collections and
- *   the container registry (config and nesting); it coordinates the grant and
- *   craft flows (flows.ts).
+ *   the container registry (config and nesting); it resolves the plans of
+ *   grants and crafts (plans.ts).
  * - `item-container` (tenant, domain, container_id): the items in one
- *   container and the reservations of crafts in progress.
+ *   container and the reservations of crafts in progress; it coordinates the
+ *   grants into it and the crafts from it (flows.ts).
  * - `item-first` (tenant, domain, subject): who was first to craft a
  *   blueprint output (or reach a collection tier), claimed in its turn.
  * - `item-progress` (tenant, domain, user_id): the user's collection progress.
@@ -68,8 +69,8 @@ export const itemsPolicy = {
   nesting_depth_max: 16,
   /** GET /containers/{id}?expand=contents: containers expanded at most. */
   expand_containers_max: 100,
-  /** Crafts and grants in progress per domain; past it 503 actor_overloaded. */
-  flows_in_progress_max: 50_000,
+  /** Grants and crafts a container coordinates at once; past it 503 actor_overloaded. */
+  flows_per_container_max: 1_000,
 } as const;
 
 export interface SalvageOutput {
@@ -230,7 +231,43 @@ export type ContainerMessage =
   | { op: 'release'; flow_id: string }
   | { op: 'contents' }
   | { op: 'merge'; source_item_id: string; target_item_id: string; quantity: number | null }
-  | FlowCall<ContainerMessage>;
+  /** A grant into this container (flows.ts: the container coordinates it). */
+  | { op: 'grant'; plan: GrantPlan }
+  /** A craft from this container, the source (flows.ts: the source coordinates it). */
+  | { op: 'craft'; plan: CraftPlan }
+  | FlowCall<ContainerMessage>
+  | FlowAnswer;
+
+/**
+ * What the catalog resolves for a grant (a read of its state): the
+ * container's config, the placement, the rules of the collections the
+ * definition belongs to, and which first-claim subjects are known taken.
+ */
+export interface GrantPlan {
+  container: ContainerConfig;
+  placement: Placement;
+  quantity: QuantityOf;
+  rules: CollectionRule[];
+  claimed: string[];
+}
+
+/** What the catalog resolves for a craft: the blueprint's version, the seed's rolls, both configs, what is consumed and placed. */
+export interface CraftPlan {
+  blueprint_id: string;
+  blueprint_version: number;
+  seed: number;
+  source: ContainerConfig;
+  target: ContainerConfig;
+  consumed: QuantityOf[];
+  placements: Placement[];
+  rules: CollectionRule[];
+  claimed: string[];
+}
+
+/** The key of a first-claim subject in `claimed` lists. */
+export function firstSubjectKey(subject: FirstSubject): string {
+  return JSON.stringify(subject);
+}
 
 export interface PlaceReply {
   /** Every item the placement created or added to, after it. */
@@ -321,9 +358,12 @@ export type CatalogMessage =
   /** The container and, with `expand`, its subtree (breadth first, at most expand_containers_max). */
   | { op: 'container_get'; container_id: string; expand: boolean }
   | { op: 'container_move'; container_id: string; parent_container_id: string | null }
-  | { op: 'grant'; container_id: string; definition_id: string; quantity: number }
-  | { op: 'craft'; blueprint_id: string; source_container_id: string; target_container_id: string; seed: number }
-  | FlowAnswer;
+  /** Read-only: what a grant needs (the route passes it to the container). */
+  | { op: 'grant_plan'; container_id: string; definition_id: string; quantity: number }
+  /** Read-only: what a craft needs, the outputs' chances rolled from `seed`. */
+  | { op: 'craft_plan'; blueprint_id: string; source_container_id: string; target_container_id: string; seed: number }
+  /** From a first-claim actor, once: its subject is taken for good (cached in memory). */
+  | { op: 'claimed'; subject_key: string };
 
 export interface ListView<T> {
   total: number;

@@ -20,9 +20,11 @@ import {
   type ContainerMessage,
   type ContainerTreeView,
   type ContentsView,
+  type CraftPlan,
   type CraftResult,
   type Definition,
   type DefinitionInput,
+  type GrantPlan,
   type GrantResult,
   type ListView,
   type MergeReply,
@@ -659,7 +661,10 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
     async (request) => {
       const { domain } = request.params;
       const { container_id, definition_id, quantity } = request.body;
-      const result = await change<GrantResult>(tenantOf(request), domain, { op: 'grant', container_id, definition_id, quantity });
+      const tenant = tenantOf(request);
+      // The plan is a read of the catalog (definition, config, collections); the container checks capacity in its own turn.
+      const plan = await read<GrantPlan>(tenant, domain, { op: 'grant_plan', container_id, definition_id, quantity });
+      const result = await services.actors.ask<GrantResult>(ITEM_CONTAINER_KIND, itemContainerKey(tenant, domain, container_id), { op: 'grant', plan } satisfies ContainerMessage);
       return {
         container_id,
         items: result.items.map((item) => itemView(domain, container_id, result.container.owner_id, item)),
@@ -680,7 +685,10 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
       const { blueprint_id, source_container_id, target_container_id } = request.body;
       const seed = request.body.seed === undefined ? randomInt(0, 2 ** 32 - 1) : Number(request.body.seed);
       if (seed > 0xffff_ffff) throw new ServiceError('BAD_REQUEST', 'seed must be at most 4294967295.', { details: [{ field: 'body.seed', message: 'is too large' }] });
-      const result = await change<CraftResult>(tenantOf(request), domain, { op: 'craft', blueprint_id, source_container_id, target_container_id, seed });
+      const tenant = tenantOf(request);
+      // The plan is a read of the catalog (blueprint version, rolls, configs); the source coordinates the craft.
+      const plan = await read<CraftPlan>(tenant, domain, { op: 'craft_plan', blueprint_id, source_container_id, target_container_id, seed });
+      const result = await services.actors.ask<CraftResult>(ITEM_CONTAINER_KIND, itemContainerKey(tenant, domain, source_container_id), { op: 'craft', plan } satisfies ContainerMessage);
       return {
         ...result,
         produced: result.produced.map((item) => itemView(domain, target_container_id, result.target.owner_id, item)),

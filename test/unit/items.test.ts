@@ -1,14 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { TurnContext, TurnResult } from '../../runtime/index.js';
-import { initialCatalogState, type CatalogState } from '../../actors/items/catalog-state.js';
+import { initialCatalogState, stepCatalog, type CatalogState } from '../../actors/items/catalog-state.js';
 import { rollChances } from '../../actors/items/chance.js';
 import { initialFirstState, stepFirst } from '../../actors/items/first-state.js';
-import { stepCatalogFlows } from '../../actors/items/flows.js';
-import { ITEM_CONTAINER_KIND, ITEM_FIRST_KIND, ITEM_PROGRESS_KIND, TIER_REACHED_EVENT, type CatalogMessage, type DefinitionInput } from '../../actors/items/messages.js';
+import { initialContainerState, type ContainerState } from '../../actors/items/container-state.js';
+import { stepContainerFlows } from '../../actors/items/flows.js';
+import { ITEM_FIRST_KIND, ITEM_PROGRESS_KIND, TIER_REACHED_EVENT, type Blueprint, type CatalogMessage, type ContainerMessage, type DefinitionInput } from '../../actors/items/messages.js';
+import { craftPlan, grantPlan } from '../../actors/items/plans.js';
 import { loadProgress, stepProgress } from '../../actors/items/progress-state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
-/** The catalog's single turns, the grant and craft flows step by step, the first claim and the progress actor (pure). */
+/** The catalog's turns and plans, the grant and craft flows step by step (the container coordinates), the first claim and the progress actor (pure). */
 const KEY = JSON.stringify(['tenant-1', 'game']);
 const ctx = (request_id: string | null = null): TurnContext => ({ ...fixedContext(1_000, 'item-catalog', KEY), request_id });
 
@@ -17,7 +19,7 @@ function def(definition_id: string, extra: Partial<DefinitionInput> = {}): Defin
 }
 
 function step(state: CatalogState, message: CatalogMessage, request_id: string | null = null): TurnResult<CatalogState, any> {
-  return stepCatalogFlows(state, message, ctx(request_id));
+  return stepCatalog(state, message, ctx(request_id));
 }
 
 function seeded(): CatalogState {
@@ -29,8 +31,8 @@ function seeded(): CatalogState {
   return state;
 }
 
-const answer = (flow_id: string, stepName: string, outcome: { ok: true; reply: unknown } | { ok: false; error: { code: any; message: string } }): CatalogMessage =>
-  ({ op: 'flow-answer', flow_id, step: stepName, ...outcome }) as CatalogMessage;
+const answer = (flow_id: string, stepName: string, outcome: { ok: true; reply: unknown } | { ok: false; error: { code: any; message: string } }): ContainerMessage =>
+  ({ op: 'flow-answer', flow_id, step: stepName, ...outcome }) as ContainerMessage;
 
 describe('items catalog', () => {
   it('a definition named by a blueprint cannot be deleted; a blueprint naming an unknown one is refused', () => {
@@ -54,87 +56,112 @@ describe('items catalog', () => {
   });
 });
 
-describe('items flows', () => {
-  it('craft: reserve -> place -> commit + first claim, then the reply', () => {
-    let state = seeded();
-    state = step(state, { op: 'blueprint_create', blueprint: { name: 'smelt', inputs: [{ match: 'definition_id', value: 'ore', quantity: 2 }], outputs: [{ definition_id: 'ingot', quantity: 1, chance: 1, initial_durability_pct: 100 }], context_requirements: null } }).state;
-    const blueprint_id = [...state.blueprints.keys()][0]!;
-    const started = step(state, { op: 'craft', blueprint_id, source_container_id: 'src', target_container_id: 'dst', seed: 7 }, 'req-1');
-    expect(started.defer).toBe(true);
-    expect(started.sends).toHaveLength(1);
-    const reserve = started.sends![0]!;
-    expect(reserve.kind).toBe(ITEM_CONTAINER_KIND);
-    expect(JSON.parse(reserve.key)).toEqual(['tenant-1', 'game', 'src']);
-    const flow_id = (reserve.message as any).reply_to.flow_id;
-    expect((reserve.message as any).call).toEqual({ op: 'reserve', flow_id, inputs: [{ definition_id: 'ore', quantity: 2 }] });
+describe('items flows (the container coordinates)', () => {
+  const SOURCE_KEY = JSON.stringify(['tenant-1', 'game', 'src']);
+  const at = (request_id: string | null = null): TurnContext => ({ ...fixedContext(2_000, 'item-container', SOURCE_KEY), request_id });
+  const run = (state: ContainerState, message: ContainerMessage, request_id: string | null = null) => stepContainerFlows(state, message, at(request_id));
 
-    const placed = step(started.state, answer(flow_id, 'reserve', { ok: true, reply: { reserved: [] } }));
-    expect((placed.sends![0]!.message as any).call.op).toBe('place');
-    const settled = step(placed.state, answer(flow_id, 'place', { ok: true, reply: { items: [{ item_id: 'i1', definition_id: 'ingot', quantity: 1 }], owner_id: 'p1' } }));
-    // The commit goes one way (no answer awaited); the first claim is asked.
-    expect(settled.sends!.map((send) => [send.kind, (send.message as any).op, (send.message as any).reply_to?.step])).toEqual([
-      [ITEM_CONTAINER_KIND, 'commit', undefined],
-      [ITEM_FIRST_KIND, 'flow-call', 'first:ingot'],
-    ]);
+  function craftSetup(outputs: Blueprint['outputs']) {
+    let catalog = seeded();
+    catalog = step(catalog, { op: 'blueprint_create', blueprint: { name: 'smelt', inputs: [{ match: 'definition_id', value: 'ore', quantity: 2 }], outputs, context_requirements: null } }).state;
+    const blueprint_id = [...catalog.blueprints.keys()][0]!;
+    const grant = grantPlan(catalog, 'src', 'ore', 5);
+    const source = run(initialContainerState(), { op: 'grant', plan: grant }).state;
+    return { catalog, blueprint_id, source };
+  }
+
+  it('a grant without collections answers in its own turn', () => {
+    const { source } = craftSetup([{ definition_id: 'ingot', quantity: 1, chance: 1, initial_durability_pct: 100 }]);
+    expect([...source.items.values()].map((item) => item.quantity)).toEqual([5]);
+    expect(source.flows.size).toBe(0);
+  });
+
+  it('craft: reserve in the source turn -> place in the target -> commit and the first claim -> reply', () => {
+    const { catalog, blueprint_id, source } = craftSetup([{ definition_id: 'ingot', quantity: 1, chance: 1, initial_durability_pct: 100 }]);
+    const plan = craftPlan(catalog, blueprint_id, 'src', 'dst', 7);
+    const started = run(source, { op: 'craft', plan }, 'req-1');
+    expect(started.defer).toBe(true);
+    expect([...started.state.items.values()].map((item) => item.quantity)).toEqual([3]);
+    const place = started.sends![0]!;
+    expect(JSON.parse(place.key)).toEqual(['tenant-1', 'game', 'dst']);
+    const flow_id = (place.message as any).reply_to.flow_id;
+    expect((place.message as any).call.op).toBe('place');
+
+    const settled = run(started.state, answer(flow_id, 'place', { ok: true, reply: { items: [{ item_id: 'i1', definition_id: 'ingot', quantity: 1 }], owner_id: 'p1' } }) as never);
+    expect(settled.state.reservations.size).toBe(0);
+    expect(settled.writes).toContainEqual({ subkey: `r:${flow_id}`, value: undefined });
+    expect(settled.sends!.map((send) => [send.kind, (send.message as any).reply_to.step])).toEqual([[ITEM_FIRST_KIND, 'first:ingot']]);
     // A repeated (late) answer of a step already done is ignored.
-    expect(step(settled.state, answer(flow_id, 'place', { ok: true, reply: { items: [], owner_id: null } })).sends).toBeUndefined();
-    const done = step(settled.state, answer(flow_id, 'first:ingot', { ok: true, reply: { first: true, claimed_by: flow_id } }));
+    expect(run(settled.state, answer(flow_id, 'place', { ok: true, reply: { items: [], owner_id: null } }) as never).sends).toBeUndefined();
+    const done = run(settled.state, answer(flow_id, 'first:ingot', { ok: true, reply: { first: true, claimed_by: flow_id } }) as never);
     expect(done.replies).toEqual([{ request_id: 'req-1', reply: expect.objectContaining({ global_first: true, seed: '7', consumed: [{ definition_id: 'ore', quantity: 2 }] }) }]);
     expect(done.state.flows.size).toBe(0);
     expect(done.writes).toContainEqual({ subkey: `f:${flow_id}`, value: undefined });
-
-    // The output is known to be taken: the next craft answers right after its placement, without a claim.
-    const next = step(done.state, { op: 'craft', blueprint_id, source_container_id: 'src', target_container_id: 'dst', seed: 8 }, 'req-9');
-    const next_id = (next.sends![0]!.message as any).reply_to.flow_id;
-    const nextPlaced = step(step(next.state, answer(next_id, 'reserve', { ok: true, reply: {} })).state, answer(next_id, 'place', { ok: true, reply: { items: [], owner_id: 'p1' } }));
-    expect(nextPlaced.sends!.map((send) => (send.message as any).op)).toEqual(['commit']);
-    expect(nextPlaced.replies).toEqual([{ request_id: 'req-9', reply: expect.objectContaining({ global_first: false }) }]);
   });
 
-  it('craft: a refused placement releases the inputs, then answers the refusal', () => {
-    let state = seeded();
-    state = step(state, { op: 'blueprint_create', blueprint: { name: 'forge', inputs: [{ match: 'definition_id', value: 'ore', quantity: 1 }], outputs: [{ definition_id: 'sword', quantity: 1, chance: 1, initial_durability_pct: 40 }], context_requirements: null } }).state;
-    const blueprint_id = [...state.blueprints.keys()][0]!;
-    const started = step(state, { op: 'craft', blueprint_id, source_container_id: 'src', target_container_id: 'dst', seed: 1 }, 'req-2');
+  it('craft: a subject the catalog knows is claimed is not asked again; the reply leaves with the commit', () => {
+    const { catalog, blueprint_id, source } = craftSetup([{ definition_id: 'ingot', quantity: 1, chance: 1, initial_durability_pct: 100 }]);
+    step(catalog, { op: 'claimed', subject_key: JSON.stringify(['output', blueprint_id, 'ingot']) });
+    const started = run(source, { op: 'craft', plan: craftPlan(catalog, blueprint_id, 'src', 'dst', 8) }, 'req-9');
     const flow_id = (started.sends![0]!.message as any).reply_to.flow_id;
-    const placing = step(started.state, answer(flow_id, 'reserve', { ok: true, reply: {} }));
-    expect((placing.sends![0]!.message as any).call.placements[0].unit.durability).toEqual({ current: 20, max: 50 });
-    const releasing = step(placing.state, answer(flow_id, 'place', { ok: false, error: { code: 'items_capacity_exceeded', message: 'full' } }));
-    expect(releasing.sends!.map((send) => (send.message as any).call)).toEqual([{ op: 'release', flow_id }]);
-    expect(releasing.replies).toBeUndefined();
-    const done = step(releasing.state, answer(flow_id, 'release', { ok: true, reply: { released: true } }));
+    const done = run(started.state, answer(flow_id, 'place', { ok: true, reply: { items: [], owner_id: 'p1' } }) as never);
+    expect(done.sends).toEqual([]);
+    expect(done.replies).toEqual([{ request_id: 'req-9', reply: expect.objectContaining({ global_first: false }) }]);
+  });
+
+  it('craft: a refused placement releases the inputs in the same turn and answers the refusal', () => {
+    const { catalog, blueprint_id, source } = craftSetup([{ definition_id: 'sword', quantity: 1, chance: 1, initial_durability_pct: 40 }]);
+    const plan = craftPlan(catalog, blueprint_id, 'src', 'dst', 1);
+    expect(plan.placements[0]!.unit.durability).toEqual({ current: 20, max: 50 });
+    const started = run(source, { op: 'craft', plan }, 'req-2');
+    const flow_id = (started.sends![0]!.message as any).reply_to.flow_id;
+    const done = run(started.state, answer(flow_id, 'place', { ok: false, error: { code: 'items_capacity_exceeded', message: 'full' } }) as never);
     expect(done.replies).toEqual([{ request_id: 'req-2', error: { code: 'items_capacity_exceeded', message: 'full' } }]);
+    expect([...done.state.items.values()].map((item) => item.quantity)).toEqual([5]);
+    expect(done.state.reservations.size).toBe(0);
+  });
+
+  it('craft: missing inputs are refused in the source turn, nothing taken', () => {
+    const { catalog, blueprint_id } = craftSetup([{ definition_id: 'ingot', quantity: 1, chance: 1, initial_durability_pct: 100 }]);
+    const empty = initialContainerState();
+    expect(codeOf(() => run(empty, { op: 'craft', plan: craftPlan(catalog, blueprint_id, 'src', 'dst', 1) }))).toBe('items_insufficient_inputs');
+    expect(empty.flows.size).toBe(0);
   });
 
   it('grant: place, then the owner progress for a collection member, then a tier claim', () => {
-    let state = seeded();
-    state = step(state, { op: 'collection_create', collection: { name: 'metals', members: ['ore', 'ingot'], tiers: [{ required: 1, bonus_event: 'first_metal' }], duplicate_policy: 'ignore', convert_event: null } }).state;
-    const started = step(state, { op: 'grant', container_id: 'src', definition_id: 'ore', quantity: 3 }, 'req-3');
+    let catalog = seeded();
+    catalog = step(catalog, { op: 'collection_create', collection: { name: 'metals', members: ['ore', 'ingot'], tiers: [{ required: 1, bonus_event: 'first_metal' }], duplicate_policy: 'ignore', convert_event: null } }).state;
+    const collection_id = [...catalog.collections.keys()][0]!;
+    const plan = grantPlan(catalog, 'src', 'ore', 3);
+    expect(plan.placement.unit.collection_tags).toEqual([collection_id]);
+    const started = run(initialContainerState(), { op: 'grant', plan }, 'req-3');
+    expect(started.sends![0]!.kind).toBe(ITEM_PROGRESS_KIND);
     const flow_id = (started.sends![0]!.message as any).reply_to.flow_id;
-    expect((started.sends![0]!.message as any).call.placements[0].unit.collection_tags).toHaveLength(1);
-    const progress = step(started.state, answer(flow_id, 'place', { ok: true, reply: { items: [], owner_id: 'p1' } }));
-    expect(progress.sends![0]!.kind).toBe(ITEM_PROGRESS_KIND);
-    const collection_id = [...state.collections.keys()][0]!;
-    const claim = step(progress.state, answer(flow_id, 'progress', { ok: true, reply: { tiers_reached: [{ collection_id, required: 1, bonus_event: 'first_metal' }] } }));
+    const claim = run(started.state, answer(flow_id, 'progress', { ok: true, reply: { tiers_reached: [{ collection_id, required: 1, bonus_event: 'first_metal' }] } }) as never);
     expect(claim.sends![0]!.kind).toBe(ITEM_FIRST_KIND);
-    const done = step(claim.state, answer(flow_id, `tier:${collection_id}:1`, { ok: true, reply: { first: false } }));
+    const done = run(claim.state, answer(flow_id, `tier:${collection_id}:1`, { ok: true, reply: { first: false } }) as never);
     expect(done.replies![0]!.reply).toMatchObject({ tier_events: [{ collection_id, required: 1, bonus_event: 'first_metal', global_first: false }] });
   });
 
-  it('refuses unknown definitions and containers before starting anything', () => {
-    const state = seeded();
-    expect(codeOf(() => step(state, { op: 'grant', container_id: 'src', definition_id: 'ghost', quantity: 1 }))).toBe('items_definition_not_found');
-    expect(codeOf(() => step(state, { op: 'grant', container_id: 'ghost', definition_id: 'ore', quantity: 1 }))).toBe('items_container_not_found');
-    expect(state.flows.size).toBe(0);
+  it('plans refuse unknown definitions and containers', () => {
+    const catalog = seeded();
+    expect(codeOf(() => step(catalog, { op: 'grant_plan', container_id: 'src', definition_id: 'ghost', quantity: 1 }))).toBe('items_definition_not_found');
+    expect(codeOf(() => step(catalog, { op: 'grant_plan', container_id: 'ghost', definition_id: 'ore', quantity: 1 }))).toBe('items_container_not_found');
+    expect(codeOf(() => step(catalog, { op: 'craft_plan', blueprint_id: 'ghost', source_container_id: 'src', target_container_id: 'dst', seed: 1 }))).toBe('items_blueprint_not_found');
   });
 });
 
 describe('first claim and progress', () => {
-  it('the first claimant stays first; a repeat of its claim is still first', () => {
-    const a = stepFirst(initialFirstState(), { op: 'claim', claimant: 'f1' }, fixedContext(5));
+  it('the first claimant stays first; a repeat of its claim is still first; the catalog is told once', () => {
+    const key = JSON.stringify(['tenant-1', 'game', 'output', 'bp_1', 'ingot']);
+    const first = (n: number) => fixedContext(n, 'item-first', key);
+    const a = stepFirst(initialFirstState(), { op: 'claim', claimant: 'f1' }, first(5));
     expect(a.reply).toMatchObject({ first: true, claimed_by: 'f1' });
-    expect(stepFirst(a.state, { op: 'claim', claimant: 'f2' }, fixedContext(6)).reply).toMatchObject({ first: false, claimed_by: 'f1' });
-    expect(stepFirst(a.state, { op: 'claim', claimant: 'f1' }, fixedContext(7)).reply).toMatchObject({ first: true });
+    expect(a.sends).toEqual([{ kind: 'item-catalog', key: JSON.stringify(['tenant-1', 'game']), message: { op: 'claimed', subject_key: JSON.stringify(['output', 'bp_1', 'ingot']) } }]);
+    const b = stepFirst(a.state, { op: 'claim', claimant: 'f2' }, first(6));
+    expect(b.reply).toMatchObject({ first: false, claimed_by: 'f1' });
+    expect(b.sends).toBeUndefined();
+    expect(stepFirst(a.state, { op: 'claim', claimant: 'f1' }, first(7)).reply).toMatchObject({ first: true });
   });
 
   it('counts owned members and duplicates; a tier is reached once and publishes its bonus_event', () => {
