@@ -102,6 +102,7 @@ export const errorCodes = {
   items_insufficient_inputs: { status: 409, description: "The source container lacks a blueprint's inputs (`details.missing`); nothing was consumed." },
   items_merge_incompatible: { status: 409, description: 'The two items are not stacks of the same stackable definition with the same recorded max_stack, weight and volume (or are the same stack).' },
   items_stack_full: { status: 409, description: 'The target stack of a merge is already full.' },
+  items_not_salvageable: { status: 409, description: 'The definition has no salvage outputs.' },
   items_domain_limit: { status: 409, description: 'The domain holds the maximum number of definitions, blueprints, collections or containers (docs/api/items.md).' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 

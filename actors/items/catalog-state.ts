@@ -15,7 +15,7 @@ import {
   type ListQuery,
   type ListView,
 } from './messages.js';
-import { craftPlan, grantPlan } from './plans.js';
+import { craftPlan, grantPlan, salvagePlan } from './plans.js';
 
 /**
  * A domain's catalog: pure domain logic of the `item-catalog` actor (storage
@@ -139,6 +139,8 @@ export function stepCatalog(state: CatalogState, message: CatalogMessage | Alarm
       return { state, reply: grantPlan(state, message.container_id, message.definition_id, message.quantity) };
     case 'craft_plan':
       return { state, reply: craftPlan(state, message.blueprint_id, message.source_container_id, message.target_container_id, message.seed) };
+    case 'salvage_plan':
+      return { state, reply: salvagePlan(state, message.container_id, message.definition_id, message.quantity, message.seed) };
     case 'claimed':
       // A cache in memory: nothing to write (after a restart the next claim is asked again).
       state.claimed.add(message.subject_key);

@@ -9,6 +9,8 @@ import {
   type MergeReply,
   type PlaceReply,
   type QuantityOf,
+  type SalvagePlan,
+  type SalvageReply,
   type StoredItem,
 } from './messages.js';
 import { planPlacement } from './placement.js';
@@ -129,6 +131,8 @@ export function stepContainer(state: ContainerState, message: ContainerMessage |
       return release(state, message.flow_id, context.now);
     case 'merge':
       return merge(state, message.source_item_id, message.target_item_id, message.quantity, context.now);
+    case 'salvage':
+      return salvage(state, message.item_id, message.plan, context);
     case 'flow-call':
       return answerFlowCall(stepContainer, state, message as never, context);
     default:
@@ -251,4 +255,43 @@ function merge(state: ContainerState, source_item_id: string, target_item_id: st
     putItem(state, writes, left);
   }
   return { state, reply: { moved, source: left, target: grown, config: state.config } satisfies MergeReply, writes };
+}
+
+/**
+ * Salvage: the units leave the item and the plan's outputs are placed in
+ * this container, in one turn, all or nothing. The placement is planned on
+ * the container as it would be after the removal (so the freed room counts),
+ * and refused (items_capacity_exceeded) before anything changes.
+ */
+function salvage(state: ContainerState, item_id: string, plan: SalvagePlan, context: TurnContext): Result {
+  const item = state.items.get(item_id);
+  if (!item) throw new ServiceError('items_item_not_found', `No item ${item_id} in this container.`);
+  if (item.definition_id !== plan.definition_id) throw new ServiceError('conflict', 'The item changed while its salvage was planned; retry.');
+  if (item.quantity < plan.quantity) {
+    throw new ServiceError('items_insufficient_inputs', `The item holds ${item.quantity}, fewer than the ${plan.quantity} to salvage. Nothing was salvaged.`, {
+      details: { missing: [{ definition_id: item.definition_id, required: plan.quantity, available: item.quantity }] },
+    });
+  }
+  const left = item.quantity - plan.quantity;
+  const remaining: StoredItem | null = left === 0 ? null : { ...item, quantity: left, updated_at_ms: context.now };
+  // The container as it would be after the removal.
+  const after: ContainerState = { config: state.config, items: new Map(state.items), reservations: state.reservations, flows: state.flows };
+  if (remaining) after.items.set(item_id, remaining);
+  else after.items.delete(item_id);
+  const plan_ = planPlacement(plan.container, after.items.values(), heldSlots(after), reservedUnits(after), usageOf(after), plan.outputs, context.now, () => context.newId('itm_'), itemsPolicy.measure_scale);
+  const writes: RecordWrite[] = [];
+  if (remaining) putItem(state, writes, remaining);
+  else dropItem(state, writes, item_id);
+  if (!sameConfig(state.config, plan.container)) {
+    state.config = plan.container;
+    writes.push({ subkey: 'c', value: plan.container });
+  }
+  for (const placed of plan_.items) putItem(state, writes, placed);
+  const reply: SalvageReply = {
+    consumed: { item_id, definition_id: item.definition_id, quantity: plan.quantity },
+    remaining,
+    produced: plan_.items,
+    config: plan.container,
+  };
+  return { state, reply, writes };
 }

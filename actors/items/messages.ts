@@ -67,6 +67,8 @@ export const itemsPolicy = {
   collection_tiers_max: 20,
   /** Depth of nesting below a root container (a root is depth 0). */
   nesting_depth_max: 16,
+  /** Units salvaged by one request. */
+  salvage_units_max: 1_000,
   /** GET /containers/{id}?expand=contents: containers expanded at most. */
   expand_containers_max: 100,
   /** Grants and crafts a container coordinates at once; past it 503 actor_overloaded. */
@@ -231,6 +233,8 @@ export type ContainerMessage =
   | { op: 'release'; flow_id: string }
   | { op: 'contents' }
   | { op: 'merge'; source_item_id: string; target_item_id: string; quantity: number | null }
+  /** Salvage units of one item into the outputs its plan rolled, in this container, all or nothing. */
+  | { op: 'salvage'; item_id: string; plan: SalvagePlan }
   /** A grant into this container (flows.ts: the container coordinates it). */
   | { op: 'grant'; plan: GrantPlan }
   /** A craft from this container, the source (flows.ts: the source coordinates it). */
@@ -262,6 +266,23 @@ export interface CraftPlan {
   placements: Placement[];
   rules: CollectionRule[];
   claimed: string[];
+}
+
+/** What the catalog resolves for a salvage: the container's config and the outputs rolled from the seed, per unit. */
+export interface SalvagePlan {
+  container: ContainerConfig;
+  definition_id: string;
+  quantity: number;
+  seed: number;
+  outputs: Placement[];
+}
+
+export interface SalvageReply {
+  consumed: QuantityOf & { item_id: string };
+  /** The item after the salvage; null when it was used up. */
+  remaining: StoredItem | null;
+  produced: StoredItem[];
+  config: ContainerConfig;
 }
 
 /** The key of a first-claim subject in `claimed` lists. */
@@ -360,6 +381,8 @@ export type CatalogMessage =
   | { op: 'container_move'; container_id: string; parent_container_id: string | null }
   /** Read-only: what a grant needs (the route passes it to the container). */
   | { op: 'grant_plan'; container_id: string; definition_id: string; quantity: number }
+  /** Read-only: what salvaging `quantity` units of a definition gives, every unit's chances rolled from `seed`. */
+  | { op: 'salvage_plan'; container_id: string; definition_id: string; quantity: number; seed: number }
   /** Read-only: what a craft needs, the outputs' chances rolled from `seed`. */
   | { op: 'craft_plan'; blueprint_id: string; source_container_id: string; target_container_id: string; seed: number }
   /** From a first-claim actor, once: its subject is taken for good (cached in memory). */

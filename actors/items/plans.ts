@@ -1,6 +1,7 @@
 import { rollChances } from './chance.js';
 import { collectionRules, collectionsOf, requireBlueprint, requireContainer, requireDefinition, type CatalogState } from './catalog-state.js';
-import { firstSubjectKey, type CollectionRule, type CraftPlan, type Definition, type GrantPlan, type Placement } from './messages.js';
+import { firstSubjectKey, type CollectionRule, type CraftPlan, type Definition, type GrantPlan, type Placement, type SalvagePlan } from './messages.js';
+import { ServiceError } from '../../runtime/index.js';
 
 /**
  * What the catalog resolves for a grant or a craft, from its state alone (a
@@ -73,4 +74,27 @@ export function craftPlan(state: CatalogState, blueprint_id: string, source_cont
     rules,
     claimed: knownClaimed(state, blueprint_id, outputs, rules),
   };
+}
+
+/**
+ * Salvage: every unit rolls each of the definition's salvage outputs' chances
+ * (in unit order, then output order, from one seeded generator), and the
+ * successes add up per output.
+ */
+export function salvagePlan(state: CatalogState, container_id: string, definition_id: string, quantity: number, seed: number): SalvagePlan {
+  const container = requireContainer(state, container_id, 'body.container_id');
+  const definition = requireDefinition(state, definition_id);
+  if (definition.salvage_outputs.length === 0) {
+    throw new ServiceError('items_not_salvageable', `Definition ${JSON.stringify(definition_id)} has no salvage outputs.`);
+  }
+  const chances = Array.from({ length: quantity }, () => definition.salvage_outputs.map((output) => output.chance)).flat();
+  const rolls = rollChances(seed, chances);
+  const outputs: Placement[] = [];
+  definition.salvage_outputs.forEach((output, index) => {
+    let successes = 0;
+    for (let unit = 0; unit < quantity; unit++) if (rolls[unit * definition.salvage_outputs.length + index]) successes++;
+    if (successes === 0) return;
+    outputs.push(placementOf(state, requireDefinition(state, output.definition_id), output.quantity * successes, 100));
+  });
+  return { container, definition_id, quantity, seed, outputs };
 }

@@ -28,6 +28,8 @@ import {
   type GrantResult,
   type ListView,
   type MergeReply,
+  type SalvagePlan,
+  type SalvageReply,
   type StoredItem,
   type TierEvent,
 } from '../../actors/items/messages.js';
@@ -258,6 +260,22 @@ const MergeResponse = Type.Object(
   { container_id: Type.String(), moved: Type.Integer(), source: Type.Union([Item, Type.Null()]), target: Item },
   { title: 'MergeResult' },
 );
+const SalvageBody = Type.Object({
+  container_id: ID,
+  item_id: ID,
+  quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: policy.salvage_units_max, description: `Units of the item to salvage; default 1, at most ${policy.salvage_units_max}.` })),
+  seed: Type.Optional(Type.String({ pattern: '^[0-9]{1,10}$', description: 'Decimal 0..4294967295; default: drawn by the server. The result records it.' })),
+});
+const SalvageResponse = Type.Object(
+  {
+    container_id: Type.String(),
+    seed: Type.String(),
+    consumed: Type.Object({ item_id: Type.String(), definition_id: Type.String(), quantity: Type.Integer() }),
+    remaining: Type.Union([Item, Type.Null()]),
+    produced: Type.Array(Item),
+  },
+  { title: 'SalvageResult' },
+);
 const Deleted = Type.Object({ id: Type.String(), message: Type.String() });
 const listOf = (field: string, entry: TSchema) => Type.Object({ [field]: Type.Array(entry), pagination: Pagination });
 
@@ -384,6 +402,13 @@ function containerView(domain: string, config: ContainerConfig, contents: Conten
 
 function tierEvents(events: TierEvent[]) {
   return events.map(({ collection_id, required, bonus_event, global_first }) => ({ collection_id, required, bonus_event, global_first }));
+}
+
+/** The body's seed, or one drawn here (actors draw no randomness of their own). */
+function seedOf(raw: string | undefined): number {
+  const seed = raw === undefined ? randomInt(0, 2 ** 32 - 1) : Number(raw);
+  if (seed > 0xffff_ffff) throw new ServiceError('BAD_REQUEST', 'seed must be at most 4294967295.', { details: [{ field: 'body.seed', message: 'is too large' }] });
+  return seed;
 }
 
 function page(query: ListQueryType) {
@@ -683,8 +708,7 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
     async (request) => {
       const { domain } = request.params;
       const { blueprint_id, source_container_id, target_container_id } = request.body;
-      const seed = request.body.seed === undefined ? randomInt(0, 2 ** 32 - 1) : Number(request.body.seed);
-      if (seed > 0xffff_ffff) throw new ServiceError('BAD_REQUEST', 'seed must be at most 4294967295.', { details: [{ field: 'body.seed', message: 'is too large' }] });
+      const seed = seedOf(request.body.seed);
       const tenant = tenantOf(request);
       // The plan is a read of the catalog (blueprint version, rolls, configs); the source coordinates the craft.
       const plan = await read<CraftPlan>(tenant, domain, { op: 'craft_plan', blueprint_id, source_container_id, target_container_id, seed });
@@ -719,6 +743,36 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
         moved: result.moved,
         source: result.source ? itemView(domain, container_id, owner, result.source) : null,
         target: itemView(domain, container_id, owner, result.target),
+      };
+    },
+  );
+  app.post<{ Params: Static<typeof DomainParams>; Body: Static<typeof SalvageBody> }>(
+    `${base}/salvage`,
+    route("Salvage units of an item into its definition's salvage outputs (chances rolled from a recorded seed), in the same container, all or nothing.", {
+      params: DomainParams,
+      body: SalvageBody,
+      response: { 200: SalvageResponse },
+    }, [404, 409]),
+    async (request) => {
+      const tenant = tenantOf(request);
+      const { domain } = request.params;
+      const { container_id, item_id } = request.body;
+      const quantity = request.body.quantity ?? 1;
+      const seed = seedOf(request.body.seed);
+      const key = itemContainerKey(tenant, domain, container_id);
+      // Reads: which definition the item is (the container checks it again in its turn), then the plan from the catalog.
+      const contents = await services.actors.ask<ContentsView>(ITEM_CONTAINER_KIND, key, { op: 'contents' } satisfies ContainerMessage, { readOnly: true });
+      const item = contents.items.find((entry) => entry.item_id === item_id);
+      if (!item) throw new ServiceError('items_item_not_found', `No item ${item_id} in this container.`);
+      const plan = await read<SalvagePlan>(tenant, domain, { op: 'salvage_plan', container_id, definition_id: item.definition_id, quantity, seed });
+      const result = await services.actors.ask<SalvageReply>(ITEM_CONTAINER_KIND, key, { op: 'salvage', item_id, plan } satisfies ContainerMessage);
+      const owner = result.config.owner_id;
+      return {
+        container_id,
+        seed: String(seed),
+        consumed: result.consumed,
+        remaining: result.remaining ? itemView(domain, container_id, owner, result.remaining) : null,
+        produced: result.produced.map((entry) => itemView(domain, container_id, owner, entry)),
       };
     },
   );

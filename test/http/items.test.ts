@@ -397,3 +397,42 @@ describe('merge', () => {
     expectError(await post(domain, '/merge', { container_id: 'inv', source_item_id: a.item_id, target_item_id: b.item_id }), 409, 'items_merge_incompatible');
   });
 });
+
+describe('salvage', () => {
+  it('turns units of an item into its salvage outputs in the same container, all or nothing', async () => {
+    const domain = newDomain();
+    ok(await post(domain, '/definitions/batch', {
+      definitions: [
+        { definition_id: 'scrap', name: 'Scrap', max_stack: 100, weight: 0.5 },
+        { definition_id: 'gem', name: 'Gem', max_stack: 10 },
+        { definition_id: 'crate', name: 'Crate', max_stack: 10, weight: 3, salvage_outputs: [{ definition_id: 'scrap', quantity: 2 }, { definition_id: 'gem', quantity: 1 }] },
+        { definition_id: 'rock', name: 'Rock', max_stack: 10 },
+      ],
+    }), 201);
+    // Two outputs need two new slots: one free slot refuses the whole salvage.
+    await container(domain, { container_id: 'tight', slots: 2 });
+    const [packed] = ok(await post(domain, '/grant', { container_id: 'tight', definition_id: 'crate', quantity: 10 })).items;
+    const refused = await post(domain, '/salvage', { container_id: 'tight', item_id: packed.item_id, quantity: 4 });
+    expectError(refused, 409, 'items_capacity_exceeded');
+    expect(ok(await get(domain, '/containers/tight')).contents.map((i: any) => [i.definition_id, i.quantity])).toEqual([['crate', 10]]);
+
+    await container(domain, { container_id: 'inv', slots: 5, limits: { max_weight: 40 } });
+    const [crate] = ok(await post(domain, '/grant', { container_id: 'inv', definition_id: 'crate', quantity: 10 })).items;
+    const result = ok(await post(domain, '/salvage', { container_id: 'inv', item_id: crate.item_id, quantity: 4, seed: '11' }));
+    expect(result).toMatchObject({ container_id: 'inv', seed: '11', consumed: { item_id: crate.item_id, definition_id: 'crate', quantity: 4 }, remaining: { item_id: crate.item_id, quantity: 6 } });
+    expect(result.produced.map((i: any) => [i.definition_id, i.quantity])).toEqual([['scrap', 8], ['gem', 4]]);
+    expect(ok(await get(domain, '/containers/inv')).usage).toEqual({ slots_used: 3, weight: 6 * 3 + 8 * 0.5, volume: 0 });
+    const rest = ok(await post(domain, '/salvage', { container_id: 'inv', item_id: crate.item_id, quantity: 6 }));
+    expect(rest.remaining).toBeNull();
+    expect(ok(await get(domain, '/containers/inv')).contents.map((i: any) => [i.definition_id, i.quantity])).toEqual([['scrap', 20], ['gem', 10]]);
+
+    const [rock] = ok(await post(domain, '/grant', { container_id: 'inv', definition_id: 'rock', quantity: 2 })).items;
+    expectError(await post(domain, '/salvage', { container_id: 'inv', item_id: rock.item_id }), 409, 'items_not_salvageable');
+    const [more] = ok(await post(domain, '/grant', { container_id: 'inv', definition_id: 'crate', quantity: 1 })).items;
+    expectError(await post(domain, '/salvage', { container_id: 'inv', item_id: more.item_id, quantity: 2 }), 409, 'items_insufficient_inputs');
+    expectError(await post(domain, '/salvage', { container_id: 'inv', item_id: 'itm_ghost' }), 404, 'items_item_not_found');
+    expectError(await post(domain, '/salvage', { container_id: 'inv', item_id: more.item_id, quantity: 0 }), 400, 'BAD_REQUEST');
+    expectError(await post(domain, '/salvage', { container_id: 'inv', item_id: more.item_id }, bob.token), 404, 'items_item_not_found');
+    expect(ok(await get(domain, '/containers/inv')).contents.find((i: any) => i.item_id === more.item_id).quantity).toBe(1);
+  });
+});

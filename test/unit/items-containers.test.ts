@@ -5,11 +5,11 @@ import type { ContainerConfig, ContainerMessage, Placement, PlacementUnit } from
 import { codeOf, fixedContext } from '../helpers/step.js';
 
 /**
- * The container's pure step under random grant / craft / merge sequences
- * (fast-check): the slot, weight and volume limits always hold, every stack
- * stays within its max_stack, and no item is duplicated or lost: the total
- * quantity per definition (in stacks and in reservations) changes only by
- * grants and committed crafts. A refused message changes nothing, and the
+ * The container's pure step under random grant / craft / merge / salvage
+ * sequences (fast-check): the slot, weight and volume limits always hold,
+ * every stack stays within its max_stack, and no item is duplicated or lost:
+ * the total quantity per definition (in stacks and in reservations) changes
+ * only by grants, committed crafts and salvage. A refused message changes nothing, and the
  * records each turn writes rebuild exactly the state it left.
  */
 const units: PlacementUnit[] = [
@@ -28,7 +28,16 @@ type Command =
   | { kind: 'grant'; at: number; unit: number; quantity: number }
   | { kind: 'reserve'; at: number; inputs: { unit: number; quantity: number }[]; outputs: { unit: number; quantity: number }[] }
   | { kind: 'finish'; pick: number }
-  | { kind: 'merge'; at: number; source: number; target: number; quantity: number | null };
+  | { kind: 'merge'; at: number; source: number; target: number; quantity: number | null }
+  | { kind: 'salvage'; at: number; pick: number; quantity: number };
+
+/** What one unit of a definition salvages into (the property test's fixed outputs). */
+const salvageOutputs: Record<string, { unit: number; quantity: number }[]> = {
+  ore: [{ unit: 1, quantity: 1 }],
+  sword: [{ unit: 0, quantity: 2 }, { unit: 1, quantity: 1 }],
+  shield: [{ unit: 0, quantity: 3 }],
+  gem: [],
+};
 
 const unitIndex = fc.integer({ min: 0, max: units.length - 1 });
 const command: fc.Arbitrary<Command> = fc.oneof(
@@ -41,6 +50,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   }),
   fc.record({ kind: fc.constant('finish' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('merge' as const), at: fc.integer({ min: 0, max: 1 }), source: fc.nat(), target: fc.nat(), quantity: fc.option(fc.integer({ min: 1, max: 5 })) }),
+  fc.record({ kind: fc.constant('salvage' as const), at: fc.integer({ min: 0, max: 1 }), pick: fc.nat(), quantity: fc.integer({ min: 1, max: 4 }) }),
 );
 
 interface World {
@@ -154,6 +164,23 @@ function apply(world: World, cmd: Command): void {
       }
       return;
     }
+    case 'salvage': {
+      const items = [...world.states[cmd.at]!.items.values()].sort((a, b) => a.slot - b.slot);
+      if (items.length === 0) return;
+      const item = items[cmd.pick % items.length]!;
+      const per = salvageOutputs[item.definition_id]!;
+      if (per.length === 0) return;
+      const outputs = per.map((output) => ({ unit: units[output.unit]!, quantity: output.quantity * cmd.quantity }));
+      const plan = { container: world.configs[cmd.at]!, definition_id: item.definition_id, quantity: cmd.quantity, seed: 0, outputs };
+      const outcome = run(world, cmd.at, { op: 'salvage', item_id: item.item_id, plan });
+      if (!outcome.ok) {
+        expect(['items_capacity_exceeded', 'items_insufficient_inputs']).toContain(outcome.code);
+        return;
+      }
+      world.ledger.set(item.definition_id, world.ledger.get(item.definition_id)! - cmd.quantity);
+      for (const output of outputs) world.ledger.set(output.unit.definition_id, (world.ledger.get(output.unit.definition_id) ?? 0) + output.quantity);
+      return;
+    }
     case 'merge': {
       const items = [...world.states[cmd.at]!.items.values()].sort((a, b) => a.slot - b.slot);
       if (items.length === 0) return;
@@ -167,7 +194,7 @@ function apply(world: World, cmd: Command): void {
 }
 
 describe('item container (pure step)', () => {
-  it('keeps slot, weight and volume limits and conserves items under random grant/craft/merge sequences', () => {
+  it('keeps slot, weight and volume limits and conserves items under random grant/craft/merge/salvage sequences', () => {
     fc.assert(
       fc.property(
         fc.array(command, { minLength: 1, maxLength: 60 }),

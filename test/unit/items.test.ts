@@ -6,7 +6,7 @@ import { initialFirstState, stepFirst } from '../../actors/items/first-state.js'
 import { initialContainerState, type ContainerState } from '../../actors/items/container-state.js';
 import { stepContainerFlows } from '../../actors/items/flows.js';
 import { ITEM_FIRST_KIND, ITEM_PROGRESS_KIND, TIER_REACHED_EVENT, type Blueprint, type CatalogMessage, type ContainerMessage, type DefinitionInput } from '../../actors/items/messages.js';
-import { craftPlan, grantPlan } from '../../actors/items/plans.js';
+import { craftPlan, grantPlan, salvagePlan } from '../../actors/items/plans.js';
 import { loadProgress, stepProgress } from '../../actors/items/progress-state.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
@@ -175,6 +175,25 @@ describe('first claim and progress', () => {
     const again = stepProgress(reached.state, acquire('b', 1), fixedContext(3));
     expect(again.reply).toEqual({ tiers_reached: [] });
     expect(stepProgress(again.state, { op: 'get', collection_id: 'c1' }, fixedContext(4)).reply).toMatchObject({ owned: ['a', 'b'], duplicate_counts: { a: 2, b: 1 }, tiers_reached: [2] });
+  });
+});
+
+describe('salvage plans', () => {
+  it('roll every unit from the seed: the same seed, the same outputs', () => {
+    let state = initialCatalogState();
+    state = step(state, { op: 'definitions_create', definitions: [def('scrap'), def('box', { salvage_outputs: [{ definition_id: 'scrap', quantity: 2, chance: 0.5 }] }), def('rock')] }).state;
+    state = step(state, { op: 'container_create', container: { container_id: 'c', owner_id: null, parent_container_id: null, slots: 5, max_weight_m: null, max_volume_m: null } }).state;
+    const outcomes = new Set<number>();
+    for (let seed = 0; seed < 20; seed++) {
+      const plan = salvagePlan(state, 'c', 'box', 10, seed);
+      expect(salvagePlan(state, 'c', 'box', 10, seed)).toEqual(plan);
+      const scrap = plan.outputs[0]?.quantity ?? 0;
+      expect(scrap % 2).toBe(0);
+      expect(scrap).toBeLessThanOrEqual(20);
+      outcomes.add(scrap);
+    }
+    expect(outcomes.size).toBeGreaterThan(2);
+    expect(codeOf(() => salvagePlan(state, 'c', 'rock', 1, 1))).toBe('items_not_salvageable');
   });
 });
 
