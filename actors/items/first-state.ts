@@ -9,8 +9,8 @@ import { firstSubjectKey, ITEM_CATALOG_KIND, itemCatalogKey, type CatalogMessage
  * is kept for good; a claim by the same claimant again (a repeated message)
  * is still first, any other is not. One actor per subject, whichever node
  * leads its partition, so concurrent crafts on different nodes cannot both
- * be first. The first claim also tells the domain's catalog (once, through
- * the outbox) that the subject is taken, so later plans skip the claim.
+ * be first. A claim also tells the domain's catalog (through the outbox)
+ * that the subject is taken, so its later plans skip the claim.
  */
 export interface FirstState {
   claimed_by: string | null;
@@ -26,15 +26,14 @@ export function stepFirst(state: FirstState, message: FirstMessage | AlarmMessag
     case 'get':
       return { state, reply: { first: false, ...state } satisfies FirstReply };
     case 'claim': {
-      if (state.claimed_by !== null) return { state, reply: { first: state.claimed_by === message.claimant, ...state } satisfies FirstReply };
-      const claimed: FirstState = { claimed_by: message.claimant, claimed_at_ms: context.now };
+      // Every claim also tells the domain's catalog the subject is taken (its
+      // cache is in memory: after a restart or passivation it learns again).
       const [tenant, domain, ...subject] = JSON.parse(context.key) as [string, string, ...FirstSubject];
       const notice: CatalogMessage = { op: 'claimed', subject_key: firstSubjectKey(subject as FirstSubject) };
-      return {
-        state: claimed,
-        reply: { first: true, ...claimed } satisfies FirstReply,
-        sends: [{ kind: ITEM_CATALOG_KIND, key: itemCatalogKey(tenant, domain), message: notice }],
-      };
+      const sends = [{ kind: ITEM_CATALOG_KIND, key: itemCatalogKey(tenant, domain), message: notice }];
+      if (state.claimed_by !== null) return { state, reply: { first: state.claimed_by === message.claimant, ...state } satisfies FirstReply, sends };
+      const claimed: FirstState = { claimed_by: message.claimant, claimed_at_ms: context.now };
+      return { state: claimed, reply: { first: true, ...claimed } satisfies FirstReply, sends };
     }
     case 'flow-call':
       return answerFlowCall(stepFirst, state, message as never, context);
