@@ -141,6 +141,23 @@ export const errorCodes = {
   throttle_plan_limit_reached: { status: 409, description: 'The tenant already has the maximum number of throttle plans (docs/api/throttle.md); delete one first.' },
   throttle_refund_limit_reached: { status: 409, description: 'The subject has had the maximum number of refunds still within their refund window (docs/api/throttle.md); retry when older ones pass their window.' },
   throttle_limit_exceeded: { status: 429, description: "A throttle check was denied under hard enforcement; retry after the Retry-After header. `details` carries the check's result (allowed false, consume_token, remaining, ...)." },
+  // items (docs/api/items.md)
+  items_definition_not_found: { status: 404, description: 'No item definition with this id in the domain (in the path, or named by a request field: `details` names it).' },
+  items_blueprint_not_found: { status: 404, description: 'No blueprint with this id in the domain.' },
+  items_collection_not_found: { status: 404, description: 'No collection with this id in the domain.' },
+  items_container_not_found: { status: 404, description: 'No container with this id in the domain (in the path, or named by a request field: `details` names it).' },
+  items_item_not_found: { status: 404, description: 'No item with this id in the container.' },
+  items_definition_exists: { status: 409, description: 'A definition with this definition_id already exists in the domain (or twice in one batch).' },
+  items_container_exists: { status: 409, description: 'A container with this container_id already exists in the domain.' },
+  items_definition_in_use: { status: 409, description: "The definition is named by a blueprint, a collection or another definition's salvage outputs (`details.used_by`); change or delete them first." },
+  items_container_cycle: { status: 409, description: 'The container would be inside itself: its new parent is the container or one of its descendants.' },
+  items_nesting_limit: { status: 409, description: 'The container tree would nest deeper than the limit (docs/api/items.md).' },
+  items_capacity_exceeded: { status: 409, description: 'The container cannot take the whole quantity: not enough slots, weight or volume (`details.limit`); nothing was placed.' },
+  items_insufficient_inputs: { status: 409, description: "The source container lacks a blueprint's inputs (`details.missing`); nothing was consumed." },
+  items_merge_incompatible: { status: 409, description: 'The two items are not stacks of the same stackable definition with the same recorded max_stack, weight and volume (or are the same stack).' },
+  items_stack_full: { status: 409, description: 'The target stack of a merge is already full.' },
+  items_not_salvageable: { status: 409, description: 'The definition has no salvage outputs.' },
+  items_domain_limit: { status: 409, description: 'The domain holds the maximum number of definitions, blueprints, collections or containers (docs/api/items.md).' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 /**
