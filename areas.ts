@@ -9,6 +9,7 @@ import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
 import { organizationActors } from './actors/organizations/actor.js';
+import { rateLimitRulesActor, rateLimitWindowActor } from './actors/rate-limits/actor.js';
 import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } from './actors/presence/actor.js';
 import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
@@ -25,6 +26,7 @@ import { lockRoutes } from './http/routes/locks.js';
 import { oauthRoutes } from './http/routes/oauth.js';
 import { organizationRoutes } from './http/routes/organizations.js';
 import { presenceRoutes } from './http/routes/presence.js';
+import { rateLimitRoutes } from './http/routes/rate-limits.js';
 import { scimRoutes } from './http/routes/scim.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
 import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
@@ -65,6 +67,7 @@ export const areas: Area[] = [
   { name: 'presence', actors: [presenceContextActor, presenceSubjectActor, presenceMultiplexActor], routes: presenceRoutes },
   { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },
   { name: 'webhooks', actors: webhookActors, routes: webhookRoutes },
+  { name: 'rate-limits', actors: [rateLimitRulesActor, rateLimitWindowActor], routes: rateLimitRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

@@ -5,6 +5,7 @@ import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
 import { registerGracefulClose } from './plugins/graceful-close.js';
 import { registerIdempotency } from './plugins/idempotency.js';
+import { registerRateLimit } from './plugins/rate-limit.js';
 import { registerJsonBody } from './plugins/json-body.js';
 import { registerValidation } from './plugins/validation.js';
 import type { AreaRoutes } from './area-routes.js';
@@ -101,6 +102,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   });
   services.metrics.register(app);
   registerIdempotency(app, services);
+  // Rate limits on every routed request, after the route's authentication (docs/api/rate-limits.md).
+  registerRateLimit(app, services);
   // The node's own routes, then every area's (the list is areas.ts).
   healthRoutes(app, services);
   clusterRoutes(app, services);

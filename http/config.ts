@@ -64,6 +64,13 @@ export interface NodeConfig {
   webhookRetryBaseMs: number;
   /** Webhooks: let deliveries reach loopback, private and link-local targets (WEBHOOK_ALLOW_PRIVATE_TARGETS=1; tests only). */
   webhookAllowPrivateTargets: boolean;
+  /** Rate limits: enforce the tiers at the edge (RATE_LIMITS_ENABLED, default 1; docs/api/rate-limits.md). */
+  rateLimitsEnabled: boolean;
+  /** Rate limits: the default tier until an admin sets one (RATE_LIMITS_DEFAULT_MAX_REQUESTS per RATE_LIMITS_DEFAULT_WINDOW_SECONDS). */
+  rateLimitDefaultMaxRequests: number;
+  rateLimitDefaultWindowSeconds: number;
+  /** Rate limits: how long a node uses its copy of the rule set before checking it again (RATE_LIMITS_RULES_CACHE_MS). */
+  rateLimitRulesCacheMs: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -200,6 +207,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookDisableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 10_000),
     webhookRetryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
+    rateLimitsEnabled: intFrom(env, 'RATE_LIMITS_ENABLED', 1, 0, 1) === 1,
+    rateLimitDefaultMaxRequests: intFrom(env, 'RATE_LIMITS_DEFAULT_MAX_REQUESTS', 1_000, 1, 1_000_000_000),
+    rateLimitDefaultWindowSeconds: intFrom(env, 'RATE_LIMITS_DEFAULT_WINDOW_SECONDS', 60, 1, 86_400),
+    rateLimitRulesCacheMs: intFrom(env, 'RATE_LIMITS_RULES_CACHE_MS', 2_000, 0, 60_000),
     cluster: clusterFrom(env, port),
   };
 }

@@ -64,6 +64,10 @@ export const errorCodes = {
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
+  rate_limit_tier_exists: { status: 409, description: 'A rate-limit tier with this endpoint path, module or name already exists; change it with PUT.' },
+  rate_limit_user_exists: { status: 409, description: 'The user already has rate-limit settings; change them with PUT /admin/rate-limits/users/{user_id}.' },
+  rate_limit_tier_in_use: { status: 409, description: 'User settings still name this support tier; move them to another tier before deleting it.' },
+  rate_limit_rules_full: { status: 409, description: 'The rate-limit rule set holds the maximum number of tiers or user settings of this kind (docs/api/rate-limits.md).' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
