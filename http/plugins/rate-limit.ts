@@ -2,7 +2,7 @@ import client from 'prom-client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RuleSetView } from '../../actors/rate-limits/messages.js';
 import { policyHeader, rateLimitHeader } from '../rate-limits/headers.js';
-import { EdgeLimiter, windowKey, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
+import { EdgeLimiter, localKey, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
 import { callerOf, canonicalRoute, isExempt, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
 import type { AppServices } from '../services.js';
 import { sendError } from './error-handler.js';
@@ -45,11 +45,18 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     (error) => app.log.warn({ err: error }, 'rate limit window unavailable: request admitted (fail open)'),
   );
   app.decorate('rateLimiter', limiter);
-  const decisions = new client.Counter({
+  // Counted by the limiter with a plain increment (the hot path), read at scrape time.
+  new client.Counter({
     name: 'rate_limit_decisions_total',
-    help: 'Requests the edge rate limiter admitted or refused (429).',
+    help: 'Requests the edge rate limiter admitted, refused (429), or admitted because a window actor could not answer (failed_open).',
     labelNames: ['decision'] as const,
     registers: [services.metrics.registry],
+    collect() {
+      this.reset();
+      this.labels('allowed').inc(limiter.counts.allowed);
+      this.labels('limited').inc(limiter.counts.limited);
+      this.labels('failed_open').inc(limiter.counts.failedOpen);
+    },
   });
   new client.Gauge({
     name: 'rate_limit_reserves_sent',
@@ -59,8 +66,6 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
       this.set(limiter.counts.reserves);
     },
   });
-  const allowed = decisions.labels('allowed');
-  const limited = decisions.labels('limited');
 
   const sweep = setInterval(() => limiter.sweep(), SWEEP_INTERVAL_MS);
   sweep.unref();
@@ -72,11 +77,7 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
   const apply = (request: FastifyRequest, reply: FastifyReply, applied: AppliedLimit, decision: Decision): boolean => {
     reply.header('ratelimit-policy', policyHeader(applied.policy, applied.limit));
     reply.header('ratelimit', rateLimitHeader(applied.policy, decision.remaining, decision.reset_seconds));
-    if (decision.allowed) {
-      allowed.inc();
-      return true;
-    }
-    limited.inc();
+    if (decision.allowed) return true;
     request.log.debug({ policy: applied.policy, scope: applied.scope }, 'rate limited');
     sendError(reply, 'rate_limited', `Rate limit exceeded (${applied.limit.max_requests} requests per ${applied.limit.window_seconds} s); retry after ${decision.retry_after_seconds} s.`, {
       retryAfterSeconds: decision.retry_after_seconds,
@@ -84,13 +85,30 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     return false;
   };
 
+  // The limit of a route for callers without settings of their own, per rule set (most requests: no work but a lookup).
+  let resolvedFor: RuleSetView | null = null;
+  const resolved = new Map<string, AppliedLimit>();
+  const limitOf = (rules: RuleSetView, endpoint: string, user_id: string | null): AppliedLimit | 'bypass' => {
+    if (user_id !== null && Object.hasOwn(rules.users, user_id)) return resolveLimit(rules, limiter.settings.defaultLimit, endpoint, user_id);
+    if (resolvedFor !== rules) {
+      resolvedFor = rules;
+      resolved.clear();
+    }
+    let applied = resolved.get(endpoint);
+    if (applied === undefined) {
+      applied = resolveLimit(rules, limiter.settings.defaultLimit, endpoint, null) as AppliedLimit;
+      resolved.set(endpoint, applied);
+    }
+    return applied;
+  };
+
   const decide = (request: FastifyRequest, reply: FastifyReply, routeUrl: string, rules: RuleSetView, done: (error?: Error | null) => void): void => {
     const endpoint = canonicalRoute(routeUrl);
     const principal = request.principal;
-    const applied = resolveLimit(rules, limiter.settings.defaultLimit, endpoint, principal?.user_id ?? null);
+    const applied = limitOf(rules, endpoint, principal?.user_id ?? null);
     if (applied === 'bypass') return done();
     const caller = callerOf(principal, request.ip);
-    const key = windowKey(caller, applied);
+    const key = localKey(caller, applied);
     const local = limiter.tryLocal(key, applied.limit);
     if (local) {
       if (apply(request, reply, applied, local)) done();

@@ -41,6 +41,8 @@ export interface Decision {
 }
 
 interface LeaseEntry {
+  /** The window actor's key (rateLimitWindowKey), built once per lease entry, off the hot path. */
+  actor_key: string;
   lease_id: string | null;
   /** Unspent tokens of the current lease. */
   tokens: number;
@@ -62,9 +64,15 @@ const LEASE_DIVISOR = 10;
 /** Bounded rounds for one request waiting on other requests' reserves. */
 const ACQUIRE_ROUNDS_MAX = 32;
 
-/** How long a lease lives: a tenth of the window, from 50 ms to 1 s. Its tokens count until lease end + window. */
+/**
+ * How long a lease lives: a tenth of the window, from 50 ms to 5 s. Its
+ * tokens count until lease end + window, so a longer lease costs fewer
+ * reserves (one per caller, scope and node per lease at most) and refuses
+ * at most that much earlier than a perfect sliding window.
+ */
+export const LEASE_MS_MAX = 5_000;
 export function leaseMsFor(limit: Limit): number {
-  return Math.min(1_000, Math.max(50, Math.floor((limit.window_seconds * 1000) / 10)));
+  return Math.min(LEASE_MS_MAX, Math.max(50, Math.floor((limit.window_seconds * 1000) / 10)));
 }
 
 /** How many tokens a node asks for at once: a tenth of the limit, at least what its waiting requests need. */
@@ -135,8 +143,8 @@ export class EdgeLimiter {
   }
 
   private dropLeases(): void {
-    for (const [key, lease] of this.leases) {
-      if (lease.lease_id && lease.tokens > 0) this.giveBack(key, lease.lease_id, lease.tokens);
+    for (const lease of this.leases.values()) {
+      if (lease.lease_id && lease.tokens > 0) this.giveBack(lease.actor_key, lease.lease_id, lease.tokens);
     }
     this.leases.clear();
   }
@@ -145,11 +153,13 @@ export class EdgeLimiter {
     this.actors.tell(RATE_LIMIT_WINDOW_KIND, key, { op: 'give_back', lease_id, unused } satisfies WindowMessage);
   }
 
-  /** The hot path: a decision without any message when the lease has a token or the refusal is remembered; else null. */
-  tryLocal(key: string, limit: Limit): Decision | null {
+  /**
+   * The hot path: a decision without any message when the lease has a token
+   * or the refusal is remembered; else null. `key` is localKey(caller, scope).
+   */
+  tryLocal(key: string, limit: Limit, now = this.clock.now()): Decision | null {
     const lease = this.leases.get(key);
     if (!lease) return null;
-    const now = this.clock.now();
     if (lease.tokens > 0 && now < lease.lease_end_ms) {
       lease.tokens -= 1;
       this.counts.allowed++;
@@ -176,7 +186,7 @@ export class EdgeLimiter {
       let lease = this.leases.get(key);
       if (!lease) {
         if (this.leases.size >= LEASES_MAX) this.evictOldest();
-        lease = { lease_id: null, tokens: 0, lease_end_ms: 0, actor_remaining: 0, reset_at_ms: 0, denied_until_ms: 0, idle_after_ms: 0, inflight: null, waiting: 0 };
+        lease = { actor_key: rateLimitWindowKey(context.caller.id, context.applied.scope), lease_id: null, tokens: 0, lease_end_ms: 0, actor_remaining: 0, reset_at_ms: 0, denied_until_ms: 0, idle_after_ms: 0, inflight: null, waiting: 0 };
         this.leases.set(key, lease);
       }
       if (lease.inflight) {
@@ -226,7 +236,7 @@ export class EdgeLimiter {
       endpoint: context.endpoint,
       method: context.method,
     };
-    const reply = await this.actors.ask<ReserveReply>(RATE_LIMIT_WINDOW_KIND, key, message);
+    const reply = await this.actors.ask<ReserveReply>(RATE_LIMIT_WINDOW_KIND, lease.actor_key, message);
     lease.lease_id = reply.lease_id;
     lease.tokens = reply.granted;
     lease.lease_end_ms = sentAt + lease_ms;
@@ -258,7 +268,7 @@ export class EdgeLimiter {
     for (const [key, lease] of this.leases) {
       if (lease.inflight || now <= lease.idle_after_ms || now < lease.denied_until_ms) continue;
       this.leases.delete(key);
-      this.actors.tell(RATE_LIMIT_WINDOW_KIND, key, { op: 'forget' } satisfies WindowMessage);
+      this.actors.tell(RATE_LIMIT_WINDOW_KIND, lease.actor_key, { op: 'forget' } satisfies WindowMessage);
       forgotten++;
     }
     return forgotten;
@@ -269,6 +279,7 @@ export class EdgeLimiter {
   }
 }
 
-export function windowKey(caller: RateLimitCaller, applied: AppliedLimit): string {
-  return rateLimitWindowKey(caller.id, applied.scope);
+/** This node's key for a caller's window: a plain concatenation (the hot path builds it per request; the actor key is built once per lease). */
+export function localKey(caller: RateLimitCaller, applied: AppliedLimit): string {
+  return `${caller.id}\u0000${applied.scope}`;
 }

@@ -66,6 +66,11 @@ describe('precedence: user custom > user tier > endpoint > module > default', ()
     expect(resolveLimit({ ...rules, default_tier: { max_requests: 5, window_seconds: 5 } }, fallback, '/api/v1/locks', null)).toMatchObject({ limit: { max_requests: 5, window_seconds: 5 } });
   });
 
+  it('never takes an inherited property for a rule', () => {
+    expect(resolveLimit(rules, fallback, '/constructor', 'constructor')).toMatchObject({ policy: 'default' });
+    expect(resolveLimit(rules, fallback, '/api/v1/toString', '__proto__')).toMatchObject({ policy: 'default' });
+  });
+
   it('bypass lifts every limit; a tier that no longer exists falls through', () => {
     expect(resolveLimit(rules, fallback, job, 'vip')).toBe('bypass');
     expect(resolveLimit(rules, fallback, job, 'stale')).toMatchObject({ policy: 'endpoint' });
