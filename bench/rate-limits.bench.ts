@@ -14,7 +14,8 @@ import type { BenchRow } from './types.js';
  * and on (every request counted against the default tier, set high enough
  * that nothing is refused), in the same run. Both servers run side by side
  * for the whole file and the rounds alternate off/on, so a change in the
- * machine's load hits both alike; the medians are compared.
+ * machine's load hits both alike (each round alternates which goes first);
+ * the medians are compared.
  *
  * The route is GET /api/v1/webhooks/events with a bearer token: the bearer
  * check (cached) and a handler that asks no actor, so the limiter's share
@@ -118,14 +119,16 @@ export async function run(): Promise<BenchRow[]> {
   const both = () => (servers ??= Promise.all([startServer(false), startServer(true)]));
   try {
     const paired = (callers: number) => ({
-      name: `${callers === 1 ? 'one caller' : `${callers} callers`}: ${ROUNDS} paired rounds, off then on`,
+      name: `${callers === 1 ? 'one caller' : `${callers} callers`}: ${ROUNDS} paired rounds, off and on alternating`,
       async run(): Promise<BenchRow[]> {
         const [off, on] = await both();
         const rates = { off: [] as number[], on: [] as number[] };
         const cpu = { off: [] as number[], on: [] as number[] };
         const notes = { off: '', on: '' };
         for (let round = 0; round < ROUNDS; round++) {
-          for (const [label, server] of [['off', off], ['on', on]] as const) {
+          // Alternating which goes first, so neither side always follows the other's load.
+          const order = round % 2 === 0 ? ([['off', off], ['on', on]] as const) : ([['on', on], ['off', off]] as const);
+          for (const [label, server] of order) {
             const measured = await measure(server, callers);
             rates[label].push(measured.result.requests_per_s);
             cpu[label].push(measured.cpu_us);

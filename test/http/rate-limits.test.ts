@@ -287,6 +287,25 @@ describe('enforcement', () => {
     expect((await admin('DELETE', '/admin/rate-limits/tiers/endpoints/' + enc('/api/v1/auth/refresh'))).status).toBe(204);
   });
 
+  it('an API key is counted by its tenant: every key of the tenant shares one count, apart from the user\'s own token', async () => {
+    const user = await t.newUser('keys');
+    const key = async (name: string) => {
+      const res = await t.request('POST', '/api/v1/auth/api-keys', { token: user.token, body: { name, scopes: ['*'] } });
+      expect(res.status, res.text).toBe(201);
+      return res.body.key as string;
+    };
+    const [first, second] = [await key('one'), await key('two')];
+    expect((await admin('POST', '/admin/rate-limits/tiers/endpoints', { endpoint_path: '/api/v1/webhooks', max_requests: 2, window_seconds: 60 })).status).toBe(201);
+    const list = (token: string) => t.request('GET', '/api/v1/webhooks', { token });
+    expect((await list(first)).status).toBe(200);
+    expect((await list(second)).status).toBe(200);
+    expectError(await list(first), 429, 'rate_limited');
+    expectError(await list(second), 429, 'rate_limited');
+    // The user's access token is counted as the user, not as the tenant's keys.
+    expect((await list(user.token)).status).toBe(200);
+    expect((await admin('DELETE', '/admin/rate-limits/tiers/endpoints/' + enc('/api/v1/webhooks'))).status).toBe(204);
+  });
+
   it('a raised limit applies at once on this node; cache/clear answers 204', async () => {
     const user = await t.newUser('raise');
     expect((await admin('PUT', `/admin/rate-limits/users/${user.user_id}`, { tier: 'default', custom_limits: { '/api/v1/auth/me': { max_requests: 1, window_seconds: 600 } } })).status).toBe(201);
