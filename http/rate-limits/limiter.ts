@@ -108,8 +108,11 @@ export class EdgeLimiter {
     const now = this.clock.now();
     if (this.rules && now - this.rulesCheckedAt < this.settings.rulesCacheMs) return this.rules;
     const refresh = this.refreshRules();
-    // Stale while the check runs: at most one ask's latency past the cache time.
-    return this.rules ?? refresh;
+    if (!this.rules) return refresh;
+    // Stale while the check runs: at most one ask's latency past the cache time. A failed check is
+    // reported and tried again by a later request; the stale rules go on applying meanwhile.
+    refresh.catch((error: unknown) => this.onReserveError(error));
+    return this.rules;
   }
 
   private refreshRules(): Promise<RuleSetView> {
@@ -192,7 +195,8 @@ export class EdgeLimiter {
       if (lease.inflight) {
         lease.waiting++;
         try {
-          await lease.inflight;
+          // Its failure is the sender's to report; this request tries again (and fails open itself if it must).
+          await lease.inflight.catch(() => {});
         } finally {
           lease.waiting--;
         }

@@ -113,6 +113,27 @@ describe('edge limiter', () => {
     expect((await decide(limiter, 'k', context(1))).allowed).toBe(true);
     expect(limiter.counts.failedOpen).toBe(1);
     expect(errors).toHaveLength(1);
+    // Concurrent requests waiting on a failing reserve are admitted too, none rejected.
+    const concurrent = await Promise.all(Array.from({ length: 10 }, () => decide(limiter, 'k2', context(1))));
+    expect(concurrent.every((d) => d.allowed)).toBe(true);
+  });
+
+  it('a failed check of a stale rule set keeps the stale rules and reports the error (never an unhandled rejection)', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const errors: unknown[] = [];
+    let failing = false;
+    const flaky: ActorClient = {
+      ask: (kind, key, message, options) => (failing ? Promise.reject(new Error('partition unavailable')) : actors.ask(kind, key, message)),
+      tell: (kind, key, message) => actors.tell(kind, key, message),
+    };
+    const limiter = new EdgeLimiter(flaky, clock, settings, (error) => errors.push(error));
+    const first = await limiter.currentRules();
+    failing = true;
+    clock.advance(2_000);
+    expect(limiter.currentRules()).toBe(first);
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(errors).toHaveLength(1);
   });
 
   it('caches the rule set: fresh answers synchronously, a change through this node or a new epoch is seen', async () => {
