@@ -11,6 +11,7 @@ import { lockActor } from './actors/locks/actor.js';
 import { mqActors } from './actors/mq/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
 import { organizationActors } from './actors/organizations/actor.js';
+import { rateLimitRulesActor, rateLimitWindowActor } from './actors/rate-limits/actor.js';
 import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } from './actors/presence/actor.js';
 import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
@@ -35,6 +36,7 @@ import { mqRoutes } from './http/routes/mq.js';
 import { oauthRoutes } from './http/routes/oauth.js';
 import { organizationRoutes } from './http/routes/organizations.js';
 import { presenceRoutes } from './http/routes/presence.js';
+import { rateLimitRoutes } from './http/routes/rate-limits.js';
 import { scimRoutes } from './http/routes/scim.js';
 import { talentRoutes } from './http/routes/talent.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
@@ -89,6 +91,7 @@ export const areas: Area[] = [
   { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
   { name: 'mq', actors: mqActors, routes: mqRoutes },
   { name: 'items', actors: itemActors, routes: itemRoutes },
+  { name: 'rate-limits', actors: [rateLimitRulesActor, rateLimitWindowActor], routes: rateLimitRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

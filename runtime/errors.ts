@@ -108,6 +108,10 @@ export const errorCodes = {
   mq_message_not_in_flight: { status: 409, description: 'The message is not in flight (its visibility timeout has passed), so its visibility cannot be changed; receive it again.' },
   mq_queue_full: { status: 409, description: 'The queue holds its maximum of messages or bytes (docs/api/mq.md); receive and delete some first.' },
   mq_limit_reached: { status: 409, description: 'A per-topic limit is reached (subscriptions); see docs/api/mq.md.' },
+  rate_limit_tier_exists: { status: 409, description: 'A rate-limit tier with this endpoint path, module or name already exists; change it with PUT.' },
+  rate_limit_user_exists: { status: 409, description: 'The user already has rate-limit settings; change them with PUT /admin/rate-limits/users/{user_id}.' },
+  rate_limit_tier_in_use: { status: 409, description: 'User settings still name this support tier; move them to another tier before deleting it.' },
+  rate_limit_rules_full: { status: 409, description: 'The rate-limit rule set holds the maximum number of tiers or user settings of this kind (docs/api/rate-limits.md).' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
