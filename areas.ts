@@ -5,6 +5,7 @@ import { apiKeyActor, userApiKeysActor } from './actors/api-keys/actor.js';
 import { cliLoginActor } from './actors/cli-login/actor.js';
 import { idempotencyActor } from './actors/idempotency/state.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
+import { jobActors } from './actors/jobs/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
@@ -19,6 +20,7 @@ import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { cliLoginRoutes } from './http/routes/cli-login.js';
 import { emailVerificationRoutes } from './http/routes/email-verification.js';
+import { jobRoutes } from './http/routes/jobs.js';
 import { linkedAccountRoutes } from './http/routes/linked-accounts.js';
 import { livenessRoutes } from './http/routes/liveness.js';
 import { lockRoutes } from './http/routes/locks.js';
@@ -65,6 +67,7 @@ export const areas: Area[] = [
   { name: 'presence', actors: [presenceContextActor, presenceSubjectActor, presenceMultiplexActor], routes: presenceRoutes },
   { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },
   { name: 'webhooks', actors: webhookActors, routes: webhookRoutes },
+  { name: 'jobs', actors: jobActors, routes: jobRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

@@ -64,6 +64,10 @@ export const errorCodes = {
   presence_context_exists: { status: 409, description: 'A presence context with this id already exists.' },
   scim_uniqueness: { status: 409, wire: 'uniqueness', description: 'The SCIM userName is already in use in the directory, or a platform account already has the e-mail.' },
   presence_capacity_full: { status: 409, description: "The presence context is at capacity and its overflow_policy is reject; details carry admission 'rejected' and the occupancy." },
+  job_queue_exists: { status: 409, description: 'A job queue with this name already exists in the tenant (perhaps created by scheduling into it); change it with PATCH.' },
+  job_queue_not_empty: { status: 409, description: 'The job queue still has scheduled or processing jobs; cancel them, or delete with force=true.' },
+  job_queue_full: { status: 409, description: 'The job queue holds the maximum number of jobs (docs/api/jobs.md); wait for cleanup or use another queue.' },
+  job_not_cancellable: { status: 409, description: 'The job is being delivered (processing); only a scheduled job (also one waiting between retries) can be cancelled.' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
