@@ -106,6 +106,20 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     },
   );
 
+  // Listening before the first await: queues whose jobs fell due while the node was down fire as soon as
+  // the runtime starts, and an attempt emitted with no worker listening would wait for its deadline.
+  const jobDelivery = new JobDeliveryWorker({
+    events: runtime.events,
+    actors,
+    clock,
+    settings: () => jobSettings(config),
+    allowPrivateTargets: config.webhookAllowPrivateTargets,
+    logger: logger.child({ component: 'job-delivery' }),
+    probeKey: config.cluster?.nodeId ?? 'local',
+    concurrency_max: config.jobDeliveryConcurrency,
+  });
+  jobDelivery.start();
+
   let ready = false;
   /** This node's own URL, known once it listens: the base of issued URLs when PUBLIC_BASE_URL is unset. */
   let selfUrl = '';
@@ -140,18 +154,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     logger: logger.child({ component: 'webhook-delivery' }),
   });
   webhookDelivery.start();
-  const jobDelivery = new JobDeliveryWorker({
-    events: runtime.events,
-    actors,
-    clock,
-    settings: () => jobSettings(config),
-    allowPrivateTargets: config.webhookAllowPrivateTargets,
-    logger: logger.child({ component: 'job-delivery' }),
-    probeKey: config.cluster?.nodeId ?? 'local',
-    concurrency_max: config.jobDeliveryConcurrency,
-  });
   registerJobWorker(services, jobDelivery);
-  jobDelivery.start();
 
   if (config.adminEmail && config.adminPassword) {
     const { adminEmail, adminPassword } = config;
