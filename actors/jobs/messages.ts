@@ -100,7 +100,7 @@ export const jobPolicy = {
   concurrency_default: 1_000,
   concurrency_max: 10_000,
   /** Attempts one queue turn starts; more due jobs continue in the next turn. */
-  dispatch_per_turn_max: 1_000,
+  dispatch_per_turn_max: 5_000,
   /** Jobs (of any status) one queue holds; scheduling past it is refused with 409 job_queue_full. */
   jobs_per_queue_max: 1_000_000,
   /** Queues per tenant seen by list and fan-out. */
@@ -279,6 +279,8 @@ export type QueueMessage =
   | { op: 'cleanup'; retention_days: number | null }
   /** From the node's delivery worker (tell): how an attempt ended. */
   | JobAttemptResult
+  /** The same for several attempts of the queue that ended together (one turn, one commit). */
+  | { op: 'attempt_results'; results: JobAttemptResult[] }
   | FlowAnswer
   | FlowCall<QueueMessage>;
 

@@ -67,7 +67,10 @@ import {
  */
 export const CONFIG_SUBKEY = 'config';
 export const STATS_SUBKEY = 'stats';
+/** A job's progress (status, attempts, times, error, attempt in flight, DLQ entry): rewritten at each change. */
 export const JOB_PREFIX = 'j:';
+/** A job's definition (payload, webhook, secret, priority, policy): written once when scheduled. */
+export const DEFINITION_PREFIX = 'd:';
 export const TICK_ALARM = 'tick';
 
 const MINUTE_MS = 60_000;
@@ -109,6 +112,11 @@ export interface JobRecord {
   dlq: { at_ms: number; error: string } | null;
   seq: number;
 }
+
+type JobDefinitionField = 'id' | 'queue' | 'user_id' | 'priority' | 'payload' | 'retry_policy' | 'created_at_ms' | 'webhook' | 'seq';
+/** The stored halves of a JobRecord. */
+export type JobDefinition = Pick<JobRecord, JobDefinitionField>;
+export type JobProgress = Pick<JobRecord, 'id' | Exclude<keyof JobRecord, JobDefinitionField>>;
 
 export interface StatsBucket {
   minute: number;
@@ -154,6 +162,8 @@ export interface QueueState {
   readySet: Set<string>;
   token_seq: number;
   alarm_ms: number | null;
+  /** The outcome buckets changed in this turn: write them once at its end. */
+  stats_dirty: boolean;
 }
 
 type Result = TurnResult<QueueState, unknown>;
@@ -181,23 +191,31 @@ export function emptyQueue(key: string): QueueState {
     readySet: new Set(),
     token_seq: 0,
     alarm_ms: null,
+    stats_dirty: false,
   };
 }
 
 export function loadQueue(key: string, records: Iterable<[string, unknown]>): QueueState {
   const state = emptyQueue(key);
-  const dead: JobRecord[] = [];
+  const definitions = new Map<string, JobDefinition>();
+  const progress: JobProgress[] = [];
   for (const [subkey, value] of records) {
     if (subkey === CONFIG_SUBKEY) state.config = value as QueueConfig;
     else if (subkey === STATS_SUBKEY) state.stats = value as StatsBucket[];
-    else if (subkey.startsWith(JOB_PREFIX)) {
-      const job = value as JobRecord;
-      state.jobs.set(job.id, job);
-      state.counts[job.status] += 1;
-      if (job.status === 'scheduled') enqueue(state, job);
-      if (job.status === 'processing' && job.in_flight) state.deadlines.push({ at: job.in_flight.deadline_ms, id: job.id, attempt: job.in_flight.attempt });
-      if (job.dlq) dead.push(job);
-    }
+    else if (subkey.startsWith(DEFINITION_PREFIX)) definitions.set(subkey.slice(DEFINITION_PREFIX.length), value as JobDefinition);
+    else if (subkey.startsWith(JOB_PREFIX)) progress.push(value as JobProgress);
+  }
+  const dead: JobRecord[] = [];
+  for (const part of progress) {
+    const definition = definitions.get(part.id);
+    // Both records of a job are written in one commit; a part alone is not a job.
+    if (!definition) continue;
+    const job: JobRecord = { ...definition, ...part };
+    state.jobs.set(job.id, job);
+    state.counts[job.status] += 1;
+    if (job.status === 'scheduled') enqueue(state, job);
+    if (job.status === 'processing' && job.in_flight) state.deadlines.push({ at: job.in_flight.deadline_ms, id: job.id, attempt: job.in_flight.attempt });
+    if (job.dlq) dead.push(job);
   }
   dead.sort((a, b) => a.dlq!.at_ms - b.dlq!.at_ms);
   for (const job of dead) state.dlq.add(job.id);
@@ -219,12 +237,15 @@ export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessag
     case 'schedule': {
       const effects = newEffects();
       const ack = schedule(state, message.tenant, message.job, message.job_settings, context, effects);
+      effects.writes.push(configWrite(state.config!));
       return withSchedule(state, context, { state, reply: ack, ...effects });
     }
     case 'schedule_many':
       return scheduleMany(state, message, context);
     case 'attempt_result':
-      return attemptResult(state, message, context);
+      return attemptResults(state, [message], context);
+    case 'attempt_results':
+      return attemptResults(state, message.results, context);
     case 'cancel':
       return cancel(state, message.filter, context);
     case 'cleanup':
@@ -417,7 +438,7 @@ function removeQueue(state: QueueState, config: QueueConfig, force: boolean): Re
     throw new ServiceError('job_queue_not_empty', `The queue has ${open} scheduled or processing jobs; cancel them, or delete with force=true.`);
   }
   const writes: RecordWrite[] = [{ subkey: CONFIG_SUBKEY, value: undefined }, { subkey: STATS_SUBKEY, value: undefined }];
-  for (const id of state.jobs.keys()) writes.push({ subkey: JOB_PREFIX + id, value: undefined });
+  for (const id of state.jobs.keys()) writes.push({ subkey: JOB_PREFIX + id, value: undefined }, { subkey: DEFINITION_PREFIX + id, value: undefined });
   const directory: DirectoryMessage = { op: 'remove', name: config.name, seq: config.seq + 1 };
   const registry: RegistryMessage = { op: 'remove', tenant: config.tenant, name: config.name };
   const sends: ActorSend[] = [
@@ -431,8 +452,37 @@ function removeQueue(state: QueueState, config: QueueConfig, force: boolean): Re
 
 // ---- scheduling ----
 
+/** The job's progress record (small: what changes with its state). */
 function jobWrite(job: JobRecord): RecordWrite {
-  return { subkey: JOB_PREFIX + job.id, value: { ...job } };
+  const progress: JobProgress = {
+    id: job.id,
+    status: job.status,
+    attempts: job.attempts,
+    scheduled_at_ms: job.scheduled_at_ms,
+    updated_at_ms: job.updated_at_ms,
+    last_attempt_at_ms: job.last_attempt_at_ms,
+    completed_at_ms: job.completed_at_ms,
+    error: job.error,
+    in_flight: job.in_flight,
+    dlq: job.dlq,
+  };
+  return { subkey: JOB_PREFIX + job.id, value: progress };
+}
+
+/** The job's definition record, written once. */
+function definitionWrite(job: JobRecord): RecordWrite {
+  const definition: JobDefinition = {
+    id: job.id,
+    queue: job.queue,
+    user_id: job.user_id,
+    priority: job.priority,
+    payload: job.payload,
+    retry_policy: job.retry_policy,
+    created_at_ms: job.created_at_ms,
+    webhook: job.webhook,
+    seq: job.seq,
+  };
+  return { subkey: DEFINITION_PREFIX + job.id, value: definition };
 }
 
 /** Schedules one job (creating the queue when it does not exist: auto_created). Throws a ServiceError before changing anything. */
@@ -477,7 +527,7 @@ function schedule(state: QueueState, tenant: string, request: JobRequest, job_se
   state.jobs.set(job.id, job);
   state.counts.scheduled += 1;
   enqueue(state, job);
-  effects.writes.push(jobWrite(job), configWrite(config));
+  effects.writes.push(definitionWrite(job), jobWrite(job));
   return { job_id: job.id, queue: config.name, scheduled_at_ms: job.scheduled_at_ms, status: 'scheduled' };
 }
 
@@ -491,6 +541,8 @@ function scheduleMany(state: QueueState, message: Extract<QueueMessage, { op: 's
       return { ok: false, code: error.code, error: error.message };
     }
   });
+  // The job counter changed (the queue may even be new): its config is written once for the batch.
+  if (state.config) effects.writes.push(configWrite(state.config));
   return withSchedule(state, context, { state, reply: { outcomes }, ...effects });
 }
 
@@ -566,7 +618,7 @@ function removeJob(state: QueueState, job: JobRecord, writes: RecordWrite[]): vo
   state.counts[job.status] -= 1;
   state.dlq.delete(job.id);
   unschedule(state, job.id);
-  writes.push({ subkey: JOB_PREFIX + job.id, value: undefined });
+  writes.push({ subkey: JOB_PREFIX + job.id, value: undefined }, { subkey: DEFINITION_PREFIX + job.id, value: undefined });
 }
 
 function cleanup(state: QueueState, retention_days: number | null, context: TurnContext): Result {
@@ -669,7 +721,7 @@ function stats(state: QueueState, config: QueueConfig, now: number): QueueStatsV
   };
 }
 
-function recordOutcome(state: QueueState, now: number, outcome: 'completed' | 'failed', processing_ms: number, writes: RecordWrite[]): void {
+function recordOutcome(state: QueueState, now: number, outcome: 'completed' | 'failed', processing_ms: number): void {
   const minute = Math.floor(now / MINUTE_MS);
   let bucket = state.stats[state.stats.length - 1];
   if (!bucket || bucket.minute !== minute) {
@@ -681,32 +733,37 @@ function recordOutcome(state: QueueState, now: number, outcome: 'completed' | 'f
     bucket.completed += 1;
     bucket.processing_ms_sum += processing_ms;
   } else bucket.failed += 1;
-  writes.push({ subkey: STATS_SUBKEY, value: state.stats.map((b) => ({ ...b })) });
+  // Written once, at the end of the turn (withSchedule).
+  state.stats_dirty = true;
 }
 
 // ---- delivery ----
 
-function attemptResult(state: QueueState, message: JobAttemptResult, context: TurnContext): Result {
+function attemptResults(state: QueueState, results: JobAttemptResult[], context: TurnContext): Result {
+  const writes: RecordWrite[] = [];
+  for (const result of results) applyResult(state, result, context.now, writes);
+  return withSchedule(state, context, { state, writes });
+}
+
+/** One attempt's outcome: completed on a 2xx, else a failed attempt (retry or fail). A late or repeated result changes nothing. */
+function applyResult(state: QueueState, message: JobAttemptResult, now: number, writes: RecordWrite[]): void {
   const config = state.config;
   const job = config ? state.jobs.get(message.job_id) : undefined;
   // Late or repeated: the attempt is no longer in flight (its deadline passed, or the job or queue went).
-  if (!config || !job || job.status !== 'processing' || job.in_flight?.attempt !== message.attempt) return { state };
+  if (!config || !job || job.status !== 'processing' || job.in_flight?.attempt !== message.attempt) return;
   config.job_settings = message.job_settings;
-  const writes: RecordWrite[] = [];
-  const now = context.now;
   const success = message.status_code !== null && message.status_code >= 200 && message.status_code < 300;
   if (success) {
     move(state, job, 'completed', now);
     job.in_flight = null;
     job.error = null;
     job.completed_at_ms = now;
-    recordOutcome(state, now, 'completed', Math.max(0, Math.round(message.duration_ms)), writes);
+    recordOutcome(state, now, 'completed', Math.max(0, Math.round(message.duration_ms)));
     writes.push(jobWrite(job));
   } else {
     const error = message.error ?? `HTTP ${message.status_code}${message.response_excerpt ? `: ${message.response_excerpt.slice(0, policy.response_excerpt_length_max)}` : ''}`;
     failAttempt(state, config, job, error, message.error_kind === 'refused', now, writes);
   }
-  return withSchedule(state, context, { state, writes });
 }
 
 /** A failed attempt: retry later under the policy, or fail (and dead-letter) when the attempts are spent or the target is refused. */
@@ -717,7 +774,7 @@ function failAttempt(state: QueueState, config: QueueConfig, job: JobRecord, err
   if (permanent || job.attempts >= retry.max_attempts) {
     move(state, job, 'failed', now);
     job.completed_at_ms = now;
-    recordOutcome(state, now, 'failed', 0, writes);
+    recordOutcome(state, now, 'failed', 0);
     if (config.dlq_config.enabled) deadLetter(state, config, job, now, writes);
     writes.push(jobWrite(job));
     return;
@@ -827,6 +884,10 @@ function withSchedule(state: QueueState, context: TurnContext, result: Result): 
     if (delayed) next = next === null ? delayed.at : Math.min(next, delayed.at);
     // More ready jobs and free slots, but this turn started its share: continue at once.
     if (config.active && state.counts.processing < config.concurrency && topOf(state.ready, (e) => validReady(state, e))) next = now;
+  }
+  if (state.stats_dirty) {
+    effects.writes.push({ subkey: STATS_SUBKEY, value: state.stats.map((b) => ({ ...b })) });
+    state.stats_dirty = false;
   }
   if (next !== state.alarm_ms) {
     alarms.push({ name: TICK_ALARM, due_ms: next });

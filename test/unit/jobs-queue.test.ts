@@ -7,6 +7,7 @@ import {
   JOB_ATTEMPT_EVENT,
   JOB_STATUSES,
   jobIdFor,
+  jobPolicy,
   jobQueueKey,
   queueIdOf,
   queueNameOfId,
@@ -245,14 +246,14 @@ describe('job queue actor', () => {
 
   it('starts at most dispatch_per_turn_max attempts per turn and continues at once', () => {
     const d = new Driver();
-    d.step({ op: 'create', tenant: 'tenant-1', owner_id: 'u1', settings: { concurrency: 5_000 }, job_settings: SETTINGS });
-    const many: QueueMessage = { op: 'schedule_many', tenant: 'tenant-1', job_settings: SETTINGS, jobs: Array.from({ length: 2_500 }, (_, i) => ({ job_id: jobIdFor('q', `m${i}`), user_id: 'u1', url: 'https://t.example/', headers: {}, secret: 'whsec_x', events: ['job.due'], payload: i, scheduled_at_ms: T0, priority: null, retry_policy: null })) };
+    d.step({ op: 'create', tenant: 'tenant-1', owner_id: 'u1', settings: { concurrency: 10_000 }, job_settings: SETTINGS });
+    const per_turn = jobPolicy.dispatch_per_turn_max;
+    const many: QueueMessage = { op: 'schedule_many', tenant: 'tenant-1', job_settings: SETTINGS, jobs: Array.from({ length: per_turn * 1.5 }, (_, i) => ({ job_id: jobIdFor('q', `m${i}`), user_id: 'u1', url: 'https://t.example/', headers: {}, secret: 'whsec_x', events: ['job.due'], payload: i, scheduled_at_ms: T0, priority: null, retry_policy: null })) };
     d.step(many);
-    expect(d.attempts).toHaveLength(1_000);
+    expect(d.attempts).toHaveLength(per_turn);
     expect(d.alarm).toBe(d.now);
     d.advance(0);
-    d.advance(0);
-    expect(d.attempts).toHaveLength(2_500);
+    expect(d.attempts).toHaveLength(per_turn * 1.5);
   });
 
   it('cancel and DELETE obey the state machine; cleanup removes finished jobs past retention', () => {
