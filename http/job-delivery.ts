@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { ActorClient, Clock, PublishedEvent, TimerHandle } from '../runtime/index.js';
+import type { ActorClient, Clock, PublishedEvent } from '../runtime/index.js';
 import {
   JOB_ATTEMPT_EVENT,
   JOB_PROBE_EVENT,
@@ -34,9 +34,10 @@ import { WebhookDeliveryWorker, type WebhookNetwork } from './webhook-delivery.j
  * governs job targets too.
  *
  * Health (GET /health/job_queue): the processor runs when this worker is
- * started and its heartbeat timer ticked recently; the scheduler runs when
- * the node's scheduler probe actor (a durable alarm every
- * probe_interval_ms, the same machinery that fires due jobs) ticked
+ * started, listening on the runtime's event bus, and not wedged (attempts
+ * waiting means some are in flight); the scheduler runs when the node's
+ * scheduler probe actor (a durable alarm every probe_interval_ms, the same
+ * machinery that fires due jobs; started by the first health check) ticked
  * recently.
  */
 export interface JobDeliveryOptions {
@@ -62,10 +63,9 @@ export interface JobQueueHealth {
   waiting: number;
 }
 
-const HEARTBEAT_MS = 1_000;
 /** Results told to a queue in one message at most. */
 const RESULTS_PER_MESSAGE_MAX = 1_000;
-const HEARTBEAT_STALE_MS = 10_000;
+const PROBE_FIRST_WAIT_MS = 2_000;
 const PROBE_STALE_MS = 3 * jobPolicy.probe_interval_ms;
 
 /** `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` keyed with the base64-decoded part of the secret after whsec_. */
@@ -90,8 +90,8 @@ export class JobDeliveryWorker {
   private inFlight = 0;
   private started = false;
   private stopped = false;
-  private heartbeat: TimerHandle | null = null;
-  private lastHeartbeatMs: number | null = null;
+  private probeStarted = false;
+  private readonly probeWaiters: (() => void)[] = [];
   private lastProbeMs: number | null = null;
   private readonly concurrency_max: number;
   private readonly per_host_max: number;
@@ -100,7 +100,10 @@ export class JobDeliveryWorker {
     if (event.type === JOB_ATTEMPT_EVENT) this.enqueue(event.data as JobAttempt);
     else if (event.type === JOB_PROBE_EVENT) {
       const tick = event.data as { node: string; at_ms: number };
-      if (tick.node === this.options.probeKey) this.lastProbeMs = tick.at_ms;
+      if (tick.node === this.options.probeKey) {
+        this.lastProbeMs = tick.at_ms;
+        for (const waiter of this.probeWaiters.splice(0)) waiter();
+      }
     }
   };
 
@@ -122,12 +125,6 @@ export class JobDeliveryWorker {
     if (this.started) return;
     this.started = true;
     this.options.events.on('event', this.listener);
-    this.beat();
-    try {
-      this.options.actors.tell(JOB_PROBE_KIND, this.options.probeKey, { op: 'start' } satisfies ProbeMessage);
-    } catch (error) {
-      this.options.logger.warn({ err: error }, 'job scheduler probe not started; the health check reports the scheduler down until it ticks');
-    }
   }
 
   /** Stops taking attempts and aborts those in flight (unanswered: their deadlines retry them). */
@@ -135,21 +132,35 @@ export class JobDeliveryWorker {
     this.stopped = true;
     this.options.events.off('event', this.listener);
     this.queue.length = 0;
-    this.heartbeat?.cancel();
     this.transport.stop();
+    for (const waiter of this.probeWaiters.splice(0)) waiter();
   }
 
-  health(): JobQueueHealth {
+  /**
+   * The health check's view. The scheduler probe is started by the first
+   * check (not at boot: an idle node keeps no alarm of its own), which then
+   * waits up to probe_first_wait_ms for its first tick.
+   */
+  async health(): Promise<JobQueueHealth> {
+    if (!this.probeStarted && this.started && !this.stopped) {
+      this.probeStarted = true;
+      const ticked = new Promise<void>((resolve) => {
+        this.probeWaiters.push(resolve);
+        setTimeout(resolve, PROBE_FIRST_WAIT_MS).unref();
+      });
+      try {
+        this.options.actors.tell(JOB_PROBE_KIND, this.options.probeKey, { op: 'start' } satisfies ProbeMessage);
+        await ticked;
+      } catch (error) {
+        this.probeStarted = false;
+        this.options.logger.warn({ err: error }, 'job scheduler probe not started');
+      }
+    }
     const now = this.options.clock.now();
-    const processor_running = this.started && !this.stopped && this.lastHeartbeatMs !== null && now - this.lastHeartbeatMs <= HEARTBEAT_STALE_MS;
+    // Running: attached to the runtime's event bus, and not wedged (attempts waiting means some are in flight).
+    const processor_running = this.started && !this.stopped && this.options.events.listeners('event').includes(this.listener) && (this.queue.length === 0 || this.inFlight > 0);
     const scheduler_running = !this.stopped && this.lastProbeMs !== null && now - this.lastProbeMs <= PROBE_STALE_MS;
     return { processor_running, scheduler_running, in_flight: this.inFlight, waiting: this.queue.length };
-  }
-
-  private beat(): void {
-    if (this.stopped) return;
-    this.lastHeartbeatMs = this.options.clock.now();
-    this.heartbeat = this.options.clock.setTimer(HEARTBEAT_MS, () => this.beat());
   }
 
   private enqueue(attempt: JobAttempt): void {

@@ -387,7 +387,7 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 200: JobQueueHealth, 503: JobQueueHealth },
     },
   }, async (_request, reply) => {
-    const health = jobWorkerOf(services)?.health() ?? { processor_running: false, scheduler_running: false, in_flight: 0, waiting: 0 };
+    const health = (await jobWorkerOf(services)?.health()) ?? { processor_running: false, scheduler_running: false, in_flight: 0, waiting: 0 };
     const healthy = health.processor_running && health.scheduler_running;
     return reply.code(healthy ? 200 : 503).send({ status: healthy ? 'healthy' : 'unhealthy', redis: 'not_used', ...health });
   });
