@@ -6,6 +6,7 @@ import { cliLoginActor } from './actors/cli-login/actor.js';
 import { idempotencyActor } from './actors/idempotency/state.js';
 import { itemActors } from './actors/items/actor.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
+import { jobActors } from './actors/jobs/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
 import { mqActors } from './actors/mq/actor.js';
@@ -29,6 +30,7 @@ import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { cliLoginRoutes } from './http/routes/cli-login.js';
 import { emailVerificationRoutes } from './http/routes/email-verification.js';
 import { itemRoutes } from './http/routes/items.js';
+import { jobRoutes } from './http/routes/jobs.js';
 import { linkedAccountRoutes } from './http/routes/linked-accounts.js';
 import { livenessRoutes } from './http/routes/liveness.js';
 import { lockRoutes } from './http/routes/locks.js';
@@ -92,6 +94,7 @@ export const areas: Area[] = [
   { name: 'mq', actors: mqActors, routes: mqRoutes },
   { name: 'items', actors: itemActors, routes: itemRoutes },
   { name: 'rate-limits', actors: [rateLimitRulesActor, rateLimitWindowActor], routes: rateLimitRoutes },
+  { name: 'jobs', actors: jobActors, routes: jobRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

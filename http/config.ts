@@ -92,6 +92,10 @@ export interface NodeConfig {
   rateLimitDefaultWindowSeconds: number;
   /** Rate limits: how long a node uses its copy of the rule set before checking it again (RATE_LIMITS_RULES_CACHE_MS). */
   rateLimitRulesCacheMs: number;
+  /** Jobs: one delivery attempt's time-out, redirects included (JOB_TIMEOUT_MS). */
+  jobTimeoutMs: number;
+  /** Jobs: attempts the node's job worker runs at once (JOB_DELIVERY_CONCURRENCY); each queue also has its own concurrency. */
+  jobDeliveryConcurrency: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -256,6 +260,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookTimeoutMs: intFrom(env, 'WEBHOOK_TIMEOUT_MS', 30_000, 100, 300_000),
     webhookDisableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 10_000),
     webhookRetryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
+    jobTimeoutMs: intFrom(env, 'JOB_TIMEOUT_MS', 30_000, 100, 300_000),
+    jobDeliveryConcurrency: intFrom(env, 'JOB_DELIVERY_CONCURRENCY', 256, 1, 4_096),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
     ...x402From(env),

@@ -112,6 +112,10 @@ export const errorCodes = {
   rate_limit_user_exists: { status: 409, description: 'The user already has rate-limit settings; change them with PUT /admin/rate-limits/users/{user_id}.' },
   rate_limit_tier_in_use: { status: 409, description: 'User settings still name this support tier; move them to another tier before deleting it.' },
   rate_limit_rules_full: { status: 409, description: 'The rate-limit rule set holds the maximum number of tiers or user settings of this kind (docs/api/rate-limits.md).' },
+  job_queue_exists: { status: 409, description: 'A job queue with this name already exists in the tenant (perhaps created by scheduling into it); change it with PATCH.' },
+  job_queue_not_empty: { status: 409, description: 'The job queue still has scheduled or processing jobs; cancel them, or delete with force=true.' },
+  job_queue_full: { status: 409, description: 'The job queue holds the maximum number of jobs (docs/api/jobs.md); wait for cleanup or use another queue.' },
+  job_not_cancellable: { status: 409, description: 'The job is being delivered (processing); only a scheduled job (also one waiting between retries) can be cancelled.' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
