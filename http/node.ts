@@ -106,8 +106,17 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     },
   );
 
-  // Listening before the first await: queues whose jobs fell due while the node was down fire as soon as
-  // the runtime starts, and an attempt emitted with no worker listening would wait for its deadline.
+  // The delivery workers listen before the first await: attempts (webhook events, jobs) that fell due while
+  // the node was down are emitted as soon as the runtime runs, and one emitted with no worker listening would
+  // wait for its deadline. Webhook attempts are emitted by the actors this runtime leads; this node delivers them.
+  const webhookDelivery = new WebhookDeliveryWorker({
+    events: runtime.events,
+    actors,
+    settings: () => webhookSettings(config),
+    allowPrivateTargets: config.webhookAllowPrivateTargets,
+    logger: logger.child({ component: 'webhook-delivery' }),
+  });
+  webhookDelivery.start();
   const jobDelivery = new JobDeliveryWorker({
     events: runtime.events,
     actors,
@@ -145,15 +154,6 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     sessionCache,
   };
   const app = await buildApp(services, logger, areas.map((area) => area.routes));
-  // Webhook attempts are emitted by the actors this runtime leads; this node delivers them.
-  const webhookDelivery = new WebhookDeliveryWorker({
-    events: runtime.events,
-    actors,
-    settings: () => webhookSettings(config),
-    allowPrivateTargets: config.webhookAllowPrivateTargets,
-    logger: logger.child({ component: 'webhook-delivery' }),
-  });
-  webhookDelivery.start();
   registerJobWorker(services, jobDelivery);
 
   if (config.adminEmail && config.adminPassword) {
