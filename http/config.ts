@@ -267,7 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     ...x402From(env),
     throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
     rateLimitsEnabled: intFrom(env, 'RATE_LIMITS_ENABLED', 1, 0, 1) === 1,
-    rateLimitDefaultMaxRequests: intFrom(env, 'RATE_LIMITS_DEFAULT_MAX_REQUESTS', 1_000, 1, 1_000_000_000),
+    rateLimitDefaultMaxRequests: intFrom(env, 'RATE_LIMITS_DEFAULT_MAX_REQUESTS', 6_000, 1, 1_000_000_000),
     rateLimitDefaultWindowSeconds: intFrom(env, 'RATE_LIMITS_DEFAULT_WINDOW_SECONDS', 60, 1, 86_400),
     rateLimitRulesCacheMs: intFrom(env, 'RATE_LIMITS_RULES_CACHE_MS', 2_000, 0, 60_000),
     cluster: clusterFrom(env, port),
