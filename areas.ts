@@ -16,6 +16,8 @@ import { waitingRoomActor, waitingRoomDirectoryActor } from './actors/waiting-ro
 import { webhookActors } from './actors/webhooks/actor.js';
 import { vaultActors } from './actors/vault/actor.js';
 import { agentActors } from './actors/agents/actor.js';
+import { ledgerActors } from './actors/ledger/actor.js';
+import { auctionActors } from './actors/auctions/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -33,6 +35,8 @@ import { waitingRoomRoutes } from './http/routes/waiting-rooms.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { vaultRoutes } from './http/routes/vault.js';
 import { agentRoutes } from './http/routes/agents.js';
+import { ledgerRoutes } from './http/routes/ledger.js';
+import { auctionRoutes } from './http/routes/auctions.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -71,6 +75,8 @@ export const areas: Area[] = [
   { name: 'webhooks', actors: webhookActors, routes: webhookRoutes },
   { name: 'vault', actors: vaultActors, routes: vaultRoutes },
   { name: 'agents', actors: agentActors, routes: agentRoutes },
+  { name: 'ledger', actors: ledgerActors, routes: ledgerRoutes },
+  { name: 'auctions', actors: auctionActors, routes: auctionRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */
