@@ -1,6 +1,6 @@
 import { ServiceError, type ActorSend, type AlarmChange, type AlarmMessage, type DeferredReply, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { answerFlowCall, flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
-import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type HoldCall, type LedgerAccountMessage } from '../ledger/messages.js';
+import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type HoldCall, type HoldReply, type LedgerAccountMessage } from '../ledger/messages.js';
 import { minimumBid, resolveBid, type BiddingState, type HistoryBid, type Leader } from './bidding.js';
 import { itemTransferStep } from './item-transfer.js';
 import {
@@ -74,7 +74,11 @@ export interface AuctionCore {
   leader: LeaderState | null;
   /** Bids waiting for their hold or their turn, in arrival order (stored as `q:` records, not in `a`). */
   queue: PendingBid[];
-  /** Counter for hold ids (unique per auction). */
+  /**
+   * Counter for hold ids (unique per auction). A bid's arrival writes only its
+   * `q:` record, not the core, so on load the counter is the larger of the
+   * stored one and the newest queued bid's.
+   */
   hold_seq: number;
   /** The end was reached (or close asked) while bids were waiting: settle when the queue drains. */
   closing: boolean;
@@ -97,9 +101,12 @@ export function bidSubkey(seq: number): string {
   return BID_PREFIX + String(seq).padStart(10, '0');
 }
 
+function holdSeqOf(hold_id: string): number {
+  return Number(hold_id.slice(hold_id.lastIndexOf('.') + 1));
+}
+
 export function queueSubkey(hold_id: string): string {
-  const seq = Number(hold_id.slice(hold_id.lastIndexOf('.') + 1));
-  return QUEUE_PREFIX + String(seq).padStart(10, '0');
+  return QUEUE_PREFIX + String(holdSeqOf(hold_id)).padStart(10, '0');
 }
 
 export function loadAuction(key: string, records: Iterable<[string, unknown]>): AuctionState {
@@ -110,7 +117,10 @@ export function loadAuction(key: string, records: Iterable<[string, unknown]>): 
     else if (subkey.startsWith(BID_PREFIX)) state.bids.push(value as BidView);
     else if (subkey.startsWith(QUEUE_PREFIX)) queue.push({ ...(value as PendingBid), request_id: null });
   }
-  if (state.core) state.core.queue = queue;
+  if (state.core) {
+    state.core.queue = queue;
+    for (const pending of queue) state.core.hold_seq = Math.max(state.core.hold_seq, holdSeqOf(pending.hold_id));
+  }
   return state;
 }
 
@@ -206,7 +216,9 @@ export function stepAuction(state: AuctionState, message: AuctionMessage | Alarm
     case 'bids': {
       current(state);
       const limit = Math.min(policy.bids_limit_max, message.limit > 0 ? message.limit : policy.bids_limit_default);
-      return { state, reply: { total: state.bids.length, bids: state.bids.slice(-limit).reverse() } };
+      // bids[i] has seq i + 1, so the bids before seq n are bids[0 .. n - 2].
+      const older = message.before_seq === undefined ? state.bids : state.bids.slice(0, Math.max(0, message.before_seq - 1));
+      return { state, reply: { total: state.bids.length, bids: older.slice(-limit).reverse() } };
     }
     case 'bid':
       return bid(state, message, context);
@@ -332,7 +344,7 @@ function bid(state: AuctionState, message: Extract<AuctionMessage, { op: 'bid' }
     answer: null,
   };
   core.queue.push(pending);
-  turn.coreChanged = true;
+  // Only the queued bid is written (the hot path); the core follows when the bid is decided.
   turn.writes.push({ subkey: queueSubkey(hold_id), value: storedPending(pending) });
   const call: HoldCall = { op: 'place_hold', hold_id, currency: view.currency, amount: message.amount, purpose: { area: 'auctions', ref: view.auction_id } };
   turn.sends.push(flowCall(LEDGER_ACCOUNT_KIND, ledgerAccountKey(view.tenant, pending.bidder_id), call, { kind: AUCTION_KIND, key: state.key, flow_id: hold_id, step: 'hold' }));
@@ -345,7 +357,14 @@ function flowAnswered(state: AuctionState, answer: FlowAnswer, context: TurnCont
   const turn = new Turn(state, context);
   if (answer.step === 'hold') {
     const pending = core.queue.find((bid) => bid.hold_id === answer.flow_id);
-    if (!pending || pending.answer) return { state };
+    if (!pending || pending.answer) {
+      // A placement answered again (a retry applied after the first answer was a refusal, or after the
+      // bid was decided): a hold nobody will use is released, unless it backs the leader.
+      const unused = answer.ok && core.leader?.hold_id !== answer.flow_id && (!pending || !pending.answer!.ok);
+      if (!unused) return { state };
+      turn.release(answer.flow_id, (answer.reply as HoldReply).account.user_id);
+      return turn.done();
+    }
     pending.answer = answer.ok ? { ok: true } : { ok: false, error: answer.error };
     if (core.queue[0] !== pending) turn.writes.push({ subkey: queueSubkey(pending.hold_id), value: storedPending(pending) });
     drain(turn);

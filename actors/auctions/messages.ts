@@ -152,7 +152,8 @@ export type AuctionMessage =
   | { op: 'init'; tenant: string; seller_id: string; spec: AuctionSpec }
   | FlowCall<{ op: 'init'; tenant: string; seller_id: string; spec: AuctionSpec }>
   | { op: 'get' }
-  | { op: 'bids'; limit: number }
+  /** Newest first; `before_seq` pages back through older bids. */
+  | { op: 'bids'; limit: number; before_seq?: number }
   /** A plain bid (is_proxy false: amount is the bid) or a proxy bid (amount is the maximum). */
   | { op: 'bid'; caller: AuctionCaller; amount: number; is_proxy: boolean }
   | { op: 'close'; caller: AuctionCaller }

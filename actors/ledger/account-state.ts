@@ -164,7 +164,7 @@ function holdCall(state: AccountState, call: HoldCall, context: TurnContext): Tu
         if (existing.amount !== call.amount || existing.currency !== call.currency) {
           throw new ServiceError('conflict', `Hold ${call.hold_id} exists with another amount or currency.`);
         }
-        return { state, reply: { hold: existing, idempotent: true } };
+        return { state, reply: { hold: existing, idempotent: true, account: partyOf(state) } };
       }
       const open = state.holds.size - state.closed.length;
       if (open >= policy.open_holds_max) throw new ServiceError('ledger_limit_reached', `An account may have at most ${policy.open_holds_max} open holds.`);
@@ -187,10 +187,10 @@ function holdCall(state: AccountState, call: HoldCall, context: TurnContext): Tu
       };
       state.holds.set(hold.hold_id, hold);
       addHeld(state, hold.currency, hold.amount);
-      return { state, reply: { hold, idempotent: false }, writes: [{ subkey: HOLD_PREFIX + hold.hold_id, value: hold }] };
+      return { state, reply: { hold, idempotent: false, account: partyOf(state) }, writes: [{ subkey: HOLD_PREFIX + hold.hold_id, value: hold }] };
     }
     case 'release_hold': {
-      if (existing?.status === 'released') return { state, reply: { hold: existing, idempotent: true } };
+      if (existing?.status === 'released') return { state, reply: { hold: existing, idempotent: true, account: partyOf(state) } };
       if (existing?.status === 'captured') throw new ServiceError('hold_closed', `Hold ${call.hold_id} was captured; it cannot be released.`, { details: { hold: existing } });
       const writes: RecordWrite[] = [];
       // Unknown: remembered as released (a tombstone), so a late placement is refused.
@@ -199,11 +199,11 @@ function holdCall(state: AccountState, call: HoldCall, context: TurnContext): Tu
         : { hold_id: call.hold_id, currency: '', amount: 0, status: 'released', purpose: null, captured_amount: 0, payee: null, created_at_ms: context.now, closed_at_ms: context.now };
       if (existing) addHeld(state, existing.currency, -existing.amount);
       close(state, released, writes);
-      return { state, reply: { hold: released, idempotent: false }, writes };
+      return { state, reply: { hold: released, idempotent: false, account: partyOf(state) }, writes };
     }
     case 'capture_hold': {
       if (!existing) throw new ServiceError('not_found', `No hold ${call.hold_id} on this account.`);
-      if (existing.status === 'captured') return { state, reply: { hold: existing, idempotent: true } };
+      if (existing.status === 'captured') return { state, reply: { hold: existing, idempotent: true, account: partyOf(state) } };
       if (existing.status === 'released') throw new ServiceError('hold_closed', `Hold ${call.hold_id} was released; it cannot be captured.`, { details: { hold: existing } });
       if (call.amount > existing.amount) throw new ServiceError('conflict', `Hold ${call.hold_id} reserves ${existing.amount}; it cannot capture ${call.amount}.`);
       const writes: RecordWrite[] = [];
@@ -221,7 +221,7 @@ function holdCall(state: AccountState, call: HoldCall, context: TurnContext): Tu
                 message: { op: 'transfer_in', transfer_id: call.hold_id, from: partyOf(state), currency: existing.currency, amount: call.amount } satisfies LedgerAccountMessage,
               },
             ];
-      return { state, reply: { hold: captured, idempotent: false }, writes, sends };
+      return { state, reply: { hold: captured, idempotent: false, account: partyOf(state) }, writes, sends };
     }
   }
 }

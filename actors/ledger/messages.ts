@@ -105,7 +105,8 @@ export type HoldCall =
    */
   | { op: 'release_hold'; hold_id: string };
 
-export type HoldReply = { hold: HoldView; idempotent: boolean };
+/** The hold, whether the call changed nothing (a repeat), and whose account answered. */
+export type HoldReply = { hold: HoldView; idempotent: boolean; account: LedgerParty };
 
 export type LedgerAccountMessage =
   | HoldCall

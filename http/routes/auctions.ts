@@ -290,17 +290,17 @@ export function auctionRoutes(app: FastifyInstance, services: AppServices): void
     return { auction_id: deleted.auction_id, holds_released: deleted.holds_released, message: `Auction deleted; ${deleted.holds_released} hold(s) released.`, status: 'deleted' as const };
   });
 
-  app.get<{ Params: Static<typeof IdParams>; Querystring: { limit?: number } }>(`${base}/:auction_id/bids`, {
+  app.get<{ Params: Static<typeof IdParams>; Querystring: { limit?: number; before_seq?: number } }>(`${base}/:auction_id/bids`, {
     onRequest: authenticate,
     schema: schema(
-      `The accepted bids, newest first (each higher than the one before it). limit: default ${policy.bids_limit_default}, at most ${policy.bids_limit_max} (0 means the default). total counts them all.`,
-      { params: IdParams, querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 0 })) }) },
+      `The accepted bids, newest first (each higher than the one before it). limit: default ${policy.bids_limit_default}, at most ${policy.bids_limit_max} (0 means the default); before_seq pages back to older bids. total counts them all.`,
+      { params: IdParams, querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 0 })), before_seq: Type.Optional(Type.Integer({ minimum: 1, description: 'Only bids with a smaller seq (the next page: the last seq you got).' })) }) },
       { 200: Type.Object({ bids: Type.Array(Bid), total: Type.Integer() }) },
       [404],
     ),
   }, async (request) => {
     const principal = requirePrincipal(request);
-    const view = await readAuction<{ total: number; bids: BidView[] }>(principal, request.params.auction_id, { op: 'bids', limit: request.query.limit ?? 0 });
+    const view = await readAuction<{ total: number; bids: BidView[] }>(principal, request.params.auction_id, { op: 'bids', limit: request.query.limit ?? 0, before_seq: request.query.before_seq });
     return { bids: view.bids.map(bidShape), total: view.total };
   });
 

@@ -123,6 +123,8 @@ describe('auctions', () => {
     const bids = await t.request('GET', `${base}/${id}/bids?limit=2`, { token: keys.bob });
     expect(bids.body.total).toBe(3);
     expect(bids.body.bids.map((b: { amount: number; bidder_id: string }) => [b.bidder_id, b.amount])).toEqual([[carol.user_id, 330], [carol.user_id, 300]]);
+    const older = await t.request('GET', `${base}/${id}/bids?before_seq=2`, { token: keys.bob });
+    expect(older.body.bids.map((b: { amount: number; seq: number }) => [b.seq, b.amount])).toEqual([[1, 150]]);
 
     const seen = await t.request('GET', `${base}/${id}`, { token: keys.bob });
     expect(seen.body).toMatchObject({ status: 'open', current_price: 330, high_bidder: carol.user_id, reserve_price: null, reserve_met: true, total_bids: 3 });

@@ -112,7 +112,7 @@ describe('ledger conservation under auctions', () => {
         for (const bidder of BIDDERS) expect(w.funds(bidder)).toEqual({ balance: FUNDS - (paid.get(bidder) ?? 0), held: 0, available: FUNDS - (paid.get(bidder) ?? 0) });
         expect(w.funds(SELLER)).toEqual({ balance: sold, held: 0, available: sold });
       }),
-      { numRuns: 300 },
+      { numRuns: Number(process.env.LEDGER_PROPERTY_RUNS ?? 300) },
     );
   });
 });
