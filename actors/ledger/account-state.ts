@@ -226,9 +226,17 @@ function holdCall(state: AccountState, call: HoldCall, context: TurnContext): Tu
   }
 }
 
+const parties = new WeakMap<AccountState, LedgerParty>();
+
+/** The account's owner, parsed from its key once per activation. */
 function partyOf(state: AccountState): LedgerParty {
-  const [tenant, user_id] = JSON.parse(state.key) as [string, string];
-  return { tenant, user_id };
+  let party = parties.get(state);
+  if (!party) {
+    const [tenant, user_id] = JSON.parse(state.key) as [string, string];
+    party = { tenant, user_id };
+    parties.set(state, party);
+  }
+  return party;
 }
 
 function credit(state: AccountState, message: Extract<LedgerAccountMessage, { op: 'credit' }>, context: TurnContext): TurnResult<AccountState, CreditReply> {
