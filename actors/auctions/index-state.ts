@@ -20,7 +20,8 @@ import { isFinal } from './status-machine.js';
  * summary of each auction (the auction's view, sent by the auction through
  * the outbox on every status change and at most every index_refresh_ms
  * otherwise), `i:<item_id>` the live auction holding each item, `p:<flow>` a
- * creation in progress.
+ * creation in progress, `d:<id>` each deleted auction (the outbox may bring
+ * an auction's last summary after its removal: it must not bring it back).
  *
  * It creates auctions, a batch all-or-nothing: every check (batch size,
  * an item in two auctions of the batch or in a live auction, the tenant's
@@ -33,6 +34,7 @@ import { isFinal } from './status-machine.js';
 export const SUMMARY_PREFIX = 's:';
 export const ITEM_PREFIX = 'i:';
 export const PENDING_PREFIX = 'p:';
+export const DELETED_PREFIX = 'd:';
 
 interface PendingCreation {
   flow_id: string;
@@ -46,15 +48,17 @@ export interface AuctionIndexState {
   /** item_id -> the live auction holding it. */
   items: Map<string, string>;
   pending: Map<string, PendingCreation>;
+  deleted: Set<string>;
 }
 
 type Result = TurnResult<AuctionIndexState, unknown>;
 
 export function loadAuctionIndex(_key: string, records: Iterable<[string, unknown]>): AuctionIndexState {
-  const state: AuctionIndexState = { entries: new Map(), items: new Map(), pending: new Map() };
+  const state: AuctionIndexState = { entries: new Map(), items: new Map(), pending: new Map(), deleted: new Set() };
   for (const [subkey, value] of records) {
     if (subkey.startsWith(SUMMARY_PREFIX)) state.entries.set(subkey.slice(SUMMARY_PREFIX.length), value as AuctionView);
     else if (subkey.startsWith(ITEM_PREFIX)) state.items.set(subkey.slice(ITEM_PREFIX.length), value as string);
+    else if (subkey.startsWith(DELETED_PREFIX)) state.deleted.add(subkey.slice(DELETED_PREFIX.length));
     else if (subkey.startsWith(PENDING_PREFIX)) {
       const pending = value as PendingCreation;
       state.pending.set(pending.flow_id, { ...pending, request_id: null });
@@ -147,7 +151,7 @@ function initAnswered(state: AuctionIndexState, answer: FlowAnswer): Result {
 
 function upsert(state: AuctionIndexState, entry: AuctionView): Result {
   const current = state.entries.get(entry.auction_id);
-  if (current && current.version >= entry.version) return { state, reply: { applied: false } };
+  if (state.deleted.has(entry.auction_id) || (current && current.version >= entry.version)) return { state, reply: { applied: false } };
   state.entries.set(entry.auction_id, entry);
   const writes: RecordWrite[] = [{ subkey: SUMMARY_PREFIX + entry.auction_id, value: entry }];
   if (isFinal(entry.status)) freeItem(state, entry.item_id, entry.auction_id, writes);
@@ -155,10 +159,13 @@ function upsert(state: AuctionIndexState, entry: AuctionView): Result {
 }
 
 function remove(state: AuctionIndexState, auction_id: string): Result {
+  if (state.deleted.has(auction_id)) return { state, reply: { removed: false } };
+  state.deleted.add(auction_id);
+  const writes: RecordWrite[] = [{ subkey: DELETED_PREFIX + auction_id, value: true }];
   const entry = state.entries.get(auction_id);
-  if (!entry) return { state, reply: { removed: false } };
+  if (!entry) return { state, reply: { removed: false }, writes };
   state.entries.delete(auction_id);
-  const writes: RecordWrite[] = [{ subkey: SUMMARY_PREFIX + auction_id, value: undefined }];
+  writes.push({ subkey: SUMMARY_PREFIX + auction_id, value: undefined });
   freeItem(state, entry.item_id, auction_id, writes);
   return { state, reply: { removed: true }, writes };
 }
