@@ -171,6 +171,20 @@ describe('auctions', () => {
     expect(view).toMatchObject({ winner_id: carol.user_id, final_price: 500 });
   });
 
+  it('the leader raises its own maximum with a proxy bid (the price stays); a plain re-bid by the leader is refused', async () => {
+    const { auction_id: id } = await create();
+    expect((await t.request('POST', `${base}/${id}/proxy-bid`, { token: keys.bob, body: { max_amount: 300 } })).body).toMatchObject({ success: true, current_price: 100 });
+    const raised = await t.request('POST', `${base}/${id}/proxy-bid`, { token: keys.bob, body: { max_amount: 700 } });
+    expect(raised.body).toMatchObject({ success: true, current_price: 100, max_amount: 700, leading: true });
+    // The old hold is released at once, the new one covers the new maximum.
+    await until(async () => (await balance(keys.bob)).held === 700, 'the old hold to be released');
+    expectError(await t.request('POST', `${base}/${id}/bids`, { token: keys.bob, body: { amount: 800 } }), 409, 'already_high_bidder');
+    expectError(await t.request('POST', `${base}/${id}/proxy-bid`, { token: keys.bob, body: { max_amount: 600 } }), 409, 'bid_too_low');
+    const deleted = await t.request('DELETE', `${base}/${id}`, { token: keys.alice });
+    expect(deleted.body.holds_released).toBe(1);
+    await until(async () => (await balance(keys.bob)).held === 0, 'the release on delete');
+  });
+
   it('PUT status follows the state machine, seller or admin only', async () => {
     const { auction_id: id } = await create({ start_time: at(3600), end_time: at(7200) });
     expectError(await t.request('PUT', `${base}/${id}/status`, { token: keys.bob, body: { status: 'open' } }), 403, 'forbidden');
