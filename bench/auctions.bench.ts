@@ -22,7 +22,7 @@ const AREA = 'auctions';
 const BIDS = Number(process.env.BENCH_AUCTION_BIDS ?? 50_000);
 const BIDDERS = 1_000;
 /** Bids in flight at once (the auction's waiting-bid bound is 5,000). */
-const IN_FLIGHT = 1_000;
+const IN_FLIGHT = Number(process.env.BENCH_AUCTION_IN_FLIGHT ?? 1_000);
 const LOOP_SECONDS_MAX = 30;
 const TENANT = 'bench-tenant';
 const SELLER = 'seller';
