@@ -352,7 +352,11 @@ export function auctionRoutes(app: FastifyInstance, services: AppServices): void
     const principal = requirePrincipal(request);
     const closed = await auction<CloseReply>(principal, request.params.auction_id, { op: 'close', caller: callerOf(principal) });
     const { settlement } = closed;
-    const message = settlement.winner_id ? `Settled: ${settlement.winner_id} won at ${settlement.final_price}.` : settlement.reserve_met ? 'Settled with no bids.' : 'Settled: the reserve was not met; no winner.';
+    const message = settlement.winner_id
+      ? `Settled: ${settlement.winner_id} won at ${settlement.final_price}.`
+      : closed.auction.total_bids === 0
+        ? 'Settled with no bids; no winner.'
+        : 'Settled: the reserve was not met; no winner.';
     return { message, settlement: settlementShape(settlement) };
   });
 

@@ -201,6 +201,9 @@ describe('auctions', () => {
     const second = await create();
     const settled = await t.request('PUT', `${base}/${second.auction_id}/status`, { token: keys.alice, body: { status: 'ended' } });
     expect(settled.body).toMatchObject({ success: true, status: 'settled', settlement: { status: 'settled', winner_id: null } });
+    const third = await create();
+    const empty = await t.request('POST', `${base}/${third.auction_id}/close`, { token: keys.alice });
+    expect(empty.body).toMatchObject({ message: 'Settled with no bids; no winner.', settlement: { winner_id: null, funds_settled: false, holds_released: 0 } });
   });
 
   it('delete releases every bid hold; seller or admin only; then 404', async () => {
