@@ -1,6 +1,6 @@
 import type { ActorSend, DeferredReply, TurnContext, TurnResult } from '../../runtime/index.js';
 import { isServiceError } from '../../runtime/index.js';
-import { emptyAccount, stepAccount, type AccountState } from '../../actors/ledger/account-state.js';
+import { emptyAccount, loadAccount, stepAccount, type AccountState } from '../../actors/ledger/account-state.js';
 import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type LedgerAccountMessage } from '../../actors/ledger/messages.js';
 import { loadAuction, stepAuction, type AuctionState } from '../../actors/auctions/auction-state.js';
 import { AUCTION_INDEX_KIND, AUCTION_KIND, auctionKey, type AuctionSpec } from '../../actors/auctions/messages.js';
@@ -26,6 +26,8 @@ export class World {
   /** Undelivered sends (the index's are dropped: the list is not under test here). */
   readonly inFlight: ActorSend[] = [];
   readonly outcomes = new Map<string, Outcome>();
+  /** What each actor has written, as the store would hold it (values copied as msgpack would). */
+  readonly records = new Map<string, Map<string, unknown>>();
   private seq = 0;
 
   context(kind: string, key: string, request_id: string | null = null): TurnContext {
@@ -53,19 +55,35 @@ export class World {
   }
 
   private apply(kind: string, key: string, message: unknown, request_id: string | null): TurnResult<unknown, unknown> {
+    let result: TurnResult<unknown, unknown>;
     if (kind === LEDGER_ACCOUNT_KIND) {
       const state = this.accounts.get(key) ?? emptyAccount(key);
       this.accounts.set(key, state);
-      return stepAccount(state, message as LedgerAccountMessage, this.context(kind, key, request_id));
-    }
-    if (kind === AUCTION_KIND) {
+      result = stepAccount(state, message as LedgerAccountMessage, this.context(kind, key, request_id));
+    } else if (kind === AUCTION_KIND) {
       const state = this.auctions.get(key) ?? loadAuction(key, []);
       this.auctions.set(key, state);
-      const result = stepAuction(state, message as never, this.context(kind, key, request_id));
-      this.auctions.set(key, result.state);
-      return result;
+      result = stepAuction(state, message as never, this.context(kind, key, request_id));
+      this.auctions.set(key, result.state as AuctionState);
+    } else return { state: null };
+    const stored = this.records.get(`${kind} ${key}`) ?? new Map<string, unknown>();
+    this.records.set(`${kind} ${key}`, stored);
+    for (const write of result.writes ?? []) {
+      if (write.value === undefined) stored.delete(write.subkey);
+      else stored.set(write.subkey, structuredClone(write.value));
     }
-    return { state: null };
+    return result;
+  }
+
+  /**
+   * A crash of one actor: its state is rebuilt from its records, as at
+   * activation; the asks it was holding are lost (their callers got 503
+   * flow_interrupted). Undelivered sends stay: they are in the outbox.
+   */
+  crash(kind: string, key: string): void {
+    const stored = [...(this.records.get(`${kind} ${key}`) ?? new Map<string, unknown>()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    if (kind === LEDGER_ACCOUNT_KIND) this.accounts.set(key, loadAccount(key, stored));
+    else this.auctions.set(key, loadAuction(key, stored));
   }
 
   private collect(result: TurnResult<unknown, unknown>): void {

@@ -1,13 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AUCTION_KIND, auctionKey, type AuctionView } from '../../actors/auctions/messages.js';
-import type { LedgerAccountMessage } from '../../actors/ledger/messages.js';
+import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type LedgerAccountMessage } from '../../actors/ledger/messages.js';
 import { SELLER, TENANT, World } from './auctions-world.js';
 
 /**
- * Property: whatever bids, proxy bids, outbids, closes, cancellations and
- * deletions happen, with every message between the auctions and the ledger
- * delivered in a random order and some delivered twice, money is conserved:
+ * Property: whatever bids, proxy bids, outbids, closes, cancellations,
+ * deletions and crashes (an auction or an account rebuilt from its records,
+ * losing the asks it held) happen, with every message between the auctions
+ * and the ledger delivered in a random order and some delivered twice, money
+ * is conserved:
  * the sum of every account's balance (held funds included) plus the
  * transfers still on their way equals what was credited; no account's held
  * funds exceed its balance; and once everything is delivered and every
@@ -24,6 +26,7 @@ const op = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), auction: fc.constantFrom(...AUCTIONS) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), auction: fc.constantFrom(...AUCTIONS), remove: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('end' as const), auction: fc.constantFrom(...AUCTIONS) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), actor: fc.constantFrom(...AUCTIONS, ...BIDDERS, SELLER) }) },
 );
 
 /** Transfers on their way: sent and not yet applied by the payee (a duplicate of an applied one carries no money). */
@@ -79,6 +82,10 @@ describe('ledger conservation under auctions', () => {
               break;
             case 'cancel':
               w.ask(AUCTION_KIND, key(step.auction), step.remove ? { op: 'delete', caller: seller } : { op: 'set_status', caller: seller, status: 'cancelled' }, `d${n}`);
+              break;
+            case 'crash':
+              if (AUCTIONS.includes(step.actor)) w.crash(AUCTION_KIND, key(step.actor));
+              else w.crash(LEDGER_ACCOUNT_KIND, ledgerAccountKey(TENANT, step.actor));
               break;
             case 'end':
               w.now = Math.max(w.now, w.auctions.get(key(step.auction))!.core!.view.end_ms);
