@@ -18,6 +18,7 @@ import { webhookActors } from './actors/webhooks/actor.js';
 import { vaultActors } from './actors/vault/actor.js';
 import { agentActors } from './actors/agents/actor.js';
 import { x402Actors } from './actors/x402/actor.js';
+import { ecsIndexActor } from './actors/ecs/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -37,6 +38,7 @@ import { webhookRoutes } from './http/routes/webhooks.js';
 import { vaultRoutes } from './http/routes/vault.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { x402Routes } from './http/routes/x402.js';
+import { ecsRoutes } from './http/routes/ecs.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -77,6 +79,7 @@ export const areas: Area[] = [
   { name: 'agents', actors: agentActors, routes: agentRoutes },
   { name: 'x402', actors: x402Actors, routes: x402Routes },
   { name: 'talent', actors: talentActors, routes: talentRoutes },
+  { name: 'ecs', actors: [ecsIndexActor], routes: ecsRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

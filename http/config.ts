@@ -83,6 +83,8 @@ export interface NodeConfig {
   x402SessionTtlSeconds: number;
   /** x402: how long the edge keeps the price rules before asking again (X402_PRICE_CACHE_MS). */
   x402PriceCacheMs: number;
+  /** ECS coordinator: a WebSocket subscriber with more unsent bytes than this is closed with 4001 (ECS_WS_BUFFER_MAX_BYTES). */
+  ecsWsBufferMaxBytes: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -250,6 +252,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
     ...x402From(env),
+    ecsWsBufferMaxBytes: intFrom(env, 'ECS_WS_BUFFER_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     cluster: clusterFrom(env, port),
   };
 }
