@@ -137,9 +137,10 @@ function onTick(state: IndexState, alarm: AlarmMessage, context: TurnContext): R
   for (const evicted of pushTick(state.ring, record)) writes.push({ subkey: tickKey(evicted.tick), value: undefined });
   state.meta = { ...meta, tick, last_tick_at_ms: context.now };
   writes.push({ subkey: META, value: state.meta });
-  // Keep the cadence; after a pause (a restart, a slow node) skip the missed ticks instead of bursting.
+  // Keep the cadence: a tick up to one period late (a slow commit) is followed at once by the next
+  // one; after a longer pause (a restart, a failover) the missed ticks are skipped instead of burst.
   let due_ms = alarm.due_ms + meta.tick_rate_ms;
-  if (due_ms <= context.now) due_ms = context.now + meta.tick_rate_ms;
+  if (due_ms <= context.now - meta.tick_rate_ms) due_ms = context.now + meta.tick_rate_ms;
   const replies: DeferredReply[] = [];
   for (const waiter of state.waiters.values()) replies.push({ request_id: waiter.request_id, reply: ticksReply(state, waiter.since) });
   state.waiters.clear();
