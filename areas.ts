@@ -26,6 +26,7 @@ import { lineageActors } from './actors/lineage/actor.js';
 import { throttleActors } from './actors/throttle/actor.js';
 import { ledgerActors } from './actors/ledger/actor.js';
 import { auctionActors } from './actors/auctions/actor.js';
+import { ecsIndexActor } from './actors/ecs/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -53,6 +54,7 @@ import { lineageRoutes } from './http/routes/lineage.js';
 import { throttleRoutes } from './http/routes/throttle.js';
 import { ledgerRoutes } from './http/routes/ledger.js';
 import { auctionRoutes } from './http/routes/auctions.js';
+import { ecsRoutes } from './http/routes/ecs.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -101,6 +103,7 @@ export const areas: Area[] = [
   { name: 'jobs', actors: jobActors, routes: jobRoutes },
   { name: 'ledger', actors: ledgerActors, routes: ledgerRoutes },
   { name: 'auctions', actors: auctionActors, routes: auctionRoutes },
+  { name: 'ecs', actors: [ecsIndexActor], routes: ecsRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

@@ -96,6 +96,8 @@ export interface NodeConfig {
   jobTimeoutMs: number;
   /** Jobs: attempts the node's job worker runs at once (JOB_DELIVERY_CONCURRENCY); each queue also has its own concurrency. */
   jobDeliveryConcurrency: number;
+  /** ECS coordinator: a WebSocket subscriber with more unsent bytes than this is closed with 4001 (ECS_WS_BUFFER_MAX_BYTES). */
+  ecsWsBufferMaxBytes: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -270,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     rateLimitDefaultMaxRequests: intFrom(env, 'RATE_LIMITS_DEFAULT_MAX_REQUESTS', 6_000, 1, 1_000_000_000),
     rateLimitDefaultWindowSeconds: intFrom(env, 'RATE_LIMITS_DEFAULT_WINDOW_SECONDS', 60, 1, 86_400),
     rateLimitRulesCacheMs: intFrom(env, 'RATE_LIMITS_RULES_CACHE_MS', 2_000, 0, 60_000),
+    ecsWsBufferMaxBytes: intFrom(env, 'ECS_WS_BUFFER_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     cluster: clusterFrom(env, port),
   };
 }

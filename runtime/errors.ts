@@ -130,6 +130,8 @@ export const errorCodes = {
   auction_bid_limit_reached: { status: 409, description: 'The auction has taken the maximum number of bids (docs/api/auctions.md).' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
+  // 426
+  upgrade_required: { status: 426, description: 'The endpoint is a WebSocket (GET .../ecs/{index}/coordinator/ws): send the request as a WebSocket upgrade.' },
   // 413, 415, 431
   payload_too_large: { status: 413, description: 'The request body is larger than the limit.' },
   headers_too_large: { status: 431, description: "The request's header block is larger than Node's limit (16 KiB), for example an oversized Authorization header; the connection is closed." },
