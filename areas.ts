@@ -21,6 +21,7 @@ import { agentActors } from './actors/agents/actor.js';
 import { x402Actors } from './actors/x402/actor.js';
 import { lineageActors } from './actors/lineage/actor.js';
 import { throttleActors } from './actors/throttle/actor.js';
+import { ritualActors } from './actors/rituals/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -43,6 +44,7 @@ import { agentRoutes } from './http/routes/agents.js';
 import { x402Routes } from './http/routes/x402.js';
 import { lineageRoutes } from './http/routes/lineage.js';
 import { throttleRoutes } from './http/routes/throttle.js';
+import { ritualRoutes } from './http/routes/rituals.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -86,6 +88,7 @@ export const areas: Area[] = [
   { name: 'lineage', actors: lineageActors, routes: lineageRoutes },
   { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
   { name: 'mq', actors: mqActors, routes: mqRoutes },
+  { name: 'rituals', actors: ritualActors, routes: ritualRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */
