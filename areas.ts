@@ -4,6 +4,7 @@ import { directoryActor, loginFlowActor, loginThrottleActor, userActor } from '.
 import { apiKeyActor, userApiKeysActor } from './actors/api-keys/actor.js';
 import { cliLoginActor } from './actors/cli-login/actor.js';
 import { idempotencyActor } from './actors/idempotency/state.js';
+import { itemActors } from './actors/items/actor.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
@@ -27,6 +28,7 @@ import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { cliLoginRoutes } from './http/routes/cli-login.js';
 import { emailVerificationRoutes } from './http/routes/email-verification.js';
+import { itemRoutes } from './http/routes/items.js';
 import { linkedAccountRoutes } from './http/routes/linked-accounts.js';
 import { livenessRoutes } from './http/routes/liveness.js';
 import { lockRoutes } from './http/routes/locks.js';
@@ -89,6 +91,7 @@ export const areas: Area[] = [
   { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
   { name: 'mq', actors: mqActors, routes: mqRoutes },
   { name: 'rituals', actors: ritualActors, routes: ritualRoutes },
+  { name: 'items', actors: itemActors, routes: itemRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

@@ -150,6 +150,23 @@ export const errorCodes = {
   ritual_out_of_order: { status: 409, description: "The performance would break the ritual's ordering (mode forward or reverse): a part that comes after it has already performed; nothing changed." },
   ritual_window_not_open: { status: 409, description: "The countdown's window has not opened yet: a performance before window_open_ms does not count and is refused; nothing changed." },
   ritual_limit_reached: { status: 409, description: 'The tenant already has the maximum number of ritual definitions (docs/api/rituals.md).' },
+  // items (docs/api/items.md)
+  items_definition_not_found: { status: 404, description: 'No item definition with this id in the domain (in the path, or named by a request field: `details` names it).' },
+  items_blueprint_not_found: { status: 404, description: 'No blueprint with this id in the domain.' },
+  items_collection_not_found: { status: 404, description: 'No collection with this id in the domain.' },
+  items_container_not_found: { status: 404, description: 'No container with this id in the domain (in the path, or named by a request field: `details` names it).' },
+  items_item_not_found: { status: 404, description: 'No item with this id in the container.' },
+  items_definition_exists: { status: 409, description: 'A definition with this definition_id already exists in the domain (or twice in one batch).' },
+  items_container_exists: { status: 409, description: 'A container with this container_id already exists in the domain.' },
+  items_definition_in_use: { status: 409, description: "The definition is named by a blueprint, a collection or another definition's salvage outputs (`details.used_by`); change or delete them first." },
+  items_container_cycle: { status: 409, description: 'The container would be inside itself: its new parent is the container or one of its descendants.' },
+  items_nesting_limit: { status: 409, description: 'The container tree would nest deeper than the limit (docs/api/items.md).' },
+  items_capacity_exceeded: { status: 409, description: 'The container cannot take the whole quantity: not enough slots, weight or volume (`details.limit`); nothing was placed.' },
+  items_insufficient_inputs: { status: 409, description: "The source container lacks a blueprint's inputs (`details.missing`); nothing was consumed." },
+  items_merge_incompatible: { status: 409, description: 'The two items are not stacks of the same stackable definition with the same recorded max_stack, weight and volume (or are the same stack).' },
+  items_stack_full: { status: 409, description: 'The target stack of a merge is already full.' },
+  items_not_salvageable: { status: 409, description: 'The definition has no salvage outputs.' },
+  items_domain_limit: { status: 409, description: 'The domain holds the maximum number of definitions, blueprints, collections or containers (docs/api/items.md).' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 /**
