@@ -115,6 +115,11 @@ describe('definitions', () => {
     expect(v2).toMatchObject({ version: 2, mode: 'reverse', window_ms: 500 });
     expect(await ok('GET', `${base}/definitions/${def_id}?version=1`, as('alice'))).toMatchObject({ version: 1, window_ms: 2_000 });
     expectError(await t.request('GET', `${base}/definitions/${def_id}?version=9`, { token: as('alice') }), 404, 'not_found');
+    expectError(await t.request('PUT', `${base}/definitions/nope`, { token: as('alice'), body: { name: 'x', parts: parts('bob'), window_ms: 10 } }), 404, 'not_found');
+    // An attempt armed from version 1 keeps version 1's rules.
+    const old = await arm(def_id, as('alice'), { version: 1 });
+    expect(old.version).toBe(1);
+    expect((await ok('GET', `${base}/attempts/${old.attempt_id}`, as('alice'))).version).toBe(1);
 
     // The outsider's tenant is their own: the definition does not exist there.
     expectError(await t.request('GET', `${base}/definitions/${def_id}`, { token: outsider.token }), 404, 'not_found');
@@ -150,10 +155,15 @@ describe('attempts', () => {
     const id = armed.attempt_id as string;
 
     // Bob may not perform alice's part: 403, and the attempt is unchanged.
+    const untouched = await ok('GET', `${base}/attempts/${id}`, as('alice'));
     expectError(await perform(id, 'alice', as('bob')), 403, 'ritual_not_assignee');
+    expectError(await t.request('POST', `${base}/attempts/${id}/checkin`, { token: as('carol'), body: { part_id: 'bob' } }), 403, 'ritual_not_assignee');
+    expect(await ok('GET', `${base}/attempts/${id}`, as('alice'))).toEqual(untouched);
     expectError(await perform(id, 'nobody', as('bob')), 404, 'ritual_part_not_found');
     // Forward: alice, then carol (bob skipped), and then bob comes too late in the order.
+    await ok('POST', `${base}/attempts/${id}/checkin`, as('alice'), { part_id: 'alice' });
     const first = await perform(id, 'alice', as('alice'));
+    expectError(await t.request('POST', `${base}/attempts/${id}/checkin`, { token: as('alice'), body: { part_id: 'alice' } }), 409, 'ritual_part_already_performed');
     expect(first.status, first.text).toBe(200);
     expect(first.body).toMatchObject({ performed: 1, required: 3, status: 'performing', report: null });
     clock().advance(500);
@@ -230,7 +240,9 @@ describe('attempts', () => {
 
   it('countdown publishes on the channel topic and holds performances until the window opens', async () => {
     await queueOnTopic('ritual-start', 'ritual-start-q');
-    const def_id = await define({ announce_channel: 'ritual-start', parts: parts('alice', 'bob'), window_ms: 1_000 });
+    const def_id = await define({ announce_channel: 'ritual-start', parts: parts('alice', 'bob'), window_ms: 1_000, on_complete: { pubsub_channel: 'ritual-start' } });
+    // Carol is neither the creator nor an assignee: she may not arm it.
+    expectError(await t.request('POST', `${base}/${def_id}/arm`, { token: as('carol'), body: {} }), 403, 'forbidden');
     const id = (await arm(def_id)).attempt_id as string;
     expectError(await t.request('POST', `${base}/attempts/${id}/countdown`, { token: outsider.token, body: {} }), 404, 'not_found');
     const countdown = await ok('POST', `${base}/attempts/${id}/countdown`, as('bob'), { seconds: 5 });
@@ -243,6 +255,8 @@ describe('attempts', () => {
     clock().advance(5_000);
     expect((await perform(id, 'alice', as('alice'))).body).toMatchObject({ status: 'performing' });
     expect((await perform(id, 'bob', as('bob'))).body).toMatchObject({ status: 'completed' });
+    const completed = await until(async () => (await receiveAll('ritual-start-q')).find((m) => m.type === 'ritual.completed'), 'on_complete on the topic');
+    expect(completed.data).toMatchObject({ attempt_id: id, report: { outcome: 'completed', reason: 'quorum_reached', performed: 2 } });
     const noChannel = (await arm(await define({}))).attempt_id;
     expectError(await t.request('POST', `${base}/attempts/${noChannel}/countdown`, { token: as('alice') }), 400, 'BAD_REQUEST');
   });
