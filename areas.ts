@@ -6,11 +6,13 @@ import { cliLoginActor } from './actors/cli-login/actor.js';
 import { idempotencyActor } from './actors/idempotency/state.js';
 import { itemActors } from './actors/items/actor.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
+import { jobActors } from './actors/jobs/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
 import { mqActors } from './actors/mq/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
 import { organizationActors } from './actors/organizations/actor.js';
+import { rateLimitRulesActor, rateLimitWindowActor } from './actors/rate-limits/actor.js';
 import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } from './actors/presence/actor.js';
 import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
@@ -23,12 +25,15 @@ import { x402Actors } from './actors/x402/actor.js';
 import { lineageActors } from './actors/lineage/actor.js';
 import { throttleActors } from './actors/throttle/actor.js';
 import { ritualActors } from './actors/rituals/actor.js';
+import { ledgerActors } from './actors/ledger/actor.js';
+import { auctionActors } from './actors/auctions/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { cliLoginRoutes } from './http/routes/cli-login.js';
 import { emailVerificationRoutes } from './http/routes/email-verification.js';
 import { itemRoutes } from './http/routes/items.js';
+import { jobRoutes } from './http/routes/jobs.js';
 import { linkedAccountRoutes } from './http/routes/linked-accounts.js';
 import { livenessRoutes } from './http/routes/liveness.js';
 import { lockRoutes } from './http/routes/locks.js';
@@ -36,6 +41,7 @@ import { mqRoutes } from './http/routes/mq.js';
 import { oauthRoutes } from './http/routes/oauth.js';
 import { organizationRoutes } from './http/routes/organizations.js';
 import { presenceRoutes } from './http/routes/presence.js';
+import { rateLimitRoutes } from './http/routes/rate-limits.js';
 import { scimRoutes } from './http/routes/scim.js';
 import { talentRoutes } from './http/routes/talent.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
@@ -47,6 +53,8 @@ import { x402Routes } from './http/routes/x402.js';
 import { lineageRoutes } from './http/routes/lineage.js';
 import { throttleRoutes } from './http/routes/throttle.js';
 import { ritualRoutes } from './http/routes/rituals.js';
+import { ledgerRoutes } from './http/routes/ledger.js';
+import { auctionRoutes } from './http/routes/auctions.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -92,6 +100,10 @@ export const areas: Area[] = [
   { name: 'mq', actors: mqActors, routes: mqRoutes },
   { name: 'rituals', actors: ritualActors, routes: ritualRoutes },
   { name: 'items', actors: itemActors, routes: itemRoutes },
+  { name: 'rate-limits', actors: [rateLimitRulesActor, rateLimitWindowActor], routes: rateLimitRoutes },
+  { name: 'jobs', actors: jobActors, routes: jobRoutes },
+  { name: 'ledger', actors: ledgerActors, routes: ledgerRoutes },
+  { name: 'auctions', actors: auctionActors, routes: auctionRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

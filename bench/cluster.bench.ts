@@ -49,7 +49,7 @@ interface BenchCluster {
   stop(): Promise<void>;
 }
 
-const commonEnv = { LOG_LEVEL: 'warn', PASSWORD_KDF_COST: '10', PARTITIONS: String(PARTITIONS) };
+const commonEnv = { LOG_LEVEL: 'warn', PASSWORD_KDF_COST: '10', PARTITIONS: String(PARTITIONS), RATE_LIMITS_DEFAULT_MAX_REQUESTS: '1000000000' };
 
 async function startBenchNode(etcd: EtcdProcess, root: string, id: string, replicationFactor: number): Promise<BenchNode> {
   const grpcPort = await freePort();

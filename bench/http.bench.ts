@@ -54,7 +54,7 @@ async function startLockServer(script = serverScript): Promise<LockServer> {
   try {
     server = await startServerProcess(
       script,
-      { DATA_DIR: dataDir, LOG_LEVEL: 'warn', PASSWORD_KDF_COST: '10' },
+      { DATA_DIR: dataDir, LOG_LEVEL: 'warn', PASSWORD_KDF_COST: '10', RATE_LIMITS_DEFAULT_MAX_REQUESTS: '1000000000' },
       { readyPath: '/health/ready' },
     );
     const response = await fetch(server.url + '/api/v1/auth/register', {

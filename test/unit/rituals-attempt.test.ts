@@ -28,7 +28,7 @@ function step(state: AttemptState, message: AttemptMessage | { op: '$alarm'; nam
 function armed(def: RitualDefinition, rehearsal = false): AttemptState {
   return step(initialAttempt(), { op: 'arm', tenant: 'tenant', caller: { user_id: 'ua', admin: false }, definition: def, rehearsal }, 0).state;
 }
-const perform = (part_id: keyof typeof users, user = users[part_id]) => ({ op: 'perform' as const, caller: { user_id: user, admin: false }, part_id });
+const perform = (part_id: keyof typeof users, user: string = users[part_id]) => ({ op: 'perform' as const, caller: { user_id: user, admin: false }, part_id });
 const records = (result: TurnResult<AttemptState, unknown>) => (result.sends ?? []).filter((s) => s.kind === 'ritual-record').map((s) => s.message as RecordMessage);
 
 describe('attempt state machine', () => {

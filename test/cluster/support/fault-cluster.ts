@@ -238,6 +238,8 @@ export class FaultCluster {
             LOG_LEVEL: 'warn',
             PASSWORD_KDF_COST: '10',
             REGISTRATIONS_PER_ADDRESS_MAX: '0',
+            // A default rate-limit tier no test load reaches (the limiter still counts every request).
+            RATE_LIMITS_DEFAULT_MAX_REQUESTS: '1000000000',
             ...options.env,
           }),
         );
