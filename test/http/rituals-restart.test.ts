@@ -50,5 +50,5 @@ describe('rituals across a restart', () => {
     expect(failed).toMatchObject({ attempt_id: armed.attempt_id, status: 'failed', report: { reason: 'deadline', late: [{ part_id: 'p', performed: false }] } });
     expect(ok(await second.request('GET', `${base}/${created.ritual_def_id}/analytics`, { token }))).toMatchObject({ total_attempts: 1, failed: 1, success_rate: 0 });
     expect(ok(await second.request('GET', `${base}/definitions/${created.ritual_def_id}`, { token }))).toMatchObject({ name: 'solo', version: 1 });
-  });
+  }, 120_000);
 });
