@@ -24,6 +24,7 @@ import { agentActors } from './actors/agents/actor.js';
 import { x402Actors } from './actors/x402/actor.js';
 import { lineageActors } from './actors/lineage/actor.js';
 import { throttleActors } from './actors/throttle/actor.js';
+import { ritualActors } from './actors/rituals/actor.js';
 import { ledgerActors } from './actors/ledger/actor.js';
 import { auctionActors } from './actors/auctions/actor.js';
 import { ecsIndexActor } from './actors/ecs/actor.js';
@@ -52,6 +53,7 @@ import { agentRoutes } from './http/routes/agents.js';
 import { x402Routes } from './http/routes/x402.js';
 import { lineageRoutes } from './http/routes/lineage.js';
 import { throttleRoutes } from './http/routes/throttle.js';
+import { ritualRoutes } from './http/routes/rituals.js';
 import { ledgerRoutes } from './http/routes/ledger.js';
 import { auctionRoutes } from './http/routes/auctions.js';
 import { ecsRoutes } from './http/routes/ecs.js';
@@ -98,6 +100,7 @@ export const areas: Area[] = [
   { name: 'lineage', actors: lineageActors, routes: lineageRoutes },
   { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
   { name: 'mq', actors: mqActors, routes: mqRoutes },
+  { name: 'rituals', actors: ritualActors, routes: ritualRoutes },
   { name: 'items', actors: itemActors, routes: itemRoutes },
   { name: 'rate-limits', actors: [rateLimitRulesActor, rateLimitWindowActor], routes: rateLimitRoutes },
   { name: 'jobs', actors: jobActors, routes: jobRoutes },

@@ -163,6 +163,15 @@ export const errorCodes = {
   throttle_plan_limit_reached: { status: 409, description: 'The tenant already has the maximum number of throttle plans (docs/api/throttle.md); delete one first.' },
   throttle_refund_limit_reached: { status: 409, description: 'The subject has had the maximum number of refunds still within their refund window (docs/api/throttle.md); retry when older ones pass their window.' },
   throttle_limit_exceeded: { status: 429, description: "A throttle check was denied under hard enforcement; retry after the Retry-After header. `details` carries the check's result (allowed false, consume_token, remaining, ...)." },
+  // rituals (docs/api/rituals.md)
+  ritual_not_assignee: { status: 403, description: 'The part is assigned to another user: only its assignee may check in or perform for it; nothing changed (docs/api/rituals.md).' },
+  ritual_part_not_found: { status: 404, description: 'The ritual (in the version the attempt armed) has no part with this part_id.' },
+  ritual_attempt_closed: { status: 409, description: 'The ritual attempt has ended (completed, or failed and past its deadline); `details` carry its status and report.' },
+  ritual_attempt_state: { status: 409, description: 'The ritual attempt is not in a state that allows this (a countdown starts only from armed); `details.status` names its state.' },
+  ritual_part_already_performed: { status: 409, description: 'The part has already performed in this ritual attempt (each part performs once).' },
+  ritual_out_of_order: { status: 409, description: "The performance would break the ritual's ordering (mode forward or reverse): a part that comes after it has already performed; nothing changed." },
+  ritual_window_not_open: { status: 409, description: "The countdown's window has not opened yet: a performance before window_open_ms does not count and is refused; nothing changed." },
+  ritual_limit_reached: { status: 409, description: 'The tenant already has the maximum number of ritual definitions (docs/api/rituals.md).' },
   // items (docs/api/items.md)
   items_definition_not_found: { status: 404, description: 'No item definition with this id in the domain (in the path, or named by a request field: `details` names it).' },
   items_blueprint_not_found: { status: 404, description: 'No blueprint with this id in the domain.' },
