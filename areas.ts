@@ -22,6 +22,8 @@ import { agentActors } from './actors/agents/actor.js';
 import { x402Actors } from './actors/x402/actor.js';
 import { lineageActors } from './actors/lineage/actor.js';
 import { throttleActors } from './actors/throttle/actor.js';
+import { ledgerActors } from './actors/ledger/actor.js';
+import { auctionActors } from './actors/auctions/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -45,6 +47,8 @@ import { agentRoutes } from './http/routes/agents.js';
 import { x402Routes } from './http/routes/x402.js';
 import { lineageRoutes } from './http/routes/lineage.js';
 import { throttleRoutes } from './http/routes/throttle.js';
+import { ledgerRoutes } from './http/routes/ledger.js';
+import { auctionRoutes } from './http/routes/auctions.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -89,6 +93,8 @@ export const areas: Area[] = [
   { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
   { name: 'mq', actors: mqActors, routes: mqRoutes },
   { name: 'items', actors: itemActors, routes: itemRoutes },
+  { name: 'ledger', actors: ledgerActors, routes: ledgerRoutes },
+  { name: 'auctions', actors: auctionActors, routes: auctionRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

@@ -108,6 +108,18 @@ export const errorCodes = {
   mq_message_not_in_flight: { status: 409, description: 'The message is not in flight (its visibility timeout has passed), so its visibility cannot be changed; receive it again.' },
   mq_queue_full: { status: 409, description: 'The queue holds its maximum of messages or bytes (docs/api/mq.md); receive and delete some first.' },
   mq_limit_reached: { status: 409, description: 'A per-topic limit is reached (subscriptions); see docs/api/mq.md.' },
+  insufficient_funds: { status: 409, description: "The ledger account's available funds (balance minus open holds) in that currency do not cover the hold; `details` carry requested and available (docs/api/ledger.md)." },
+  hold_closed: { status: 409, description: 'The ledger hold was already captured or released (or released before it was placed); it cannot change again.' },
+  ledger_reference_conflict: { status: 409, description: 'An admin credit with this reference was already applied to the account with another amount or currency.' },
+  ledger_limit_reached: { status: 409, description: 'A ledger bound is reached: open holds per account, or a balance past 2^53 - 1 minor units (docs/api/ledger.md).' },
+  auction_not_open: { status: 409, description: 'The auction takes no bids: it is scheduled (not yet open), or has ended, been settled or cancelled; or only an open auction can be closed.' },
+  bid_too_low: { status: 409, description: 'The bid is below the minimum (starting price, or current price plus the increment), or a proxy maximum not above your current one; `details` carry the minimum.' },
+  already_high_bidder: { status: 409, description: 'The caller is already the high bidder; raise the maximum with a proxy bid instead of bidding again.' },
+  auction_item_conflict: { status: 409, description: 'An item is already in a live auction of the tenant (or twice in one batch); `details` name each; nothing was created.' },
+  auction_limit_reached: { status: 409, description: 'The tenant already has the maximum number of live auctions (docs/api/auctions.md); nothing was created.' },
+  auction_invalid_transition: { status: 409, description: "The auction's state machine does not allow this status change; `details` carry from, to and the allowed moves (docs/api/auctions.md)." },
+  auction_settling: { status: 409, description: 'The auction is being settled; it cannot be deleted until the settlement completes.' },
+  auction_bid_limit_reached: { status: 409, description: 'The auction has taken the maximum number of bids (docs/api/auctions.md).' },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },
   // 413, 415, 431
