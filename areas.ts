@@ -24,6 +24,7 @@ import { lineageActors } from './actors/lineage/actor.js';
 import { throttleActors } from './actors/throttle/actor.js';
 import { ledgerActors } from './actors/ledger/actor.js';
 import { auctionActors } from './actors/auctions/actor.js';
+import { handshakeActors } from './actors/handshake/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -49,6 +50,7 @@ import { lineageRoutes } from './http/routes/lineage.js';
 import { throttleRoutes } from './http/routes/throttle.js';
 import { ledgerRoutes } from './http/routes/ledger.js';
 import { auctionRoutes } from './http/routes/auctions.js';
+import { handshakeRoutes } from './http/routes/handshake.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -95,6 +97,7 @@ export const areas: Area[] = [
   { name: 'items', actors: itemActors, routes: itemRoutes },
   { name: 'ledger', actors: ledgerActors, routes: ledgerRoutes },
   { name: 'auctions', actors: auctionActors, routes: auctionRoutes },
+  { name: 'handshake', actors: handshakeActors, routes: handshakeRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */
