@@ -28,6 +28,7 @@ import { ritualActors } from './actors/rituals/actor.js';
 import { ledgerActors } from './actors/ledger/actor.js';
 import { auctionActors } from './actors/auctions/actor.js';
 import { ecsIndexActor } from './actors/ecs/actor.js';
+import { handshakeActors } from './actors/handshake/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -57,6 +58,7 @@ import { ritualRoutes } from './http/routes/rituals.js';
 import { ledgerRoutes } from './http/routes/ledger.js';
 import { auctionRoutes } from './http/routes/auctions.js';
 import { ecsRoutes } from './http/routes/ecs.js';
+import { handshakeRoutes } from './http/routes/handshake.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -107,6 +109,7 @@ export const areas: Area[] = [
   { name: 'ledger', actors: ledgerActors, routes: ledgerRoutes },
   { name: 'auctions', actors: auctionActors, routes: auctionRoutes },
   { name: 'ecs', actors: [ecsIndexActor], routes: ecsRoutes },
+  { name: 'handshake', actors: handshakeActors, routes: handshakeRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

@@ -189,6 +189,15 @@ export const errorCodes = {
   items_stack_full: { status: 409, description: 'The target stack of a merge is already full.' },
   items_not_salvageable: { status: 409, description: 'The definition has no salvage outputs.' },
   items_domain_limit: { status: 409, description: 'The domain holds the maximum number of definitions, blueprints, collections or containers (docs/api/items.md).' },
+  // handshake (docs/api/handshake.md)
+  handshake_invalid_state: { status: 409, description: 'The handshake session or its settlement is not in a status that allows this (ended, not negotiating, no settlement, rolled back, committing); `details.status` names it (docs/api/handshake.md).' },
+  handshake_offer_open: { status: 409, description: "The caller's own offer is still open in the session: withdraw it or wait for an answer before offering again (`details.offer_id`)." },
+  handshake_offer_not_open: { status: 409, description: 'The offer is no longer open (accepted, rejected, withdrawn, countered, expired or cancelled); `details.status` names it.' },
+  handshake_max_rounds: { status: 409, description: 'The session has used all its policy.max_rounds rounds; no further offer can be made (`details` carry round and max_rounds).' },
+  handshake_not_staged: { status: 409, description: 'The caller has not staged its side of the settlement: POST .../settlement/stage first, then confirm.' },
+  handshake_stage_in_progress: { status: 409, description: "The caller's holds are still being placed by an earlier stage call; that call answers when they are." },
+  handshake_counterparty_invalid: { status: 422, description: "The counterparty is not another user of the caller's tenant (an organization member for an org API key; a personal tenant has no other user), or is the caller." },
+  handshake_item_legs_unsupported: { status: 422, description: 'An offer names item legs; this build settles currency legs and terms only (docs/api/handshake.md, "Item legs"); nothing was created.' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 /**

@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { killAllServerProcesses, startServerProcess, type ServerProcess } from '../helpers/process.js';
+
+/**
+ * SIGKILL of a node while handshake settlements commit (docs/api/handshake.md,
+ * "Crashes"): every session is accepted and staged by both parties and
+ * confirmed by the initiator; then the counterparty's confirmations of a
+ * group are sent at once and the node is killed a moment later (three
+ * rounds, three moments). After each restart every session is either
+ * committed (COMMITTING or SETTLED: its captures go on from the durable
+ * outbox and apply once) or still STAGING with both parties' holds intact,
+ * exactly as before; confirming those again commits them. In the end each
+ * party's balance moved by exactly the sum of its swaps, no hold is left and
+ * no money was made or lost.
+ */
+const dirs: string[] = [];
+afterAll(async () => {
+  await killAllServerProcesses();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const ADMIN = { ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'admin password 1' };
+const SESSIONS = 15;
+const FUNDS = 100_000;
+
+async function call(server: ServerProcess, method: string, path: string, options: { token?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  const response = await fetch(server.url + path, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(15_000) });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function until<T>(check: () => Promise<T | undefined | false>, what: string, timeout_ms = 20_000): Promise<T> {
+  const deadline = Date.now() + timeout_ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('handshake settlement across a SIGKILL', () => {
+  it('funds end exactly once with their new owners, or exactly as before', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'platform-handshake-'));
+    dirs.push(dataDir);
+    let server = await startServerProcess({ dataDir, env: ADMIN });
+    const register = async (name: string) => {
+      const res = await call(server, 'POST', '/api/v1/auth/register', { body: { email: `${name}@example.com`, username: name, password: 'correct horse battery' } });
+      expect(res.status).toBe(201);
+      return { token: res.body.access_token as string, user_id: res.body.user.id as string, email: `${name}@example.com` };
+    };
+    const alice = await register('alice');
+    const bob = await register('bob');
+    const admin = (await call(server, 'POST', '/api/v1/auth/login', { body: { login: ADMIN.ADMIN_EMAIL, password: ADMIN.ADMIN_PASSWORD } })).body.access_token as string;
+    const org_id = (await call(server, 'POST', '/api/v1/orgs', { token: alice.token, body: { name: 'Crash Market' } })).body.org_id as string;
+    const invite = await call(server, 'POST', `/api/v1/orgs/${org_id}/invitations`, { token: alice.token, body: { email: bob.email, role: 'member' } });
+    expect((await call(server, 'POST', `/api/v1/auth/invitations/${invite.body.id}/accept`, { token: bob.token, body: { token: invite.body.token } })).status).toBe(200);
+    const key = async (user: { token: string }) => (await call(server, 'POST', '/api/v1/auth/api-keys', { token: user.token, body: { name: 'k', scopes: ['*'], org_id } })).body.key as string;
+    const aliceKey = await key(alice);
+    const bobKey = await key(bob);
+    for (const user of [alice, bob]) {
+      const credit = await call(server, 'POST', '/api/v1/ledger/credits', { token: admin, body: { tenant: org_id, user_id: user.user_id, currency: 'USD', amount: FUNDS, reference: `seed-${user.user_id}` } });
+      expect(credit.status).toBe(201);
+    }
+
+    const base = '/api/v1/handshake/crash';
+    const ids: string[] = [];
+    let aliceNet = 0;
+    for (let i = 0; i < SESSIONS; i++) {
+      const alicePays = 1_000 + i;
+      const bobPays = 100 + i;
+      aliceNet += bobPays - alicePays;
+      const created = await call(server, 'POST', `${base}/sessions`, {
+        token: aliceKey,
+        body: { counterparty_id: bob.user_id, counterparty_kind: 'auth_user', opening_offer: { bundle: { initiator_gives: { currency_legs: [{ currency_id: 'USD', amount: alicePays }] }, responder_gives: { currency_legs: [{ currency_id: 'USD', amount: bobPays }] } } } },
+      });
+      expect(created.status).toBe(201);
+      const { session_id, active_offer_id } = created.body.session;
+      ids.push(session_id);
+      const path = `${base}/sessions/${session_id}`;
+      expect((await call(server, 'POST', `${path}/offers/${active_offer_id}/accept`, { token: bobKey })).status).toBe(200);
+      expect((await call(server, 'POST', `${path}/settlement/stage`, { token: aliceKey })).status).toBe(200);
+      expect((await call(server, 'POST', `${path}/settlement/stage`, { token: bobKey })).status).toBe(200);
+      expect((await call(server, 'POST', `${path}/settlement/confirm`, { token: aliceKey })).body.outcome).toBe('WAITING_FOR_COUNTERPARTY');
+    }
+
+    const rounds: { ids: string[]; kill: () => Promise<unknown> }[] = [
+      { ids: ids.slice(0, 5), kill: () => new Promise((resolve) => setTimeout(resolve, 60)) },
+      { ids: ids.slice(5, 10), kill: () => new Promise((resolve) => setTimeout(resolve, 150)) },
+      { ids: ids.slice(10), kill: () => Promise.resolve() },
+    ];
+    const report: string[] = [];
+    for (const [index, round] of rounds.entries()) {
+      const confirms = round.ids.map((id) => call(server, 'POST', `${base}/sessions/${id}/settlement/confirm`, { token: bobKey }).catch(() => null));
+      await (index === 2 ? Promise.race([Promise.race(confirms), new Promise((resolve) => setTimeout(resolve, 1_000))]) : round.kill());
+      expect((await server.stop('SIGKILL')).signal).toBe('SIGKILL');
+      await Promise.all(confirms);
+      server = await startServerProcess({ dataDir, port: server.port, env: ADMIN });
+      const statuses: string[] = [];
+      for (const id of round.ids) {
+        const path = `${base}/sessions/${id}`;
+        const confirmed = await call(server, 'POST', `${path}/settlement/confirm`, { token: aliceKey });
+        expect(confirmed.status).toBe(200);
+        const settlement = confirmed.body.settlement;
+        statuses.push(settlement.status);
+        if (settlement.status === 'STAGING') {
+          // Exactly as before: both staged with their holds, alice's confirmation kept; bob's confirm commits it now.
+          expect(settlement.initiator_stage).toMatchObject({ staged: true, confirmed: true });
+          expect(settlement.responder_stage).toMatchObject({ staged: true, confirmed: false });
+          expect((await call(server, 'POST', `${path}/settlement/confirm`, { token: bobKey })).body.outcome).toBe('COMMITTED');
+        }
+      }
+      const count = (status: string) => statuses.filter((s) => s === status).length;
+      report.push(`round ${index + 1}: ${count('SETTLED')} settled, ${count('COMMITTING')} committing, ${count('STAGING')} untouched`);
+    }
+    await until(async () => {
+      const views = await Promise.all(ids.map(async (id) => (await call(server, 'GET', `${base}/sessions/${id}`, { token: aliceKey })).body));
+      return views.every((view) => view.status === 'SETTLED');
+    }, 'every settlement to finish after the restart');
+    const account = async (user_id: string) => (await call(server, 'GET', `/api/v1/ledger/accounts/${org_id}/${user_id}`, { token: admin })).body;
+    await until(async () => (await account(alice.user_id)).balances[0]?.balance === FUNDS + aliceNet && (await account(bob.user_id)).balances[0]?.balance === FUNDS - aliceNet, 'the credits');
+    expect((await account(alice.user_id)).balances).toEqual([{ currency: 'USD', balance: FUNDS + aliceNet, held: 0, available: FUNDS + aliceNet }]);
+    expect((await account(bob.user_id)).balances).toEqual([{ currency: 'USD', balance: FUNDS - aliceNet, held: 0, available: FUNDS - aliceNet }]);
+    expect((await account(alice.user_id)).holds).toEqual([]);
+    expect((await account(bob.user_id)).holds).toEqual([]);
+    console.log(`handshake settlement restart, at each restart: ${report.join('; ')}`);
+    await server.stop('SIGTERM');
+  }, 120_000);
+});
