@@ -19,6 +19,7 @@ import { vaultActors } from './actors/vault/actor.js';
 import { agentActors } from './actors/agents/actor.js';
 import { x402Actors } from './actors/x402/actor.js';
 import { lineageActors } from './actors/lineage/actor.js';
+import { formActors } from './actors/forms/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -39,6 +40,7 @@ import { vaultRoutes } from './http/routes/vault.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { x402Routes } from './http/routes/x402.js';
 import { lineageRoutes } from './http/routes/lineage.js';
+import { formRoutes } from './http/routes/forms.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -80,6 +82,7 @@ export const areas: Area[] = [
   { name: 'x402', actors: x402Actors, routes: x402Routes },
   { name: 'talent', actors: talentActors, routes: talentRoutes },
   { name: 'lineage', actors: lineageActors, routes: lineageRoutes },
+  { name: 'forms', actors: formActors, routes: formRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

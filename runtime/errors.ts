@@ -15,6 +15,9 @@ export const errorCodes = {
   invalid_configuration: { status: 400, description: 'The resource is not in a state that allows this operation (a webhook that is inactive cannot be tested or redriven; enable it first).' },
   invalid_toml: { status: 400, description: 'An agent payload is not a valid TOML document; the message and `details` name the field, line and column (docs/api/agents.md).' },
   invalid_signature: { status: 400, description: "A vault witness signature does not verify: not the named signer's Ed25519 signature of the attestation's witness message (docs/api/vault.md)." },
+  invalid_json_schema: { status: 400, description: "A form's schema is not a JSON Schema that ajv compiles (strict mode: unknown keywords and unresolvable $ref are refused), or does not describe an object (docs/api/forms.md)." },
+  submission_invalid: { status: 400, description: "A form submission does not satisfy the form's current schema version or its conditional logic; `details.errors` lists every problem (docs/api/forms.md)." },
+  spam_suspected: { status: 400, description: 'An anonymous form submission was refused as automated: a honeypot field was filled, or it came sooner than the form\'s min_submit_ms after started_at; `details.reason` says which (docs/api/forms.md).' },
   link_failed: { status: 400, description: 'Linking an external account failed at the provider: the code was refused, or the provider was unreachable, slow or answered badly.' },
   // 400, OAuth 2.0 token endpoint (RFC 6749 §5.2): rendered as {error: wire, error_description}
   oauth_invalid_request: { status: 400, wire: 'invalid_request', description: 'The token request is missing a parameter, repeats one, uses two client authentication methods, or is not form-encoded.' },
@@ -97,6 +100,9 @@ export const errorCodes = {
   breeding_limit_reached: { status: 409, description: "A parent has bred the species' max_lifetime_breedings times; `details` name the entity and its count." },
   inbreeding_limit_exceeded: { status: 409, description: "The offspring's inbreeding coefficient (Wright's, from the pedigree) would exceed the species' max_coefficient; `details` carry both values." },
   trait_in_use: { status: 409, description: "The trait is used by a species (or named in another trait's conflicts_with): it cannot be deleted, nor its kind or alleles changed." },
+  form_not_accepting: { status: 409, description: "The form is not active (draft, paused, deprecated or disabled): it takes no submissions or drafts; `details.status` names its status (docs/api/forms.md)." },
+  invalid_status_transition: { status: 409, description: "The form's status state machine does not allow this move; `details` name from and to (docs/api/forms.md, \"Status\")." },
+  form_limit_reached: { status: 409, description: 'A forms bound is reached (schema versions, submissions or drafts per form); see docs/api/forms.md.' },
   lineage_limit_reached: { status: 409, description: "A lineage bound is reached (traits or species per tenant, versions per species); see docs/api/lineage.md." },
   // 408
   request_timeout: { status: 408, description: 'The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS, or its headers within HTTP_HEADERS_TIMEOUT_MS; the connection is closed.' },

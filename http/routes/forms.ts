@@ -1,0 +1,453 @@
+import { randomBytes } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ServiceError } from '../../runtime/index.js';
+import {
+  FORM_INDEX_KIND,
+  FORM_KIND,
+  FORM_STATUSES,
+  SUBMISSION_STATUSES,
+  formIdFor,
+  formIndexKey,
+  formKey,
+  formPolicy,
+  tenantOfFormId,
+  type Draft,
+  type FormCaller,
+  type FormMessage,
+  type FormSettings,
+  type FormView,
+  type Page,
+  type Submission,
+  type SubmissionAck,
+} from '../../actors/forms/messages.js';
+import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
+import type { AppServices } from '../services.js';
+
+/** Forms and submissions (spec doc 2 §2 Forms, §3, §4.2; docs/api/forms.md). */
+
+const FORM_ID = Type.String({ minLength: 1, maxLength: 600 });
+const FormParams = Type.Object({ form_id: FORM_ID });
+const SubmissionParams = Type.Object({ form_id: FORM_ID, submission_id: Type.String({ minLength: 1, maxLength: 64 }) });
+const DraftParams = Type.Object({ form_id: FORM_ID, draft_id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const TEXT = (max: number) => Type.String({ minLength: 1, maxLength: max, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
+const FIELD_NAME = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' });
+const StatusEnum = Type.Union(FORM_STATUSES.map((status) => Type.Literal(status)));
+const SubmissionStatusEnum = Type.Union(SUBMISSION_STATUSES.map((status) => Type.Literal(status)));
+const JsonObject = Type.Object({}, { additionalProperties: true, description: 'A JSON object.' });
+
+const Field = Type.Object({
+  name: FIELD_NAME,
+  label: Type.Optional(Type.String({ maxLength: 512 })),
+  kind: Type.Optional(Type.String({ maxLength: 64 })),
+  encrypted: Type.Optional(Type.Boolean({ description: 'Not available on this node yet: true is refused with 400.' })),
+});
+const Rule = Type.Object({ when: Type.String({ minLength: 1, maxLength: 512 }), require: Type.Array(FIELD_NAME, { minItems: 1, maxItems: 100 }) });
+const Hook = Type.Object({
+  kind: Type.String({ maxLength: 32 }),
+  queue: Type.Optional(Type.String({ maxLength: 100 })),
+  payload_template: Type.Optional(Type.Unknown()),
+  webhook_id: Type.Optional(Type.String({ maxLength: 128 })),
+  fsm_name: Type.Optional(Type.String({ maxLength: 128 })),
+  target_state: Type.Optional(Type.String({ maxLength: 128 })),
+});
+const SettingsBody = {
+  fields: Type.Optional(Type.Array(Field, { maxItems: formPolicy.fields_max })),
+  conditional_logic: Type.Optional(Type.Array(Rule, { maxItems: formPolicy.conditional_rules_max })),
+  drafts: Type.Optional(Type.Object({
+    enabled: Type.Optional(Type.Boolean()),
+    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: formPolicy.draft_ttl_seconds_max })),
+  })),
+  spam: Type.Optional(Type.Object({
+    allow_anonymous: Type.Optional(Type.Boolean()),
+    honeypot_fields: Type.Optional(Type.Array(FIELD_NAME, { maxItems: formPolicy.honeypot_fields_max })),
+    min_submit_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: formPolicy.min_submit_ms_max })),
+    rate_limit_per_minute: Type.Optional(Type.Integer({ minimum: 1, maximum: formPolicy.public_per_address_per_minute_max })),
+  })),
+  approval: Type.Optional(Type.Object({
+    enabled: Type.Optional(Type.Boolean()),
+    approver_role: Type.Optional(Type.Union([Type.Literal('owner'), Type.Literal('admin')])),
+    kind: Type.Optional(Type.Literal('single')),
+  })),
+  execution: Type.Optional(Type.Object({
+    on_valid_submission: Type.Optional(Type.Array(Hook, { maxItems: 10, description: 'Not available on this node yet: a non-empty list is refused with 400.' })),
+  })),
+  multipart: Type.Optional(Type.Object({
+    enabled: Type.Optional(Type.Boolean({ description: 'Not available on this node yet: true is refused with 400.' })),
+  }, { additionalProperties: true })),
+};
+const CreateBody = Type.Object({ name: TEXT(200), title: TEXT(500), schema: JsonObject, ...SettingsBody });
+type CreateBodyType = Static<typeof CreateBody>;
+
+const FormSchema = Type.Object({
+  form_id: Type.String(),
+  name: Type.String(),
+  title: Type.String(),
+  status: StatusEnum,
+  version: Type.Integer(),
+  schema: JsonObject,
+  fields: Type.Array(Type.Object({ name: Type.String(), label: Type.String(), kind: Type.String(), encrypted: Type.Boolean() })),
+  conditional_logic: Type.Array(Type.Object({ when: Type.String(), require: Type.Array(Type.String()) })),
+  drafts: Type.Object({ enabled: Type.Boolean(), ttl_seconds: Type.Integer() }),
+  spam: Type.Object({ allow_anonymous: Type.Boolean(), honeypot_fields: Type.Array(Type.String()), min_submit_ms: Type.Integer(), rate_limit_per_minute: Type.Integer() }),
+  approval: Type.Object({ enabled: Type.Boolean(), approver_role: Type.String(), kind: Type.String() }),
+  execution: Type.Object({ on_valid_submission: Type.Array(Type.Unknown()) }),
+  multipart: Type.Object({ enabled: Type.Boolean() }),
+  submission_count: Type.Integer(),
+  created_by: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+}, { title: 'Form' });
+const FormCreated = Type.Object({ form_id: Type.String(), name: Type.String(), status: StatusEnum, version: Type.Integer(), created_at: Type.String({ format: 'date-time' }) });
+
+const Validation = Type.Object({ status: Type.String(), errors: Type.Array(Type.String()), schema_version: Type.Integer() });
+const ExecutionStatus = Type.Object({ approval: Type.Unknown(), job: Type.Unknown(), webhook: Type.Unknown(), fsm: Type.Unknown() });
+const SubmissionSchema = Type.Object({
+  submission_id: Type.String(),
+  form_id: Type.String(),
+  form_version: Type.Integer(),
+  status: SubmissionStatusEnum,
+  anonymous: Type.Boolean(),
+  submitted_by: Type.String(),
+  data: JsonObject,
+  attachments: Type.Array(Type.Unknown()),
+  validation: Validation,
+  execution_status: ExecutionStatus,
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+}, { title: 'Submission' });
+const SubmissionAckSchema = Type.Object({
+  submission_id: Type.String(),
+  form_id: Type.String(),
+  form_version: Type.Integer(),
+  status: SubmissionStatusEnum,
+  execution_status: ExecutionStatus,
+}, { title: 'SubmissionAck' });
+const DraftSchema = Type.Object({
+  draft_id: Type.String(),
+  form_id: Type.String(),
+  form_version: Type.Integer(),
+  subject: Type.String(),
+  partial_data: JsonObject,
+  expires_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+}, { title: 'Draft' });
+
+const PAGE = { page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })), page_size: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) };
+const SORT_ORDER = Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')]));
+const FormListQuery = Type.Object({
+  q: Type.Optional(Type.String({ maxLength: 200 })),
+  status: Type.Optional(StatusEnum),
+  include_inactive: Type.Optional(Type.Boolean()),
+  sort_by: Type.Optional(Type.Union([Type.Literal('created_at'), Type.Literal('updated_at'), Type.Literal('name'), Type.Literal('title')])),
+  sort_order: SORT_ORDER,
+  ...PAGE,
+});
+const SubmissionListQuery = Type.Object({
+  status: Type.Optional(SubmissionStatusEnum),
+  submitter: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  sort_by: Type.Optional(Type.Union([Type.Literal('created_at'), Type.Literal('updated_at')])),
+  sort_order: SORT_ORDER,
+  ...PAGE,
+});
+const SubmitBody = Type.Object({ data: JsonObject });
+const BatchBody = Type.Object({ submissions: Type.Array(SubmitBody, { minItems: 1, maxItems: formPolicy.batch_submissions_max }) });
+const PublicBody = Type.Object({
+  data: JsonObject,
+  started_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the form was shown; needed when the form sets spam.min_submit_ms.' })),
+});
+const DecideBody = Type.Object({ note: Type.Optional(Type.String({ maxLength: 2_000 })) });
+
+function pageOf(query: { page?: number; page_size?: number }) {
+  const page = Math.max(1, query.page || 1);
+  const page_size = Math.min(formPolicy.list_page_size_max, query.page_size || formPolicy.list_page_size_default);
+  return { page, page_size };
+}
+function pagination(page: number, page_size: number, total: number) {
+  return { page, page_size, total, has_more: page * page_size < total };
+}
+
+/** Settings from the body, with the documented defaults; features not built yet are refused, never silently dropped. */
+function settingsOf(body: CreateBodyType): FormSettings {
+  const refuse = (field: string, message: string) => {
+    throw new ServiceError('BAD_REQUEST', `${field} ${message}`, { details: [{ field: `body.${field}`, message }] });
+  };
+  if ((body.execution?.on_valid_submission?.length ?? 0) > 0) refuse('execution.on_valid_submission', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
+  if (body.multipart?.enabled) refuse('multipart.enabled', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
+  if (body.fields?.some((field) => field.encrypted)) refuse('fields.encrypted', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
+  const names = new Set<string>();
+  for (const field of body.fields ?? []) {
+    if (names.has(field.name)) refuse('fields', `names ${field.name} twice`);
+    names.add(field.name);
+  }
+  return {
+    fields: (body.fields ?? []).map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: false })),
+    conditional_logic: (body.conditional_logic ?? []).map((rule) => ({ when: rule.when, require: rule.require })),
+    drafts: { enabled: body.drafts?.enabled ?? false, ttl_seconds: body.drafts?.ttl_seconds ?? formPolicy.draft_ttl_seconds_default },
+    spam: {
+      allow_anonymous: body.spam?.allow_anonymous ?? false,
+      honeypot_fields: body.spam?.honeypot_fields ?? [],
+      min_submit_ms: body.spam?.min_submit_ms ?? 0,
+      rate_limit_per_minute: body.spam?.rate_limit_per_minute ?? formPolicy.public_per_address_per_minute_default,
+    },
+    approval: { enabled: body.approval?.enabled ?? false, approver_role: body.approval?.approver_role ?? 'owner', kind: 'single' },
+  };
+}
+
+function formShape(form: FormView) {
+  return {
+    form_id: form.form_id,
+    name: form.name,
+    title: form.title,
+    status: form.status,
+    version: form.version,
+    schema: form.schema,
+    fields: form.fields,
+    conditional_logic: form.conditional_logic,
+    drafts: form.drafts,
+    spam: form.spam,
+    approval: form.approval,
+    execution: { on_valid_submission: [] },
+    multipart: { enabled: false },
+    submission_count: form.submission_count,
+    created_by: form.created_by,
+    created_at: isoTime(form.created_at_ms)!,
+    updated_at: isoTime(form.updated_at_ms)!,
+  };
+}
+
+/** No hook runs on this node yet (docs/api/forms.md): each is null; approval shows the decision. */
+function executionStatus(submission: { status: string; approval?: Submission['approval'] }) {
+  const approval = submission.status === 'submitted' ? null : { status: submission.status, ...(submission.approval && { decided_by: submission.approval.decided_by, decided_at: isoTime(submission.approval.decided_at_ms), note: submission.approval.note }) };
+  return { approval, job: null, webhook: null, fsm: null };
+}
+
+function ackShape(ack: SubmissionAck) {
+  return { ...ack, execution_status: executionStatus({ status: ack.status }) };
+}
+
+function submissionShape(submission: Submission) {
+  return {
+    submission_id: submission.submission_id,
+    form_id: submission.form_id,
+    form_version: submission.form_version,
+    status: submission.status,
+    anonymous: submission.anonymous,
+    submitted_by: submission.submitted_by,
+    data: submission.data,
+    attachments: [],
+    validation: { status: 'valid', errors: [], schema_version: submission.form_version },
+    execution_status: executionStatus(submission),
+    created_at: isoTime(submission.created_at_ms)!,
+    updated_at: isoTime(submission.updated_at_ms)!,
+  };
+}
+
+function draftShape(draft: Draft) {
+  return {
+    draft_id: draft.draft_id,
+    form_id: draft.form_id,
+    form_version: draft.form_version,
+    subject: draft.subject,
+    partial_data: draft.partial_data,
+    expires_at: isoTime(draft.expires_at_ms)!,
+    updated_at: isoTime(draft.updated_at_ms)!,
+  };
+}
+
+function callerOf(request: FastifyRequest): { tenant: string; caller: FormCaller } {
+  const principal = requirePrincipal(request);
+  return { tenant: principal.tenant, caller: { user_id: principal.user_id, admin: principal.role === 'admin' } };
+}
+
+export function formRoutes(app: FastifyInstance, services: AppServices): void {
+  const authenticate = bearerAuthentication(services);
+  /** One ask to the form; a form of another tenant (or an id that is none) is 404. */
+  const askForm = <Reply>(tenant: string, form_id: string, message: FormMessage, readOnly = false): Promise<Reply> => {
+    if (tenantOfFormId(form_id) !== tenant) throw new ServiceError('not_found', 'No such form.');
+    return services.actors.ask<Reply>(FORM_KIND, formKey(tenant, form_id), message, { readOnly });
+  };
+  const tags = ['forms'];
+
+  app.get<{ Querystring: Static<typeof FormListQuery> }>('/api/v1/forms', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: "The tenant's forms. Deprecated and disabled forms only with include_inactive (admins) or a status filter naming them.",
+      security: bearerSecurity, querystring: FormListQuery,
+      response: { 200: Type.Object({ forms: Type.Array(FormSchema), pagination: Pagination }), ...errorResponses(...bearerErrors, 403) },
+    },
+  }, async (request) => {
+    const principal = requirePrincipal(request);
+    const { q, status, include_inactive, sort_by, sort_order } = request.query;
+    if (include_inactive && principal.role !== 'admin') throw new ServiceError('forbidden', 'include_inactive is for platform admins.');
+    const { page, page_size } = pageOf(request.query);
+    const query = { q: q ?? null, status: status ?? null, include_inactive: include_inactive ?? false, page, page_size, sort_by: sort_by ?? 'created_at', sort_order: sort_order ?? 'desc' } as const;
+    const result = await services.actors.ask<Page<FormView>>(FORM_INDEX_KIND, formIndexKey(principal.tenant), { op: 'list', query }, { readOnly: true });
+    return { forms: result.items.map(formShape), pagination: pagination(page, page_size, result.total) };
+  });
+
+  app.post<{ Body: CreateBodyType }>('/api/v1/forms', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'Create a form (status draft, version 1). An invalid JSON Schema is 400 invalid_json_schema.',
+      security: bearerSecurity, body: CreateBody,
+      response: { 201: FormCreated, ...errorResponses(...bearerErrors) },
+    },
+  }, async (request, reply) => {
+    const { tenant, caller } = callerOf(request);
+    const settings = settingsOf(request.body);
+    const form_id = formIdFor(tenant, randomBytes(12).toString('base64url'));
+    const form = await askForm<FormView>(tenant, form_id, { op: 'create', tenant, caller, name: request.body.name, title: request.body.title, schema: request.body.schema, settings });
+    return reply.code(201).send({ form_id: form.form_id, name: form.name, status: form.status, version: form.version, created_at: isoTime(form.created_at_ms)! });
+  });
+
+  app.get<{ Params: Static<typeof FormParams> }>('/api/v1/forms/:form_id', {
+    onRequest: authenticate,
+    schema: { tags, summary: 'A form with its current schema version.', security: bearerSecurity, params: FormParams, response: { 200: FormSchema, ...errorResponses(...bearerErrors, 404) } },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'get', caller }, true));
+  });
+
+  app.put<{ Params: Static<typeof FormParams>; Body: { schema: object } }>('/api/v1/forms/:form_id/schema', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'A new schema version (version + 1); earlier submissions keep the version they were validated against. Owners and admins.',
+      security: bearerSecurity, params: FormParams, body: Type.Object({ schema: JsonObject }),
+      response: { 200: FormSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'put_schema', caller, schema: request.body.schema }));
+  });
+
+  app.post<{ Params: Static<typeof FormParams>; Body: { status: (typeof FORM_STATUSES)[number] } }>('/api/v1/forms/:form_id/status', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'Move the form through its status state machine (docs/api/forms.md). Not allowed: 409 invalid_status_transition.',
+      security: bearerSecurity, params: FormParams, body: Type.Object({ status: StatusEnum }),
+      response: { 200: FormSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'set_status', caller, status: request.body.status }));
+  });
+
+  app.post<{ Params: Static<typeof FormParams>; Body: { partial_data: Record<string, unknown> } }>('/api/v1/forms/:form_id/drafts', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'Save a draft (not validated); it expires after drafts.ttl_seconds. Needs drafts.enabled and an active form.',
+      security: bearerSecurity, params: FormParams, body: Type.Object({ partial_data: JsonObject }),
+      response: { 201: DraftSchema, ...errorResponses(...bearerErrors, 404, 409) },
+    },
+  }, async (request, reply) => {
+    const { tenant, caller } = callerOf(request);
+    const draft = await askForm<Draft>(tenant, request.params.form_id, { op: 'save_draft', caller, partial_data: request.body.partial_data });
+    return reply.code(201).send(draftShape(draft));
+  });
+
+  app.get<{ Params: Static<typeof DraftParams> }>('/api/v1/forms/:form_id/drafts/:draft_id', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: "A draft with its partial_data: its subject, the form's owners and admins. Expired: 404.",
+      security: bearerSecurity, params: DraftParams, response: { 200: DraftSchema, ...errorResponses(...bearerErrors, 404) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    return draftShape(await askForm<Draft>(tenant, request.params.form_id, { op: 'get_draft', caller, draft_id: request.params.draft_id }, true));
+  });
+
+  app.get<{ Params: Static<typeof FormParams>; Querystring: Static<typeof SubmissionListQuery> }>('/api/v1/forms/:form_id/submissions', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: "Submissions: every one for the form's owners and admins (submitter filter theirs only), the caller's own for others.",
+      security: bearerSecurity, params: FormParams, querystring: SubmissionListQuery,
+      response: { 200: Type.Object({ submissions: Type.Array(SubmissionSchema), pagination: Pagination }), ...errorResponses(...bearerErrors, 403, 404) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    const { page, page_size } = pageOf(request.query);
+    const query = { status: request.query.status ?? null, submitter: request.query.submitter ?? null, page, page_size, sort_by: request.query.sort_by ?? 'created_at', sort_order: request.query.sort_order ?? 'desc' } as const;
+    const result = await askForm<Page<Submission>>(tenant, request.params.form_id, { op: 'list_submissions', caller, query }, true);
+    return { submissions: result.items.map(submissionShape), pagination: pagination(page, page_size, result.total) };
+  });
+
+  app.post<{ Params: Static<typeof FormParams>; Body: Static<typeof SubmitBody> }>('/api/v1/forms/:form_id/submissions', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'Submit: validated against the current schema version and the conditional logic, then committed. Invalid: 400 submission_invalid; form not active: 409.',
+      security: bearerSecurity, params: FormParams, body: SubmitBody,
+      response: { 201: SubmissionAckSchema, ...errorResponses(...bearerErrors, 404, 409) },
+    },
+  }, async (request, reply) => {
+    const { tenant, caller } = callerOf(request);
+    const ack = await askForm<SubmissionAck>(tenant, request.params.form_id, { op: 'submit', caller, data: request.body.data as Record<string, unknown> });
+    return reply.code(201).send(ackShape(ack));
+  });
+
+  app.post<{ Params: Static<typeof FormParams>; Body: Static<typeof BatchBody> }>('/api/v1/forms/:form_id/submissions/batch', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: `Submit up to ${formPolicy.batch_submissions_max} in order, fail-fast: the first refused one stops the batch (\`failed\`), the ones before it are committed.`,
+      security: bearerSecurity, params: FormParams, body: BatchBody,
+      response: {
+        200: Type.Object({
+          count: Type.Integer(),
+          results: Type.Array(SubmissionAckSchema),
+          failed: Type.Union([Type.Null(), Type.Object({ index: Type.Integer(), code: Type.String(), message: Type.String(), details: Type.Unknown() })]),
+        }),
+        ...errorResponses(...bearerErrors, 404, 409),
+      },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    const items = request.body.submissions.map((item) => item.data as Record<string, unknown>);
+    const outcome = await askForm<{ results: SubmissionAck[]; failed: { index: number; code: string; message: string; details: unknown } | null }>(
+      tenant, request.params.form_id, { op: 'submit_batch', caller, items },
+    );
+    return { count: outcome.results.length, results: outcome.results.map(ackShape), failed: outcome.failed };
+  });
+
+  app.post<{ Params: Static<typeof FormParams>; Body: Static<typeof PublicBody> }>('/api/v1/forms/:form_id/submissions/public', {
+    schema: {
+      tags, summary: 'Anonymous submission (no bearer) to a form with spam.allow_anonymous: honeypots, min_submit_ms and a per-address rate limit guard it.',
+      params: FormParams, body: PublicBody,
+      response: { 201: SubmissionAckSchema, ...errorResponses(400, 403, 404, 409, 413, 415, 429, 503) },
+    },
+  }, async (request, reply) => {
+    const tenant = tenantOfFormId(request.params.form_id);
+    if (tenant === null) throw new ServiceError('not_found', 'No such form.');
+    const started_at_ms = request.body.started_at === undefined ? null : Date.parse(request.body.started_at);
+    const message: FormMessage = { op: 'submit_public', address: request.ip, data: request.body.data as Record<string, unknown>, started_at_ms: Number.isFinite(started_at_ms) ? started_at_ms : null };
+    const ack = await askForm<SubmissionAck>(tenant, request.params.form_id, message);
+    return reply.code(201).send(ackShape(ack));
+  });
+
+  app.get<{ Params: Static<typeof SubmissionParams> }>('/api/v1/forms/:form_id/submissions/:submission_id', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: "A submission: its submitter, the form's owners and admins.",
+      security: bearerSecurity, params: SubmissionParams, response: { 200: SubmissionSchema, ...errorResponses(...bearerErrors, 404) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    return submissionShape(await askForm<Submission>(tenant, request.params.form_id, { op: 'get_submission', caller, submission_id: request.params.submission_id }, true));
+  });
+
+  for (const decision of ['approve', 'reject'] as const) {
+    app.post<{ Params: Static<typeof SubmissionParams>; Body: Static<typeof DecideBody> }>(`/api/v1/forms/:form_id/submissions/:submission_id/${decision}`, {
+      onRequest: authenticate,
+      schema: {
+        tags, summary: `${decision === 'approve' ? 'Approve' : 'Reject'} a pending_approval submission (approval.enabled): the approver role decides once.`,
+        security: bearerSecurity, params: SubmissionParams, body: DecideBody,
+        response: { 200: SubmissionSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
+      },
+    }, async (request) => {
+      const { tenant, caller } = callerOf(request);
+      const message: FormMessage = { op: 'decide', caller, submission_id: request.params.submission_id, decision: decision === 'approve' ? 'approved' : 'rejected', note: request.body?.note ?? '' };
+      return submissionShape(await askForm<Submission>(tenant, request.params.form_id, message));
+    });
+  }
+}
