@@ -1,8 +1,16 @@
-import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { flowCall, type FlowAnswer } from '../flow-call.js';
+import { WEBHOOK_KIND, type WebhookMessage } from '../webhooks/messages.js';
 import { canTransition, conditionalErrors, ruleProblems, schemaProperties, takesSubmissions } from './definition.js';
 import {
   FORM_INDEX_KIND,
+  FORM_KIND,
+  FORM_STATE_MACHINE_KIND,
+  FORM_SUBMISSION_EVENT_TYPE,
   formIndexKey,
+  stateMachineKey,
+  type HookRun,
+  type StateMachineMessage,
   formPolicy,
   type Draft,
   type FormCaller,
@@ -125,7 +133,7 @@ function indexSend(state: FormState) {
 }
 
 function ack(submission: Submission): SubmissionAck {
-  return { submission_id: submission.submission_id, form_id: submission.form_id, form_version: submission.form_version, status: submission.status };
+  return { submission_id: submission.submission_id, form_id: submission.form_id, form_version: submission.form_version, status: submission.status, hooks: submission.hooks };
 }
 
 /**
@@ -164,7 +172,86 @@ function prepareSubmission(
     created_at_ms: context.now,
     updated_at_ms: context.now,
     approval: null,
+    hooks: def.execution.on_valid_submission.map((hook, index) => ({
+      index,
+      kind: hook.kind,
+      target: hook.kind === 'webhook' ? hook.webhook_id : hook.fsm_name,
+      status: 'waiting_approval',
+      attempts: 0,
+      event_id: null,
+      error: null,
+      updated_at_ms: context.now,
+    })),
   };
+}
+
+/**
+ * Starts the hook runs `indexes` of a committed submission (a new attempt
+ * each): the sends leave through the outbox after this turn's commit, so each
+ * attempt reaches its target exactly once, also across a crash.
+ * - webhook: the submission is delivered to the named webhook as its own
+ *   signed delivery (event type form.submission, id <submission>.<hook>.<attempt>);
+ *   the webhook's delivery log and retries take it from there (`dispatched`).
+ * - fsm: a flow-call moves the named state machine; its answer makes the run
+ *   `succeeded` or `failed`.
+ */
+export function startHooks(state: FormState, submission: Submission, indexes: number[], now: number): { submission: Submission; sends: ActorSend[] } {
+  const def = state.def!;
+  const sends: ActorSend[] = [];
+  const hooks = submission.hooks.map((run) => {
+    if (!indexes.includes(run.index)) return run;
+    const hook = def.execution.on_valid_submission[run.index];
+    const attempts = run.attempts + 1;
+    if (!hook) return { ...run, status: 'failed' as const, attempts, error: { code: 'not_found', message: 'The form no longer has this hook.' }, updated_at_ms: now };
+    if (hook.kind === 'webhook') {
+      const event_id = `${submission.submission_id}.${run.index}.${attempts}`;
+      const message: WebhookMessage = {
+        op: 'deliver',
+        event: { id: event_id, type: FORM_SUBMISSION_EVENT_TYPE, timestamp_ms: now, data: submissionEventData(submission) },
+      };
+      sends.push({ kind: WEBHOOK_KIND, key: hook.webhook_id, message });
+      return { ...run, status: 'dispatched' as const, attempts, event_id, error: null, updated_at_ms: now };
+    }
+    const call: StateMachineMessage = { op: 'move', target_state: hook.target_state, cause: { form_id: submission.form_id, submission_id: submission.submission_id }, caller: null };
+    sends.push(flowCall(FORM_STATE_MACHINE_KIND, stateMachineKey(def.tenant, hook.fsm_name), call, {
+      kind: FORM_KIND,
+      key: formKeyOf(def),
+      flow_id: submission.submission_id,
+      step: `hook:${run.index}:${attempts}`,
+    }));
+    return { ...run, status: 'running' as const, attempts, error: null, updated_at_ms: now };
+  });
+  return { submission: { ...submission, hooks }, sends };
+}
+
+function formKeyOf(def: FormDefinition): string {
+  return JSON.stringify([def.tenant, def.form_id]);
+}
+
+/** What a webhook hook delivers: the submission as its owners read it. */
+export function submissionEventData(submission: Submission) {
+  return {
+    form_id: submission.form_id,
+    form_version: submission.form_version,
+    submission_id: submission.submission_id,
+    status: submission.status,
+    anonymous: submission.anonymous,
+    submitted_by: submission.submitted_by,
+    data: submission.data,
+    created_at_ms: submission.created_at_ms,
+  };
+}
+
+/** Commits a new submission and, unless it waits for approval, starts its hooks. */
+function commitNew(state: FormState, prepared: Submission, writes: RecordWrite[], sends: ActorSend[], now: number): Submission {
+  let submission = prepared;
+  if (submission.status === 'submitted' && submission.hooks.length > 0) {
+    const started = startHooks(state, submission, submission.hooks.map((run) => run.index), now);
+    submission = started.submission;
+    sends.push(...started.sends);
+  }
+  commitSubmission(state, submission, writes);
+  return submission;
 }
 
 function commitSubmission(state: FormState, submission: Submission, writes: RecordWrite[]): void {
@@ -218,7 +305,23 @@ function countPublic(state: FormState, address: string, now: number, limit: numb
   return true;
 }
 
-export function stepForm(state: FormState, message: FormMessage | AlarmMessage, context: TurnContext): Result {
+/** An fsm hook's answer: the run of that attempt succeeds or fails; a stale attempt's answer changes nothing. */
+function hookAnswered(state: FormState, answer: FlowAnswer, now: number): Result {
+  const submission = state.submissions.get(answer.flow_id);
+  const match = /^hook:(\d+):(\d+)$/.exec(answer.step);
+  if (!submission || !match) return { state };
+  const [index, attempt] = [Number(match[1]), Number(match[2])];
+  const run = submission.hooks[index];
+  if (!run || run.attempts !== attempt || run.status !== 'running') return { state };
+  const finished: HookRun = answer.ok
+    ? { ...run, status: 'succeeded', error: null, updated_at_ms: now }
+    : { ...run, status: 'failed', error: { code: answer.error.code, message: answer.error.message }, updated_at_ms: now };
+  const updated: Submission = { ...submission, hooks: submission.hooks.map((other) => (other.index === index ? finished : other)), updated_at_ms: now };
+  state.submissions.set(updated.submission_id, updated);
+  return { state, writes: [{ subkey: `s:${updated.submission_id}`, value: updated }] };
+}
+
+export function stepForm(state: FormState, message: FormMessage | FlowAnswer | AlarmMessage, context: TurnContext): Result {
   const now = context.now;
   switch (message.op) {
     case 'create': {
@@ -275,8 +378,9 @@ export function stepForm(state: FormState, message: FormMessage | AlarmMessage, 
       const prepared = prepareSubmission(state, message.data, message.caller.user_id, false, context);
       if (prepared instanceof ServiceError) throw prepared;
       const writes: RecordWrite[] = [];
-      commitSubmission(state, prepared, writes);
-      return { state, reply: ack(prepared), writes };
+      const sends: ActorSend[] = [];
+      const committed = commitNew(state, prepared, writes, sends, now);
+      return { state, reply: ack(committed), writes, sends };
     }
 
     case 'submit_batch': {
@@ -284,6 +388,7 @@ export function stepForm(state: FormState, message: FormMessage | AlarmMessage, 
       // batch, and the ones before it stay committed (docs/api/forms.md, "Batch").
       existing(state);
       const writes: RecordWrite[] = [];
+      const sends: ActorSend[] = [];
       const results: SubmissionAck[] = [];
       let failed: { index: number; code: string; message: string; details: unknown } | null = null;
       for (const [index, data] of message.items.entries()) {
@@ -292,10 +397,9 @@ export function stepForm(state: FormState, message: FormMessage | AlarmMessage, 
           failed = { index, code: prepared.code, message: prepared.message, details: prepared.details ?? null };
           break;
         }
-        commitSubmission(state, prepared, writes);
-        results.push(ack(prepared));
+        results.push(ack(commitNew(state, prepared, writes, sends, now)));
       }
-      return { state, reply: { results, failed }, writes };
+      return { state, reply: { results, failed }, writes, sends };
     }
 
     case 'submit_public': {
@@ -318,8 +422,9 @@ export function stepForm(state: FormState, message: FormMessage | AlarmMessage, 
         });
       }
       const writes: RecordWrite[] = [];
-      commitSubmission(state, prepared, writes);
-      return { state, reply: ack(prepared), writes };
+      const sends: ActorSend[] = [];
+      const committed = commitNew(state, prepared, writes, sends, now);
+      return { state, reply: ack(committed), writes, sends };
     }
 
     case 'get_submission':
@@ -336,15 +441,37 @@ export function stepForm(state: FormState, message: FormMessage | AlarmMessage, 
       if (submission.status !== 'pending_approval') {
         throw new ServiceError('conflict', `The submission is ${submission.status}; only a pending_approval submission is approved or rejected.`, { details: { status: submission.status } });
       }
-      const decided: Submission = {
+      let decided: Submission = {
         ...submission,
         status: message.decision,
         updated_at_ms: now,
         approval: { decided_by: message.caller.user_id, decided_at_ms: now, note: message.note },
       };
+      let sends: ActorSend[] = [];
+      if (message.decision === 'approved') {
+        ({ submission: decided, sends } = startHooks(state, decided, decided.hooks.map((run) => run.index), now));
+      } else {
+        decided = { ...decided, hooks: decided.hooks.map((run) => ({ ...run, status: 'skipped' as const, updated_at_ms: now })) };
+      }
       state.submissions.set(decided.submission_id, decided);
-      return { state, reply: decided, writes: [{ subkey: `s:${decided.submission_id}`, value: decided }] };
+      return { state, reply: decided, writes: [{ subkey: `s:${decided.submission_id}`, value: decided }], sends };
     }
+
+    case 'retry': {
+      const def = existing(state);
+      const submission = visibleSubmission(state, message.caller, message.submission_id);
+      requireOwner(def, message.caller);
+      const failed = submission.hooks.filter((run) => run.status === 'failed').map((run) => run.index);
+      if (failed.length === 0) {
+        throw new ServiceError('conflict', 'No hook of this submission has failed; only failed hooks are retried.', { details: { hooks: submission.hooks.map((run) => ({ index: run.index, status: run.status })) } });
+      }
+      const started = startHooks(state, { ...submission, updated_at_ms: now }, failed, now);
+      state.submissions.set(submission.submission_id, started.submission);
+      return { state, reply: started.submission, writes: [{ subkey: `s:${submission.submission_id}`, value: started.submission }], sends: started.sends };
+    }
+
+    case 'flow-answer':
+      return hookAnswered(state, message, now);
 
     case 'save_draft': {
       const def = existing(state);

@@ -12,6 +12,8 @@
  */
 export const FORM_KIND = 'form';
 export const FORM_INDEX_KIND = 'form-index';
+/** One per (tenant, name) (key = stateMachineKey): a named state machine that `fsm` hooks move. */
+export const FORM_STATE_MACHINE_KIND = 'form-state-machine';
 
 export function formKey(tenant: string, form_id: string): string {
   return JSON.stringify([tenant, form_id]);
@@ -19,6 +21,12 @@ export function formKey(tenant: string, form_id: string): string {
 export function formIndexKey(tenant: string): string {
   return JSON.stringify([tenant]);
 }
+export function stateMachineKey(tenant: string, name: string): string {
+  return JSON.stringify([tenant, name]);
+}
+
+/** Event type of a form hook's webhook delivery: sent to the named webhook alone, not a catalog type one subscribes to. */
+export const FORM_SUBMISSION_EVENT_TYPE = 'form.submission';
 
 /**
  * A form id names its tenant (`frm_<base64url(tenant)>.<random>`), so the
@@ -56,6 +64,10 @@ export const formPolicy = {
   public_per_address_per_minute_default: 10,
   public_per_address_per_minute_max: 10_000,
   min_submit_ms_max: 3_600_000,
+  hooks_per_form_max: 10,
+  state_machine_states_max: 50,
+  state_machine_transitions_max: 500,
+  state_machine_history_max: 100,
   list_page_size_default: 20,
   list_page_size_max: 100,
   /** Forms one tenant lists. */
@@ -82,7 +94,29 @@ export interface ConditionalRule {
   require: string[];
 }
 
+/** What runs once per valid submission (after approval when approval is enabled). */
+export type ExecutionHook =
+  | { kind: 'webhook'; webhook_id: string }
+  | { kind: 'fsm'; fsm_name: string; target_state: string };
+
+export type HookStatus = 'waiting_approval' | 'running' | 'dispatched' | 'succeeded' | 'failed' | 'skipped';
+
+/** One hook's progress on one submission. */
+export interface HookRun {
+  index: number;
+  kind: ExecutionHook['kind'];
+  /** webhook_id or fsm_name. */
+  target: string;
+  status: HookStatus;
+  attempts: number;
+  /** The webhook event id of the last attempt (webhook hooks). */
+  event_id: string | null;
+  error: { code: string; message: string } | null;
+  updated_at_ms: number;
+}
+
 export interface FormSettings {
+  execution: { on_valid_submission: ExecutionHook[] };
   fields: FormField[];
   conditional_logic: ConditionalRule[];
   drafts: { enabled: boolean; ttl_seconds: number };
@@ -125,6 +159,7 @@ export interface Submission {
   created_at_ms: number;
   updated_at_ms: number;
   approval: { decided_by: string; decided_at_ms: number; note: string } | null;
+  hooks: HookRun[];
 }
 
 export interface Draft {
@@ -165,13 +200,15 @@ export type FormMessage =
   | { op: 'list_submissions'; caller: FormCaller; query: SubmissionQuery }
   | { op: 'decide'; caller: FormCaller; submission_id: string; decision: 'approved' | 'rejected'; note: string }
   | { op: 'save_draft'; caller: FormCaller; partial_data: Record<string, unknown> }
-  | { op: 'get_draft'; caller: FormCaller; draft_id: string };
+  | { op: 'get_draft'; caller: FormCaller; draft_id: string }
+  | { op: 'retry'; caller: FormCaller; submission_id: string };
 
 export interface SubmissionAck {
   submission_id: string;
   form_id: string;
   form_version: number;
   status: SubmissionStatus;
+  hooks: HookRun[];
 }
 
 export type FormIndexMessage =
@@ -193,3 +230,29 @@ export interface Page<T> {
   items: T[];
   total: number;
 }
+
+/** State machine names and state names: 1-128 letters, digits and . _ : - */
+export const STATE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
+export interface StateMachineDefinition {
+  states: string[];
+  initial: string;
+  transitions: { from: string; to: string }[];
+}
+
+export interface StateMachineView extends StateMachineDefinition {
+  name: string;
+  state: string;
+  /** Moves made so far. */
+  moves: number;
+  created_by: string;
+  created_at_ms: number;
+  updated_at_ms: number;
+  /** The newest moves, newest last (at most state_machine_history_max). */
+  history: { from: string; to: string; at_ms: number; cause: { form_id: string; submission_id: string } | { user_id: string } }[];
+}
+
+export type StateMachineMessage =
+  | { op: 'put'; caller: FormCaller; name: string; definition: StateMachineDefinition }
+  | { op: 'get' }
+  | { op: 'move'; target_state: string; cause: StateMachineView['history'][number]['cause']; caller: FormCaller | null };

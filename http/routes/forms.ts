@@ -5,8 +5,15 @@ import { ServiceError } from '../../runtime/index.js';
 import {
   FORM_INDEX_KIND,
   FORM_KIND,
+  FORM_STATE_MACHINE_KIND,
   FORM_STATUSES,
+  STATE_NAME_PATTERN,
   SUBMISSION_STATUSES,
+  stateMachineKey,
+  type ExecutionHook,
+  type HookRun,
+  type StateMachineMessage,
+  type StateMachineView,
   formIdFor,
   formIndexKey,
   formKey,
@@ -21,6 +28,7 @@ import {
   type Submission,
   type SubmissionAck,
 } from '../../actors/forms/messages.js';
+import { WEBHOOK_KIND, type WebhookMessage, type WebhookView } from '../../actors/webhooks/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
@@ -46,7 +54,7 @@ const Field = Type.Object({
 });
 const Rule = Type.Object({ when: Type.String({ minLength: 1, maxLength: 512 }), require: Type.Array(FIELD_NAME, { minItems: 1, maxItems: 100 }) });
 const Hook = Type.Object({
-  kind: Type.String({ maxLength: 32 }),
+  kind: Type.Union([Type.Literal('webhook'), Type.Literal('fsm'), Type.Literal('job')], { description: 'job is not available on this node yet: refused with 400.' }),
   queue: Type.Optional(Type.String({ maxLength: 100 })),
   payload_template: Type.Optional(Type.Unknown()),
   webhook_id: Type.Optional(Type.String({ maxLength: 128 })),
@@ -72,7 +80,7 @@ const SettingsBody = {
     kind: Type.Optional(Type.Literal('single')),
   })),
   execution: Type.Optional(Type.Object({
-    on_valid_submission: Type.Optional(Type.Array(Hook, { maxItems: 10, description: 'Not available on this node yet: a non-empty list is refused with 400.' })),
+    on_valid_submission: Type.Optional(Type.Array(Hook, { maxItems: formPolicy.hooks_per_form_max })),
   })),
   multipart: Type.Optional(Type.Object({
     enabled: Type.Optional(Type.Boolean({ description: 'Not available on this node yet: true is refused with 400.' })),
@@ -93,7 +101,7 @@ const FormSchema = Type.Object({
   drafts: Type.Object({ enabled: Type.Boolean(), ttl_seconds: Type.Integer() }),
   spam: Type.Object({ allow_anonymous: Type.Boolean(), honeypot_fields: Type.Array(Type.String()), min_submit_ms: Type.Integer(), rate_limit_per_minute: Type.Integer() }),
   approval: Type.Object({ enabled: Type.Boolean(), approver_role: Type.String(), kind: Type.String() }),
-  execution: Type.Object({ on_valid_submission: Type.Array(Type.Unknown()) }),
+  execution: Type.Object({ on_valid_submission: Type.Array(Type.Object({ kind: Type.String(), webhook_id: Type.Optional(Type.String()), fsm_name: Type.Optional(Type.String()), target_state: Type.Optional(Type.String()) })) }),
   multipart: Type.Object({ enabled: Type.Boolean() }),
   submission_count: Type.Integer(),
   created_by: Type.String(),
@@ -160,6 +168,41 @@ const PublicBody = Type.Object({
 });
 const DecideBody = Type.Object({ note: Type.Optional(Type.String({ maxLength: 2_000 })) });
 
+const STATE = Type.String({ pattern: STATE_NAME_PATTERN.source });
+const MachineParams = Type.Object({ name: STATE });
+const MachineBody = Type.Object({
+  states: Type.Array(STATE, { minItems: 1, maxItems: formPolicy.state_machine_states_max }),
+  initial: STATE,
+  transitions: Type.Array(Type.Object({ from: STATE, to: STATE }), { maxItems: formPolicy.state_machine_transitions_max }),
+});
+const MachineSchema = Type.Object({
+  name: Type.String(),
+  states: Type.Array(Type.String()),
+  initial: Type.String(),
+  transitions: Type.Array(Type.Object({ from: Type.String(), to: Type.String() })),
+  state: Type.String(),
+  moves: Type.Integer(),
+  created_by: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  history: Type.Array(Type.Object({ from: Type.String(), to: Type.String(), at: Type.String({ format: 'date-time' }), cause: Type.Unknown() })),
+}, { title: 'StateMachine' });
+
+function machineShape(view: StateMachineView) {
+  return {
+    name: view.name,
+    states: view.states,
+    initial: view.initial,
+    transitions: view.transitions,
+    state: view.state,
+    moves: view.moves,
+    created_by: view.created_by,
+    created_at: isoTime(view.created_at_ms)!,
+    updated_at: isoTime(view.updated_at_ms)!,
+    history: view.history.map((move) => ({ from: move.from, to: move.to, at: isoTime(move.at_ms)!, cause: move.cause })),
+  };
+}
+
 function pageOf(query: { page?: number; page_size?: number }) {
   const page = Math.max(1, query.page || 1);
   const page_size = Math.min(formPolicy.list_page_size_max, query.page_size || formPolicy.list_page_size_default);
@@ -174,7 +217,17 @@ function settingsOf(body: CreateBodyType): FormSettings {
   const refuse = (field: string, message: string) => {
     throw new ServiceError('BAD_REQUEST', `${field} ${message}`, { details: [{ field: `body.${field}`, message }] });
   };
-  if ((body.execution?.on_valid_submission?.length ?? 0) > 0) refuse('execution.on_valid_submission', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
+  const hooks: ExecutionHook[] = (body.execution?.on_valid_submission ?? []).map((hook, index) => {
+    const field = `execution.on_valid_submission[${index}]`;
+    if (hook.kind === 'job') refuse(`${field}.kind`, 'job is not available on this node yet (docs/api/forms.md, "Not built yet")');
+    if (hook.kind === 'webhook') {
+      if (!hook.webhook_id) refuse(`${field}.webhook_id`, 'is required for a webhook hook');
+      return { kind: 'webhook', webhook_id: hook.webhook_id! };
+    }
+    if (!hook.fsm_name || !STATE_NAME_PATTERN.test(hook.fsm_name)) refuse(`${field}.fsm_name`, 'is required for an fsm hook: 1-128 letters, digits and . _ : -');
+    if (!hook.target_state) refuse(`${field}.target_state`, 'is required for an fsm hook');
+    return { kind: 'fsm', fsm_name: hook.fsm_name!, target_state: hook.target_state! };
+  });
   if (body.multipart?.enabled) refuse('multipart.enabled', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
   if (body.fields?.some((field) => field.encrypted)) refuse('fields.encrypted', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
   const names = new Set<string>();
@@ -183,6 +236,7 @@ function settingsOf(body: CreateBodyType): FormSettings {
     names.add(field.name);
   }
   return {
+    execution: { on_valid_submission: hooks },
     fields: (body.fields ?? []).map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: false })),
     conditional_logic: (body.conditional_logic ?? []).map((rule) => ({ when: rule.when, require: rule.require })),
     drafts: { enabled: body.drafts?.enabled ?? false, ttl_seconds: body.drafts?.ttl_seconds ?? formPolicy.draft_ttl_seconds_default },
@@ -209,7 +263,7 @@ function formShape(form: FormView) {
     drafts: form.drafts,
     spam: form.spam,
     approval: form.approval,
-    execution: { on_valid_submission: [] },
+    execution: form.execution,
     multipart: { enabled: false },
     submission_count: form.submission_count,
     created_by: form.created_by,
@@ -218,14 +272,29 @@ function formShape(form: FormView) {
   };
 }
 
-/** No hook runs on this node yet (docs/api/forms.md): each is null; approval shows the decision. */
-function executionStatus(submission: { status: string; approval?: Submission['approval'] }) {
+function hookShape(run: HookRun) {
+  return {
+    index: run.index,
+    ...(run.kind === 'webhook' ? { webhook_id: run.target, event_id: run.event_id } : { fsm_name: run.target }),
+    status: run.status,
+    attempts: run.attempts,
+    error: run.error,
+    updated_at: isoTime(run.updated_at_ms),
+  };
+}
+
+/** Each hook's progress, by kind (null when the form has no hook of that kind); approval shows the decision. */
+function executionStatus(submission: { status: string; approval?: Submission['approval']; hooks: HookRun[] }) {
   const approval = submission.status === 'submitted' ? null : { status: submission.status, ...(submission.approval && { decided_by: submission.approval.decided_by, decided_at: isoTime(submission.approval.decided_at_ms), note: submission.approval.note }) };
-  return { approval, job: null, webhook: null, fsm: null };
+  const of = (kind: HookRun['kind']) => {
+    const runs = submission.hooks.filter((run) => run.kind === kind);
+    return runs.length === 0 ? null : runs.map(hookShape);
+  };
+  return { approval, job: null, webhook: of('webhook'), fsm: of('fsm') };
 }
 
 function ackShape(ack: SubmissionAck) {
-  return { ...ack, execution_status: executionStatus({ status: ack.status }) };
+  return { submission_id: ack.submission_id, form_id: ack.form_id, form_version: ack.form_version, status: ack.status, execution_status: executionStatus(ack) };
 }
 
 function submissionShape(submission: Submission) {
@@ -270,6 +339,17 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
     return services.actors.ask<Reply>(FORM_KIND, formKey(tenant, form_id), message, { readOnly });
   };
   const tags = ['forms'];
+  /** A webhook hook must name a webhook of the tenant that the creator may manage (read-only ask). */
+  const checkWebhook = async (tenant: string, caller: FormCaller, webhook_id: string, index: number) => {
+    const field = `body.execution.on_valid_submission[${index}].webhook_id`;
+    const refused = () => new ServiceError('BAD_REQUEST', `${field} names no webhook of yours.`, { details: [{ field, message: 'names no webhook of yours' }] });
+    if (webhook_id.length > 128) throw refused();
+    const view = await services.actors.ask<WebhookView>(WEBHOOK_KIND, webhook_id, { op: 'get', caller } satisfies WebhookMessage, { readOnly: true }).catch((error: unknown) => {
+      if (error instanceof ServiceError && error.statusCode < 500) throw refused();
+      throw error;
+    });
+    if (view.tenant !== tenant) throw refused();
+  };
 
   app.get<{ Querystring: Static<typeof FormListQuery> }>('/api/v1/forms', {
     onRequest: authenticate,
@@ -298,6 +378,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request, reply) => {
     const { tenant, caller } = callerOf(request);
     const settings = settingsOf(request.body);
+    await Promise.all(settings.execution.on_valid_submission.map((hook, index) => (hook.kind === 'webhook' ? checkWebhook(tenant, caller, hook.webhook_id, index) : null)));
     const form_id = formIdFor(tenant, randomBytes(12).toString('base64url'));
     const form = await askForm<FormView>(tenant, form_id, { op: 'create', tenant, caller, name: request.body.name, title: request.body.title, schema: request.body.schema, settings });
     return reply.code(201).send({ form_id: form.form_id, name: form.name, status: form.status, version: form.version, created_at: isoTime(form.created_at_ms)! });
@@ -450,4 +531,56 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
       return submissionShape(await askForm<Submission>(tenant, request.params.form_id, message));
     });
   }
+
+  app.post<{ Params: Static<typeof SubmissionParams> }>('/api/v1/forms/:form_id/submissions/:submission_id/retry', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: "Run the submission's failed hooks again (a new attempt each). No failed hook: 409 conflict. Owners and admins.",
+      security: bearerSecurity, params: SubmissionParams,
+      response: { 200: SubmissionSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    return submissionShape(await askForm<Submission>(tenant, request.params.form_id, { op: 'retry', caller, submission_id: request.params.submission_id }));
+  });
+
+  const machinePath = '/api/v1/forms/state-machines/:name';
+  const askMachine = (tenant: string, name: string, message: StateMachineMessage, readOnly = false) =>
+    services.actors.ask<StateMachineView>(FORM_STATE_MACHINE_KIND, stateMachineKey(tenant, name), message, { readOnly });
+
+  app.put<{ Params: Static<typeof MachineParams>; Body: Static<typeof MachineBody> }>(machinePath, {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'Create or redefine a named state machine that fsm hooks move (docs/api/forms.md, "State machines").',
+      security: bearerSecurity, params: MachineParams, body: MachineBody,
+      response: { 200: MachineSchema, ...errorResponses(...bearerErrors, 403, 409) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    const { states, initial, transitions } = request.body;
+    return machineShape(await askMachine(tenant, request.params.name, { op: 'put', caller, name: request.params.name, definition: { states, initial, transitions } }));
+  });
+
+  app.get<{ Params: Static<typeof MachineParams> }>(machinePath, {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'A state machine: its definition, current state and newest moves.',
+      security: bearerSecurity, params: MachineParams, response: { 200: MachineSchema, ...errorResponses(...bearerErrors, 404) },
+    },
+  }, async (request) => {
+    const { tenant } = callerOf(request);
+    return machineShape(await askMachine(tenant, request.params.name, { op: 'get' }, true));
+  });
+
+  app.post<{ Params: Static<typeof MachineParams>; Body: { target_state: string } }>(`${machinePath}/move`, {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: 'Move the machine by hand (its creator or an admin). Not an allowed move: 409 invalid_status_transition.',
+      security: bearerSecurity, params: MachineParams, body: Type.Object({ target_state: STATE }),
+      response: { 200: MachineSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    return machineShape(await askMachine(tenant, request.params.name, { op: 'move', target_state: request.body.target_state, cause: { user_id: caller.user_id }, caller }));
+  });
 }

@@ -10,6 +10,7 @@ const other = { user_id: 'u-other', admin: false };
 const admin = { user_id: 'u-admin', admin: true };
 const SCHEMA = { type: 'object', properties: { email: { type: 'string', format: 'email' }, country: { type: 'string' }, state: { type: 'string' } }, required: ['email'] };
 const SETTINGS: FormSettings = {
+  execution: { on_valid_submission: [] },
   fields: [],
   conditional_logic: [{ when: 'country == "US"', require: ['state'] }],
   drafts: { enabled: true, ttl_seconds: 60 },
