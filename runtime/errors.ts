@@ -18,6 +18,7 @@ export const errorCodes = {
   invalid_json_schema: { status: 400, description: "A form's schema is not a JSON Schema that ajv compiles (strict mode: unknown keywords and unresolvable $ref are refused), or does not describe an object (docs/api/forms.md)." },
   submission_invalid: { status: 400, description: "A form submission does not satisfy the form's current schema version or its conditional logic; `details.errors` lists every problem (docs/api/forms.md)." },
   spam_suspected: { status: 400, description: 'An anonymous form submission was refused as automated: a honeypot field was filled, or it came sooner than the form\'s min_submit_ms after started_at; `details.reason` says which (docs/api/forms.md).' },
+  file_rejected: { status: 400, description: 'A file of a multipart form submission was refused: its sniffed content type is not allowed, its declared type differs from its content, or there are more files than max_files; `details.reason` says which (docs/api/forms.md, "Multipart"). Nothing is stored.' },
   link_failed: { status: 400, description: 'Linking an external account failed at the provider: the code was refused, or the provider was unreachable, slow or answered badly.' },
   // 400, OAuth 2.0 token endpoint (RFC 6749 §5.2): rendered as {error: wire, error_description}
   oauth_invalid_request: { status: 400, wire: 'invalid_request', description: 'The token request is missing a parameter, repeats one, uses two client authentication methods, or is not form-encoded.' },

@@ -9,6 +9,7 @@ import {
   FORM_SUBMISSION_EVENT_TYPE,
   formIndexKey,
   stateMachineKey,
+  type Attachment,
   type HookRun,
   type StateMachineMessage,
   formPolicy,
@@ -146,8 +147,12 @@ function prepareSubmission(
   submitted_by: string,
   anonymous: boolean,
   context: TurnContext,
+  attachments: Attachment[] = [],
 ): Submission | ServiceError {
   const def = state.def!;
+  if (attachments.length > 0 && (!def.multipart.enabled || attachments.length > def.multipart.max_files)) {
+    return new ServiceError('conflict', 'This form does not take these files (multipart is off, or there are more than max_files).');
+  }
   if (!takesSubmissions(def.status)) {
     return new ServiceError('form_not_accepting', `The form is ${def.status}; only an active form takes submissions.`, { details: { status: def.status } });
   }
@@ -172,6 +177,7 @@ function prepareSubmission(
     created_at_ms: context.now,
     updated_at_ms: context.now,
     approval: null,
+    attachments,
     hooks: def.execution.on_valid_submission.map((hook, index) => ({
       index,
       kind: hook.kind,
@@ -238,6 +244,7 @@ export function submissionEventData(submission: Submission) {
     anonymous: submission.anonymous,
     submitted_by: submission.submitted_by,
     data: submission.data,
+    attachments: submission.attachments.map(({ path: _path, ...attachment }) => attachment),
     created_at_ms: submission.created_at_ms,
   };
 }
@@ -375,7 +382,7 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
 
     case 'submit': {
       existing(state);
-      const prepared = prepareSubmission(state, message.data, message.caller.user_id, false, context);
+      const prepared = prepareSubmission(state, message.data, message.caller.user_id, false, context, message.attachments);
       if (prepared instanceof ServiceError) throw prepared;
       const writes: RecordWrite[] = [];
       const sends: ActorSend[] = [];

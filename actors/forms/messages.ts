@@ -58,6 +58,11 @@ export const formPolicy = {
   /** Submissions one form keeps (every one is in memory while the form is active); past it submit is refused with 409. */
   submissions_per_form_max: 200_000,
   drafts_per_form_max: 10_000,
+  /** multipart.max_file_bytes: default 10 MiB, at most 1 GiB. */
+  max_file_bytes_default: 10 * 1024 * 1024,
+  max_file_bytes_max: 1024 * 1024 * 1024,
+  max_files_default: 5,
+  max_files_max: 20,
   draft_ttl_seconds_default: 86_400,
   draft_ttl_seconds_max: 30 * 86_400,
   /** Public submissions one address may make to one form per minute, unless the form sets spam.rate_limit_per_minute. */
@@ -115,7 +120,32 @@ export interface HookRun {
   updated_at_ms: number;
 }
 
+export interface MultipartSettings {
+  enabled: boolean;
+  /** Sniffed content types a file may have (docs/api/forms.md, "Multipart"). */
+  allowed_content_types: string[];
+  /** A folder of the blob store the form's files go to. */
+  blob_bucket: string;
+  max_file_bytes: number;
+  max_files: number;
+}
+
+/** A file of a multipart submission, as committed with it. */
+export interface Attachment {
+  blob_id: string;
+  field: string;
+  /** Sniffed from the file's first bytes. */
+  content_type: string;
+  declared_type: string;
+  file_name: string | null;
+  size_bytes: number;
+  sha256: string;
+  /** Relative to DATA_DIR. */
+  path?: string;
+}
+
 export interface FormSettings {
+  multipart: MultipartSettings;
   execution: { on_valid_submission: ExecutionHook[] };
   fields: FormField[];
   conditional_logic: ConditionalRule[];
@@ -160,6 +190,7 @@ export interface Submission {
   updated_at_ms: number;
   approval: { decided_by: string; decided_at_ms: number; note: string } | null;
   hooks: HookRun[];
+  attachments: Attachment[];
 }
 
 export interface Draft {
@@ -193,7 +224,7 @@ export type FormMessage =
   | { op: 'get'; caller: FormCaller }
   | { op: 'put_schema'; caller: FormCaller; schema: object }
   | { op: 'set_status'; caller: FormCaller; status: FormStatus }
-  | { op: 'submit'; caller: FormCaller; data: Record<string, unknown> }
+  | { op: 'submit'; caller: FormCaller; data: Record<string, unknown>; attachments?: Attachment[] }
   | { op: 'submit_batch'; caller: FormCaller; items: Record<string, unknown>[] }
   | { op: 'submit_public'; address: string; data: Record<string, unknown>; started_at_ms: number | null }
   | { op: 'get_submission'; caller: FormCaller; submission_id: string }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { join, relative } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
@@ -29,6 +30,7 @@ import {
   type SubmissionAck,
 } from '../../actors/forms/messages.js';
 import { WEBHOOK_KIND, type WebhookMessage, type WebhookView } from '../../actors/webhooks/messages.js';
+import { blobDirectory, receiveUpload, SNIFFABLE_TYPES } from '../form-uploads.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
@@ -83,8 +85,12 @@ const SettingsBody = {
     on_valid_submission: Type.Optional(Type.Array(Hook, { maxItems: formPolicy.hooks_per_form_max })),
   })),
   multipart: Type.Optional(Type.Object({
-    enabled: Type.Optional(Type.Boolean({ description: 'Not available on this node yet: true is refused with 400.' })),
-  }, { additionalProperties: true })),
+    enabled: Type.Optional(Type.Boolean()),
+    allowed_content_types: Type.Optional(Type.Array(Type.Union(SNIFFABLE_TYPES.map((type) => Type.Literal(type))), { maxItems: SNIFFABLE_TYPES.length })),
+    blob_bucket: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$' })),
+    max_file_bytes: Type.Optional(Type.Integer({ minimum: 1, maximum: formPolicy.max_file_bytes_max })),
+    max_files: Type.Optional(Type.Integer({ minimum: 1, maximum: formPolicy.max_files_max })),
+  })),
 };
 const CreateBody = Type.Object({ name: TEXT(200), title: TEXT(500), schema: JsonObject, ...SettingsBody });
 type CreateBodyType = Static<typeof CreateBody>;
@@ -102,7 +108,7 @@ const FormSchema = Type.Object({
   spam: Type.Object({ allow_anonymous: Type.Boolean(), honeypot_fields: Type.Array(Type.String()), min_submit_ms: Type.Integer(), rate_limit_per_minute: Type.Integer() }),
   approval: Type.Object({ enabled: Type.Boolean(), approver_role: Type.String(), kind: Type.String() }),
   execution: Type.Object({ on_valid_submission: Type.Array(Type.Object({ kind: Type.String(), webhook_id: Type.Optional(Type.String()), fsm_name: Type.Optional(Type.String()), target_state: Type.Optional(Type.String()) })) }),
-  multipart: Type.Object({ enabled: Type.Boolean() }),
+  multipart: Type.Object({ enabled: Type.Boolean(), allowed_content_types: Type.Array(Type.String()), blob_bucket: Type.String(), max_file_bytes: Type.Integer(), max_files: Type.Integer() }),
   submission_count: Type.Integer(),
   created_by: Type.String(),
   created_at: Type.String({ format: 'date-time' }),
@@ -120,7 +126,10 @@ const SubmissionSchema = Type.Object({
   anonymous: Type.Boolean(),
   submitted_by: Type.String(),
   data: JsonObject,
-  attachments: Type.Array(Type.Unknown()),
+  attachments: Type.Array(Type.Object({
+    blob_id: Type.String(), field: Type.String(), content_type: Type.String({ description: 'Sniffed from the content.' }), declared_type: Type.String(),
+    file_name: Type.Union([Type.String(), Type.Null()]), size_bytes: Type.Integer(), sha256: Type.String(),
+  })),
   validation: Validation,
   execution_status: ExecutionStatus,
   created_at: Type.String({ format: 'date-time' }),
@@ -228,7 +237,7 @@ function settingsOf(body: CreateBodyType): FormSettings {
     if (!hook.target_state) refuse(`${field}.target_state`, 'is required for an fsm hook');
     return { kind: 'fsm', fsm_name: hook.fsm_name!, target_state: hook.target_state! };
   });
-  if (body.multipart?.enabled) refuse('multipart.enabled', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
+  if (body.multipart?.enabled && (body.multipart.allowed_content_types?.length ?? 0) === 0) refuse('multipart.allowed_content_types', 'must name at least one type when multipart is enabled');
   if (body.fields?.some((field) => field.encrypted)) refuse('fields.encrypted', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
   const names = new Set<string>();
   for (const field of body.fields ?? []) {
@@ -236,6 +245,13 @@ function settingsOf(body: CreateBodyType): FormSettings {
     names.add(field.name);
   }
   return {
+    multipart: {
+      enabled: body.multipart?.enabled ?? false,
+      allowed_content_types: [...new Set(body.multipart?.allowed_content_types ?? [])],
+      blob_bucket: body.multipart?.blob_bucket ?? 'default',
+      max_file_bytes: body.multipart?.max_file_bytes ?? formPolicy.max_file_bytes_default,
+      max_files: body.multipart?.max_files ?? formPolicy.max_files_default,
+    },
     execution: { on_valid_submission: hooks },
     fields: (body.fields ?? []).map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: false })),
     conditional_logic: (body.conditional_logic ?? []).map((rule) => ({ when: rule.when, require: rule.require })),
@@ -264,7 +280,7 @@ function formShape(form: FormView) {
     spam: form.spam,
     approval: form.approval,
     execution: form.execution,
-    multipart: { enabled: false },
+    multipart: form.multipart,
     submission_count: form.submission_count,
     created_by: form.created_by,
     created_at: isoTime(form.created_at_ms)!,
@@ -306,7 +322,7 @@ function submissionShape(submission: Submission) {
     anonymous: submission.anonymous,
     submitted_by: submission.submitted_by,
     data: submission.data,
-    attachments: [],
+    attachments: (submission.attachments ?? []).map(({ path: _path, ...attachment }) => attachment),
     validation: { status: 'valid', errors: [], schema_version: submission.form_version },
     execution_status: executionStatus(submission),
     created_at: isoTime(submission.created_at_ms)!,
@@ -582,5 +598,40 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const { tenant, caller } = callerOf(request);
     return machineShape(await askMachine(tenant, request.params.name, { op: 'move', target_state: request.body.target_state, cause: { user_id: caller.user_id }, caller }));
+  });
+
+  // Its own scope: the multipart parser below hands the raw stream to the route and applies to this route alone.
+  app.register(async (app) => {
+    app.addContentTypeParser('multipart/form-data', (_request, _payload, done) => done(null, undefined));
+    app.post<{ Params: Static<typeof FormParams> }>('/api/v1/forms/:form_id/submissions/multipart', {
+      onRequest: authenticate,
+      schema: {
+        tags, summary: 'Submit with files (multipart/form-data: a `data` field holding the JSON object, and file fields). Files stream to the blob store; type sniffed; limits enforced while streaming.',
+        security: bearerSecurity, params: FormParams,
+        response: { 201: SubmissionAckSchema, ...errorResponses(...bearerErrors, 404, 409) },
+      },
+    }, async (request, reply) => {
+      const { tenant, caller } = callerOf(request);
+      const { form_id } = request.params;
+      if (!request.headers['content-type']?.toLowerCase().startsWith('multipart/form-data')) {
+        throw new ServiceError('unsupported_media_type', 'This route takes multipart/form-data.');
+      }
+      // The settings first (a read), so the limits apply while the body streams.
+      if (tenantOfFormId(form_id) !== tenant) throw new ServiceError('not_found', 'No such form.');
+      const form = await services.actors.ask<FormView>(FORM_KIND, formKey(tenant, form_id), { op: 'get', caller } satisfies FormMessage, { readOnly: true });
+      if (!form.multipart.enabled) throw new ServiceError('conflict', 'This form does not take multipart submissions (multipart.enabled is false).');
+      if (form.status !== 'active') throw new ServiceError('form_not_accepting', `The form is ${form.status}; only an active form takes submissions.`, { details: { status: form.status } });
+      const directory = join(blobDirectory(services.config.dataDir, tenant, form_id), form.multipart.blob_bucket);
+      const upload = await receiveUpload(request.raw, request.headers, form.multipart, directory, formPolicy.data_bytes_max);
+      const attachments = upload.attachments.map((attachment) => ({ ...attachment, path: relative(services.config.dataDir, join(directory, attachment.blob_id)) }));
+      try {
+        const ack = await services.actors.ask<SubmissionAck>(FORM_KIND, formKey(tenant, form_id), { op: 'submit', caller, data: upload.data, attachments });
+        return reply.code(201).send(ackShape(ack));
+      } catch (error) {
+        // Refused (invalid data, the form changed meanwhile): no file stays behind.
+        await upload.discard();
+        throw error;
+      }
+    });
   });
 }

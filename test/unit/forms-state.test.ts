@@ -10,6 +10,7 @@ const other = { user_id: 'u-other', admin: false };
 const admin = { user_id: 'u-admin', admin: true };
 const SCHEMA = { type: 'object', properties: { email: { type: 'string', format: 'email' }, country: { type: 'string' }, state: { type: 'string' } }, required: ['email'] };
 const SETTINGS: FormSettings = {
+  multipart: { enabled: false, allowed_content_types: [], blob_bucket: 'default', max_file_bytes: 1024, max_files: 1 },
   execution: { on_valid_submission: [] },
   fields: [],
   conditional_logic: [{ when: 'country == "US"', require: ['state'] }],
