@@ -140,6 +140,7 @@ export async function receiveUpload(
       }
       return null;
     };
+    // flush: the file is fsync'd before it is closed, so a committed submission never names a file lost in a crash.
     // The meter never fails the pipeline: a refused file is drained to the end
     // (its bytes dropped), so busboy keeps parsing and memory stays flat.
     let rejected = false;
@@ -171,7 +172,7 @@ export async function receiveUpload(
       reject(new ServiceError('payload_too_large', `File ${field} is larger than max_file_bytes (${settings.max_file_bytes}).`, { details: { reason: 'file_too_large', field, max_file_bytes: settings.max_file_bytes } }));
     });
     pending.push(
-      pipeline(file, meter, createWriteStream(temporary, { flags: 'wx' })).then(
+      pipeline(file, meter, createWriteStream(temporary, { flags: 'wx', flush: true })).then(
         async () => {
           if (failure || rejected) return;
           await rename(temporary, final);
