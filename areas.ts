@@ -4,11 +4,15 @@ import { directoryActor, loginFlowActor, loginThrottleActor, userActor } from '.
 import { apiKeyActor, userApiKeysActor } from './actors/api-keys/actor.js';
 import { cliLoginActor } from './actors/cli-login/actor.js';
 import { idempotencyActor } from './actors/idempotency/state.js';
+import { itemActors } from './actors/items/actor.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
+import { jobActors } from './actors/jobs/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
 import { lockActor } from './actors/locks/actor.js';
+import { mqActors } from './actors/mq/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
 import { organizationActors } from './actors/organizations/actor.js';
+import { rateLimitRulesActor, rateLimitWindowActor } from './actors/rate-limits/actor.js';
 import { presenceContextActor, presenceMultiplexActor, presenceSubjectActor } from './actors/presence/actor.js';
 import { scimDirectoryActor } from './actors/scim/actor.js';
 import { signingKeyActor } from './actors/system/signing-key.js';
@@ -19,18 +23,23 @@ import { vaultActors } from './actors/vault/actor.js';
 import { agentActors } from './actors/agents/actor.js';
 import { x402Actors } from './actors/x402/actor.js';
 import { lineageActors } from './actors/lineage/actor.js';
+import { throttleActors } from './actors/throttle/actor.js';
 import { formActors } from './actors/forms/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { cliLoginRoutes } from './http/routes/cli-login.js';
 import { emailVerificationRoutes } from './http/routes/email-verification.js';
+import { itemRoutes } from './http/routes/items.js';
+import { jobRoutes } from './http/routes/jobs.js';
 import { linkedAccountRoutes } from './http/routes/linked-accounts.js';
 import { livenessRoutes } from './http/routes/liveness.js';
 import { lockRoutes } from './http/routes/locks.js';
+import { mqRoutes } from './http/routes/mq.js';
 import { oauthRoutes } from './http/routes/oauth.js';
 import { organizationRoutes } from './http/routes/organizations.js';
 import { presenceRoutes } from './http/routes/presence.js';
+import { rateLimitRoutes } from './http/routes/rate-limits.js';
 import { scimRoutes } from './http/routes/scim.js';
 import { talentRoutes } from './http/routes/talent.js';
 import { twoFactorRoutes } from './http/routes/two-factor.js';
@@ -40,6 +49,7 @@ import { vaultRoutes } from './http/routes/vault.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { x402Routes } from './http/routes/x402.js';
 import { lineageRoutes } from './http/routes/lineage.js';
+import { throttleRoutes } from './http/routes/throttle.js';
 import { formRoutes } from './http/routes/forms.js';
 
 /**
@@ -82,6 +92,11 @@ export const areas: Area[] = [
   { name: 'x402', actors: x402Actors, routes: x402Routes },
   { name: 'talent', actors: talentActors, routes: talentRoutes },
   { name: 'lineage', actors: lineageActors, routes: lineageRoutes },
+  { name: 'throttle', actors: throttleActors, routes: throttleRoutes },
+  { name: 'mq', actors: mqActors, routes: mqRoutes },
+  { name: 'items', actors: itemActors, routes: itemRoutes },
+  { name: 'rate-limits', actors: [rateLimitRulesActor, rateLimitWindowActor], routes: rateLimitRoutes },
+  { name: 'jobs', actors: jobActors, routes: jobRoutes },
   { name: 'forms', actors: formActors, routes: formRoutes },
 ];
 

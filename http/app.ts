@@ -5,6 +5,7 @@ import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
 import { registerGracefulClose } from './plugins/graceful-close.js';
 import { registerIdempotency } from './plugins/idempotency.js';
+import { registerRateLimit } from './plugins/rate-limit.js';
 import { registerJsonBody } from './plugins/json-body.js';
 import { registerValidation } from './plugins/validation.js';
 import { registerX402 } from './plugins/x402.js';
@@ -104,6 +105,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   registerIdempotency(app, services);
   // x402: notes the routes for the catalog; with X402_ENABLED, prices and charges priced routes (docs/api/x402.md).
   registerX402(app, services);
+  // Rate limits on every routed request, after the route's authentication (docs/api/rate-limits.md).
+  registerRateLimit(app, services);
   // The node's own routes, then every area's (the list is areas.ts).
   healthRoutes(app, services);
   clusterRoutes(app, services);

@@ -83,6 +83,19 @@ export interface NodeConfig {
   x402SessionTtlSeconds: number;
   /** x402: how long the edge keeps the price rules before asking again (X402_PRICE_CACHE_MS). */
   x402PriceCacheMs: number;
+  /** Throttle plans: how long a node may use its cached copy of a plan changed through another node (THROTTLE_PLAN_CACHE_MS; 0: read it on every request). */
+  throttlePlanCacheMs: number;
+  /** Rate limits: enforce the tiers at the edge (RATE_LIMITS_ENABLED, default 1; docs/api/rate-limits.md). */
+  rateLimitsEnabled: boolean;
+  /** Rate limits: the default tier until an admin sets one (RATE_LIMITS_DEFAULT_MAX_REQUESTS per RATE_LIMITS_DEFAULT_WINDOW_SECONDS). */
+  rateLimitDefaultMaxRequests: number;
+  rateLimitDefaultWindowSeconds: number;
+  /** Rate limits: how long a node uses its copy of the rule set before checking it again (RATE_LIMITS_RULES_CACHE_MS). */
+  rateLimitRulesCacheMs: number;
+  /** Jobs: one delivery attempt's time-out, redirects included (JOB_TIMEOUT_MS). */
+  jobTimeoutMs: number;
+  /** Jobs: attempts the node's job worker runs at once (JOB_DELIVERY_CONCURRENCY); each queue also has its own concurrency. */
+  jobDeliveryConcurrency: number;
   /** Cluster mode when set (ETCD_ENDPOINTS); undefined runs the embedded single node. */
   cluster?: ClusterConfig;
 }
@@ -247,9 +260,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     webhookTimeoutMs: intFrom(env, 'WEBHOOK_TIMEOUT_MS', 30_000, 100, 300_000),
     webhookDisableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 10_000),
     webhookRetryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
+    jobTimeoutMs: intFrom(env, 'JOB_TIMEOUT_MS', 30_000, 100, 300_000),
+    jobDeliveryConcurrency: intFrom(env, 'JOB_DELIVERY_CONCURRENCY', 256, 1, 4_096),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
     ...x402From(env),
+    throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
+    rateLimitsEnabled: intFrom(env, 'RATE_LIMITS_ENABLED', 1, 0, 1) === 1,
+    rateLimitDefaultMaxRequests: intFrom(env, 'RATE_LIMITS_DEFAULT_MAX_REQUESTS', 1_000, 1, 1_000_000_000),
+    rateLimitDefaultWindowSeconds: intFrom(env, 'RATE_LIMITS_DEFAULT_WINDOW_SECONDS', 60, 1, 86_400),
+    rateLimitRulesCacheMs: intFrom(env, 'RATE_LIMITS_RULES_CACHE_MS', 2_000, 0, 60_000),
     cluster: clusterFrom(env, port),
   };
 }

@@ -16,6 +16,7 @@ import { SessionCache } from './auth/session-cache.js';
 import { RevocationAwareActorClient } from './auth/revocation-aware-client.js';
 import { WebhookDeliveryWorker } from './webhook-delivery.js';
 import { webhookSettings } from './webhook-settings.js';
+import { JobDeliveryWorker, jobSettings, registerJobWorker } from './job-delivery.js';
 
 /**
  * One node, embedded mode: LMDB store, actor runtime with every kind, the
@@ -28,6 +29,8 @@ export interface RunningNode {
   services: AppServices;
   /** Performs the webhook attempts this node's actors emit (its `network` is replaceable in tests). */
   webhookDelivery: WebhookDeliveryWorker;
+  /** Performs the job attempts this node's queues emit; GET /health/job_queue reports it. */
+  jobDelivery: JobDeliveryWorker;
   /** http://host:port */
   url: string;
   /** Graceful stop: no new requests, in-flight ones finish, turns commit, LMDB closes. */
@@ -103,6 +106,29 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     },
   );
 
+  // The delivery workers listen before the first await: attempts (webhook events, jobs) that fell due while
+  // the node was down are emitted as soon as the runtime runs, and one emitted with no worker listening would
+  // wait for its deadline. Webhook attempts are emitted by the actors this runtime leads; this node delivers them.
+  const webhookDelivery = new WebhookDeliveryWorker({
+    events: runtime.events,
+    actors,
+    settings: () => webhookSettings(config),
+    allowPrivateTargets: config.webhookAllowPrivateTargets,
+    logger: logger.child({ component: 'webhook-delivery' }),
+  });
+  webhookDelivery.start();
+  const jobDelivery = new JobDeliveryWorker({
+    events: runtime.events,
+    actors,
+    clock,
+    settings: () => jobSettings(config),
+    allowPrivateTargets: config.webhookAllowPrivateTargets,
+    logger: logger.child({ component: 'job-delivery' }),
+    probeKey: config.cluster?.nodeId ?? 'local',
+    concurrency_max: config.jobDeliveryConcurrency,
+  });
+  jobDelivery.start();
+
   let ready = false;
   /** This node's own URL, known once it listens: the base of issued URLs when PUBLIC_BASE_URL is unset. */
   let selfUrl = '';
@@ -128,15 +154,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     sessionCache,
   };
   const app = await buildApp(services, logger, areas.map((area) => area.routes));
-  // Webhook attempts are emitted by the actors this runtime leads; this node delivers them.
-  const webhookDelivery = new WebhookDeliveryWorker({
-    events: runtime.events,
-    actors,
-    settings: () => webhookSettings(config),
-    allowPrivateTargets: config.webhookAllowPrivateTargets,
-    logger: logger.child({ component: 'webhook-delivery' }),
-  });
-  webhookDelivery.start();
+  registerJobWorker(services, jobDelivery);
 
   if (config.adminEmail && config.adminPassword) {
     const { adminEmail, adminPassword } = config;
@@ -163,10 +181,12 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     runtime: activeRuntime,
     services,
     webhookDelivery,
+    jobDelivery,
     url,
     close() {
       closing ??= (async () => {
         webhookDelivery.stop();
+        jobDelivery.stop();
         if (clusterNode) {
           // Hand every partition over first; meanwhile this edge keeps serving by forwarding.
           await clusterNode.drain();

@@ -78,7 +78,13 @@ class TimedOut extends Error {}
 export class WebhookDeliveryWorker {
   /** Mutable so a test can answer DNS from a table and map addresses to local sockets. */
   network: WebhookNetwork;
-  private readonly queue: WebhookAttempt[] = [];
+  /**
+   * Attempts waiting for a slot, one FIFO per target host (only hosts with
+   * waiting attempts are present): a pump visits each waiting host once,
+   * never each waiting attempt, and parses no URL.
+   */
+  private readonly waiting = new Map<string, WebhookAttempt[]>();
+  private queued = 0;
   private readonly perHost = new Map<string, number>();
   private readonly active = new Set<http.ClientRequest>();
   private inFlight = 0;
@@ -105,40 +111,56 @@ export class WebhookDeliveryWorker {
   stop(): void {
     this.stopped = true;
     this.options.events.off('event', this.listener);
-    this.queue.length = 0;
+    this.waiting.clear();
+    this.queued = 0;
     for (const request of this.active) request.destroy();
   }
 
   private enqueue(attempt: WebhookAttempt): void {
     if (this.stopped) return;
-    if (this.queue.length >= this.queue_max) {
+    if (this.queued >= this.queue_max) {
       this.options.logger.warn({ webhook_id: attempt.webhook_id, event_id: attempt.event_id }, 'webhook delivery queue full; the attempt is retried at its deadline');
       return;
     }
-    this.queue.push(attempt);
+    const host = hostOf(attempt.url);
+    const list = this.waiting.get(host);
+    if (list) list.push(attempt);
+    else this.waiting.set(host, [attempt]);
+    this.queued++;
     this.pump();
   }
 
+  /**
+   * Starts waiting attempts while slots are free: per host up to
+   * per_host_max, in all up to concurrency_max. Hosts are served in turn (a
+   * host that still has attempts waiting goes to the back), so a busy or
+   * hanging target never holds another target's attempts behind its own.
+   */
   private pump(): void {
-    for (let i = 0; i < this.queue.length && this.inFlight < this.concurrency_max; ) {
-      const attempt = this.queue[i];
-      const host = hostOf(attempt.url);
-      const busy = this.perHost.get(host) ?? 0;
-      if (busy >= this.per_host_max) {
-        i++;
-        continue;
+    if (this.inFlight >= this.concurrency_max || this.waiting.size === 0) return;
+    for (const host of [...this.waiting.keys()]) {
+      if (this.inFlight >= this.concurrency_max) break;
+      const list = this.waiting.get(host)!;
+      let busy = this.perHost.get(host) ?? 0;
+      while (list.length > 0 && busy < this.per_host_max && this.inFlight < this.concurrency_max) {
+        const attempt = list.shift()!;
+        this.queued--;
+        busy++;
+        this.inFlight++;
+        this.perHost.set(host, busy);
+        void this.run(attempt).finally(() => this.done(host));
       }
-      this.queue.splice(i, 1);
-      this.inFlight++;
-      this.perHost.set(host, busy + 1);
-      void this.run(attempt).finally(() => {
-        this.inFlight--;
-        const left = (this.perHost.get(host) ?? 1) - 1;
-        if (left <= 0) this.perHost.delete(host);
-        else this.perHost.set(host, left);
-        this.pump();
-      });
+      this.waiting.delete(host);
+      if (list.length > 0) this.waiting.set(host, list);
     }
+  }
+
+  private done(host: string): void {
+    this.inFlight--;
+    const left = (this.perHost.get(host) ?? 1) - 1;
+    if (left <= 0) this.perHost.delete(host);
+    else this.perHost.set(host, left);
+    this.pump();
   }
 
   private async run(attempt: WebhookAttempt): Promise<void> {

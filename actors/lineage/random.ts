@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { unsafeUniformIntDistribution, xoroshiro128plus, type RandomGenerator } from 'pure-rand';
+import { uniformInt } from 'pure-rand/distribution/uniformInt';
+import { xoroshiro128plusFromState } from 'pure-rand/generator/xoroshiro128plus';
 
 /**
  * The one source of chance in breeding: pure-rand's xoroshiro128plus, one
@@ -11,24 +12,24 @@ import { unsafeUniformIntDistribution, xoroshiro128plus, type RandomGenerator } 
  * draws, so the outcome is the same on every platform.
  */
 export class TraitRandom {
-  private readonly rng: RandomGenerator;
+  private readonly rng: ReturnType<typeof xoroshiro128plusFromState>;
 
   constructor(seed: string, trait_id: string) {
     const digest = createHash('sha256').update(`lineage/v1\u0000${seed}\u0000${trait_id}`).digest();
     const state: number[] = [digest.readInt32BE(0), digest.readInt32BE(4), digest.readInt32BE(8), digest.readInt32BE(12)];
     // An all-zero state would only ever produce zeros; SHA-256 practically never gives one, but be sure.
     if (!state.some((word) => word !== 0)) state[3] = 1;
-    this.rng = xoroshiro128plus.fromState(state);
+    this.rng = xoroshiro128plusFromState(state);
   }
 
   /** An integer in [from, to], both included. */
   int(from: number, to: number): number {
-    return unsafeUniformIntDistribution(from, to, this.rng);
+    return uniformInt(this.rng, from, to);
   }
 
   /** A number in [0, 1) with 30 bits of resolution. */
   unit(): number {
-    return unsafeUniformIntDistribution(0, 0x3fffffff, this.rng) / 0x40000000;
+    return uniformInt(this.rng, 0, 0x3fffffff) / 0x40000000;
   }
 
   /** Approximately standard normal: the Irwin-Hall sum of twelve uniforms minus six (no Math.log or Math.cos, which may differ across platforms). */

@@ -60,6 +60,9 @@ export function testConfig(dataDir: string, overrides: Partial<NodeConfig> = {})
     scimVerifiedDomainsOnly: false,
     // On: webhook tests deliver to a receiver on 127.0.0.1; test/http/webhooks-guard.test.ts turns it off.
     webhookAllowPrivateTargets: true,
+    // Rate limits on, with a default tier no test reaches: every test sends its requests from 127.0.0.1;
+    // test/http/rate-limits*.test.ts set low limits through the admin API.
+    rateLimitDefaultMaxRequests: 1_000_000_000,
     ...overrides,
   };
 }

@@ -1,0 +1,80 @@
+import { canonicalEndpoint, NO_SUPPORT_TIER, type Limit, type RateLimitCaller, type RuleSetView } from '../../actors/rate-limits/messages.js';
+import type { Principal } from '../auth/principal.js';
+
+/**
+ * Which limit applies to a request, pure: the most specific rule wins,
+ * user custom (for this endpoint) > user tier (a support tier) > endpoint
+ * tier > module tier > default tier. Each answer names its scope, the window
+ * a caller's requests are counted in: requests under different scopes are
+ * counted apart (a caller's default-tier count does not include the requests
+ * an endpoint tier governs).
+ */
+export interface AppliedLimit {
+  /** The window's name within the caller: `default`, `module:<m>`, `endpoint:<template>`, `tier:<name>`, `custom:<template>`. */
+  scope: string;
+  /** The policy name shown in RateLimit-Policy / RateLimit: default, module, endpoint, tier, custom. */
+  policy: 'default' | 'module' | 'endpoint' | 'tier' | 'custom';
+  limit: Limit;
+}
+
+/**
+ * The module of a path: the first segment after the version (`presence` in
+ * /api/v1/presence/...; `scim` in /scim/v2/Users), else the first segment
+ * (`admin` in /admin/rate-limits, `oauth` in /oauth/token).
+ */
+export function moduleOf(canonical: string): string {
+  const segments = canonical.split('/').filter((segment) => segment !== '');
+  if (segments.length === 0) return '';
+  if (segments.length >= 3 && segments[0] === 'api' && /^v\d+$/.test(segments[1]!)) return segments[2]!;
+  return segments[0]!;
+}
+
+/** An own entry of a rule map (never an inherited property such as `constructor`). */
+function own<T>(map: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(map, key) ? map[key] : undefined;
+}
+
+export function resolveLimit(rules: RuleSetView, fallbackDefault: Limit, canonical: string, user_id: string | null): AppliedLimit | 'bypass' {
+  const user = user_id === null ? undefined : own(rules.users, user_id);
+  if (user?.bypass) return 'bypass';
+  const custom = user ? own(user.custom_limits, canonical) : undefined;
+  if (custom) return { scope: `custom:${canonical}`, policy: 'custom', limit: custom };
+  if (user && user.tier !== NO_SUPPORT_TIER) {
+    const tier = own(rules.support_tiers, user.tier);
+    if (tier) return { scope: `tier:${user.tier}`, policy: 'tier', limit: tier };
+  }
+  const endpoint = own(rules.endpoints, canonical);
+  if (endpoint) return { scope: `endpoint:${canonical}`, policy: 'endpoint', limit: endpoint };
+  const module = moduleOf(canonical);
+  const moduleTier = module === '' ? undefined : own(rules.modules, module);
+  if (moduleTier) return { scope: `module:${module}`, policy: 'module', limit: moduleTier };
+  return { scope: 'default', policy: 'default', limit: rules.default_tier ?? fallbackDefault };
+}
+
+/** Who is counted: the user of an access token, the tenant of an API key, else the client address. */
+export function callerOf(principal: Principal | null, address: string): RateLimitCaller {
+  if (!principal) return { id: `address:${address}`, tenant: null, user_id: null };
+  if (principal.credential === 'api_key') return { id: `tenant:${principal.tenant}`, tenant: principal.tenant, user_id: principal.user_id };
+  return { id: `user:${principal.user_id}`, tenant: principal.tenant, user_id: principal.user_id };
+}
+
+/** The canonical template of a Fastify route (`/api/v1/x/:id` -> `/api/v1/x/{}`), memoised per route. */
+const canonicalCache = new Map<string, string>();
+export function canonicalRoute(routeUrl: string): string {
+  let canonical = canonicalCache.get(routeUrl);
+  if (canonical === undefined) {
+    canonical = canonicalEndpoint(routeUrl) ?? routeUrl;
+    if (canonicalCache.size < 10_000) canonicalCache.set(routeUrl, canonical);
+  }
+  return canonical;
+}
+
+/**
+ * Routes the limiter leaves alone: probes and scrapes (health, readiness,
+ * metrics, the OpenAPI document, the cluster's status), and the rate-limit
+ * admin API for a platform admin, who must always be able to lift a limit.
+ */
+export function isExempt(routeUrl: string, principal: Principal | null): boolean {
+  if (routeUrl === '/health' || routeUrl.startsWith('/health/') || routeUrl === '/metrics' || routeUrl === '/openapi.json' || routeUrl.startsWith('/cluster/')) return true;
+  return principal?.role === 'admin' && principal.impersonated_by === null && routeUrl.startsWith('/admin/rate-limits');
+}

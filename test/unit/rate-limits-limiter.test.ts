@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { RATE_LIMIT_RULES_KIND, type WindowMessage } from '../../actors/rate-limits/messages.js';
+import { emptyRulesState, stepRules } from '../../actors/rate-limits/rules-state.js';
+import { stepWindow, type WindowStateOrNone } from '../../actors/rate-limits/window-state.js';
+import { ManualClock, type ActorClient } from '../../runtime/index.js';
+import { EdgeLimiter, leaseMsFor, leaseWantFor, type ReserveContext } from '../../http/rate-limits/limiter.js';
+import { fixedContext } from '../helpers/step.js';
+
+/**
+ * The edge limiter against in-process actors (one turn at a time, each ask
+ * answered on a later tick, as over the runtime): several limiters sharing
+ * the actors are several nodes of a cluster.
+ */
+class FakeActors implements ActorClient {
+  readonly windows = new Map<string, WindowStateOrNone>();
+  readonly rules = emptyRulesState();
+  asks = 0;
+  constructor(private readonly clock: ManualClock) {}
+  async ask<Reply>(kind: string, key: string, message: unknown): Promise<Reply> {
+    this.asks++;
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.turn(kind, key, message) as Reply;
+  }
+  tell(kind: string, key: string, message: unknown): void {
+    void this.ask(kind, key, message);
+  }
+  private turn(kind: string, key: string, message: unknown): unknown {
+    const context = fixedContext(this.clock.now(), kind, key);
+    if (kind === RATE_LIMIT_RULES_KIND) return stepRules(this.rules, message as never, context).reply;
+    const result = stepWindow(this.windows.get(key) ?? null, message as WindowMessage, context);
+    this.windows.set(key, result.state);
+    return result.reply;
+  }
+}
+
+const context = (max: number, window_seconds = 60): ReserveContext => ({
+  caller: { id: 'user:u1', tenant: 'u1', user_id: 'u1' },
+  applied: { scope: 'default', policy: 'default', limit: { max_requests: max, window_seconds } },
+  endpoint: '/api/v1/x',
+  method: 'GET',
+});
+const settings = { defaultLimit: { max_requests: 1000, window_seconds: 60 }, rulesCacheMs: 1000 };
+
+async function decide(limiter: EdgeLimiter, key: string, ctx: ReserveContext) {
+  return limiter.tryLocal(key, ctx.applied.limit) ?? (await limiter.acquire(key, ctx));
+}
+
+describe('edge limiter', () => {
+  it('sizes leases: a tenth of the window (50 ms to 5 s) and a tenth of the limit (at least the waiting requests)', () => {
+    expect(leaseMsFor({ max_requests: 1, window_seconds: 60 })).toBe(5000);
+    expect(leaseMsFor({ max_requests: 1, window_seconds: 10 })).toBe(1000);
+    expect(leaseMsFor({ max_requests: 1, window_seconds: 1 })).toBe(100);
+    expect(leaseWantFor({ max_requests: 3, window_seconds: 60 }, 0)).toBe(1);
+    expect(leaseWantFor({ max_requests: 1000, window_seconds: 60 }, 0)).toBe(100);
+    expect(leaseWantFor({ max_requests: 3, window_seconds: 60 }, 10)).toBe(3);
+  });
+
+  it('20 concurrent requests against a limit of 3: exactly 3 admitted, on one node', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const limiter = new EdgeLimiter(actors, clock, settings);
+    const decisions = await Promise.all(Array.from({ length: 20 }, () => decide(limiter, 'k', context(3))));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(3);
+    expect(decisions.filter((d) => !d.allowed).every((d) => d.retry_after_seconds >= 1)).toBe(true);
+    // Refusals are remembered: more requests send nothing.
+    const before = actors.asks;
+    for (let i = 0; i < 100; i++) expect((await decide(limiter, 'k', context(3))).allowed).toBe(false);
+    expect(actors.asks).toBe(before);
+  });
+
+  it('20 concurrent requests through 4 nodes sharing the window actor: exactly the limit admitted', async () => {
+    for (const max of [1, 3, 7, 20]) {
+      const clock = new ManualClock(0);
+      const actors = new FakeActors(clock);
+      const nodes = Array.from({ length: 4 }, () => new EdgeLimiter(actors, clock, settings));
+      const decisions = await Promise.all(Array.from({ length: 20 }, (_, i) => decide(nodes[i % 4]!, 'k', context(max))));
+      expect(decisions.filter((d) => d.allowed), `limit ${max}`).toHaveLength(Math.min(max, 20));
+    }
+  });
+
+  it('spends leases locally: one reserve per lease, not per request', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const limiter = new EdgeLimiter(actors, clock, settings);
+    for (let i = 0; i < 1000; i++) expect((await decide(limiter, 'k', context(10_000))).allowed).toBe(true);
+    expect(limiter.counts.reserves).toBe(1);
+    clock.advance(5_000); // the lease ended: the next request renews it, giving back what is left
+    expect((await decide(limiter, 'k', context(10_000))).allowed).toBe(true);
+    expect(limiter.counts.reserves).toBe(2);
+  });
+
+  it('gives the window back after the window: the caller is admitted again; the sweep forgets idle windows', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const limiter = new EdgeLimiter(actors, clock, settings);
+    expect((await decide(limiter, 'k', context(1, 10))).allowed).toBe(true);
+    const refused = await decide(limiter, 'k', context(1, 10));
+    expect(refused.allowed).toBe(false);
+    expect(refused.retry_after_seconds).toBe(11);
+    clock.advance(11_000);
+    expect((await decide(limiter, 'k', context(1, 10))).allowed).toBe(true);
+    clock.advance(30_000);
+    expect(limiter.sweep()).toBe(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([...actors.windows.values()]).toEqual([null]);
+  });
+
+  it('fails open when the window actor cannot answer', async () => {
+    const clock = new ManualClock(0);
+    const failing: ActorClient = { ask: async () => Promise.reject(new Error('partition unavailable')), tell: () => {} };
+    const errors: unknown[] = [];
+    const limiter = new EdgeLimiter(failing, clock, settings, (error) => errors.push(error));
+    expect((await decide(limiter, 'k', context(1))).allowed).toBe(true);
+    expect(limiter.counts.failedOpen).toBe(1);
+    expect(errors).toHaveLength(1);
+    // Concurrent requests waiting on a failing reserve are admitted too, none rejected.
+    const concurrent = await Promise.all(Array.from({ length: 10 }, () => decide(limiter, 'k2', context(1))));
+    expect(concurrent.every((d) => d.allowed)).toBe(true);
+  });
+
+  it('a failed check of a stale rule set keeps the stale rules and reports the error (never an unhandled rejection)', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const errors: unknown[] = [];
+    let failing = false;
+    const flaky: ActorClient = {
+      ask: (kind, key, message, options) => (failing ? Promise.reject(new Error('partition unavailable')) : actors.ask(kind, key, message)),
+      tell: (kind, key, message) => actors.tell(kind, key, message),
+    };
+    const limiter = new EdgeLimiter(flaky, clock, settings, (error) => errors.push(error));
+    const first = await limiter.currentRules();
+    failing = true;
+    clock.advance(2_000);
+    expect(limiter.currentRules()).toBe(first);
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(errors).toHaveLength(1);
+  });
+
+  it('caches the rule set: fresh answers synchronously, a change through this node or a new epoch is seen', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const limiter = new EdgeLimiter(actors, clock, settings);
+    const first = await limiter.currentRules();
+    expect(first.version).toBe(0);
+    expect(limiter.currentRules()).toBe(first);
+    stepRules(actors.rules, { op: 'put_default', limit: { max_requests: 5, window_seconds: 5 } }, fixedContext(0));
+    expect(limiter.currentRules()).toBe(first); // within the cache time
+    limiter.rulesChanged();
+    expect((await limiter.currentRules()).default_tier).toEqual({ max_requests: 5, window_seconds: 5 });
+    // Another node's cache/clear: seen within the cache time, and the leases go.
+    expect((await decide(limiter, 'k', context(1))).allowed).toBe(true);
+    expect(limiter.leaseCount()).toBe(1);
+    stepRules(actors.rules, { op: 'clear_cache' }, fixedContext(0));
+    clock.advance(1_000);
+    expect(limiter.currentRules()).not.toBeInstanceOf(Promise); // stale while it checks
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(limiter.leaseCount()).toBe(0);
+  });
+});
