@@ -1,6 +1,8 @@
 import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { flowCall, type FlowAnswer } from '../flow-call.js';
 import { WEBHOOK_KIND, type WebhookMessage } from '../webhooks/messages.js';
+import { JOB_QUEUE_KIND, JOB_WEBHOOK_EVENTS, jobIdFor, jobQueueKey, type QueueMessage } from '../jobs/messages.js';
+import { fillTemplate } from './payload-template.js';
 import { canTransition, conditionalErrors, ruleProblems, schemaProperties, takesSubmissions } from './definition.js';
 import {
   FORM_INDEX_KIND,
@@ -181,7 +183,7 @@ function prepareSubmission(
     hooks: def.execution.on_valid_submission.map((hook, index) => ({
       index,
       kind: hook.kind,
-      target: hook.kind === 'webhook' ? hook.webhook_id : hook.fsm_name,
+      target: hook.kind === 'webhook' ? hook.webhook_id : hook.kind === 'job' ? hook.queue : hook.fsm_name,
       status: 'waiting_approval',
       attempts: 0,
       event_id: null,
@@ -218,13 +220,32 @@ export function startHooks(state: FormState, submission: Submission, indexes: nu
       sends.push({ kind: WEBHOOK_KIND, key: hook.webhook_id, message });
       return { ...run, status: 'dispatched' as const, attempts, event_id, error: null, updated_at_ms: now };
     }
+    const reply_to = { kind: FORM_KIND, key: formKeyOf(def), flow_id: submission.submission_id, step: `hook:${run.index}:${attempts}` };
+    if (hook.kind === 'job') {
+      // The job id is fixed per attempt, so the queue sees one job per attempt whatever the outbox does.
+      const job_id = jobIdFor(hook.queue, `f${run.index}a${attempts}_${submission.submission_id.replace(/[^A-Za-z0-9_-]/g, '')}`.slice(0, 64));
+      const call: QueueMessage = {
+        op: 'schedule',
+        tenant: def.tenant,
+        job: {
+          job_id,
+          user_id: def.created_by,
+          url: hook.target.url,
+          headers: hook.target.headers,
+          secret: hook.target.secret,
+          events: [...JOB_WEBHOOK_EVENTS],
+          payload: fillTemplate(hook.payload_template, submissionEventData(submission)),
+          scheduled_at_ms: now,
+          priority: null,
+          retry_policy: null,
+        },
+        job_settings: { attempt_timeout_ms: hook.attempt_timeout_ms },
+      };
+      sends.push(flowCall(JOB_QUEUE_KIND, jobQueueKey(def.tenant, hook.queue), call, reply_to));
+      return { ...run, status: 'running' as const, attempts, event_id: job_id, error: null, updated_at_ms: now };
+    }
     const call: StateMachineMessage = { op: 'move', target_state: hook.target_state, cause: { form_id: submission.form_id, submission_id: submission.submission_id }, caller: null };
-    sends.push(flowCall(FORM_STATE_MACHINE_KIND, stateMachineKey(def.tenant, hook.fsm_name), call, {
-      kind: FORM_KIND,
-      key: formKeyOf(def),
-      flow_id: submission.submission_id,
-      step: `hook:${run.index}:${attempts}`,
-    }));
+    sends.push(flowCall(FORM_STATE_MACHINE_KIND, stateMachineKey(def.tenant, hook.fsm_name), call, reply_to));
     return { ...run, status: 'running' as const, attempts, error: null, updated_at_ms: now };
   });
   return { submission: { ...submission, hooks }, sends };

@@ -102,6 +102,15 @@ export interface ConditionalRule {
 /** What runs once per valid submission (after approval when approval is enabled). */
 export type ExecutionHook =
   | { kind: 'webhook'; webhook_id: string }
+  | {
+      kind: 'job';
+      queue: string;
+      /** JSON with "{{path}}" placeholders filled from the submission (docs/api/forms.md, "Execution hooks"). */
+      payload_template: unknown;
+      /** Where the job queue delivers the job (signed with the secret), as in POST /api/v1/jobs. */
+      target: { url: string; secret: string; headers: Record<string, string> };
+      attempt_timeout_ms: number;
+    }
   | { kind: 'fsm'; fsm_name: string; target_state: string };
 
 export type HookStatus = 'waiting_approval' | 'running' | 'dispatched' | 'succeeded' | 'failed' | 'skipped';

@@ -31,6 +31,8 @@ import {
 } from '../../actors/forms/messages.js';
 import { WEBHOOK_KIND, type WebhookMessage, type WebhookView } from '../../actors/webhooks/messages.js';
 import { blobDirectory, receiveUpload, SNIFFABLE_TYPES } from '../form-uploads.js';
+import { jobSettings } from '../job-delivery.js';
+import { isQueueName } from '../../actors/jobs/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
@@ -56,7 +58,12 @@ const Field = Type.Object({
 });
 const Rule = Type.Object({ when: Type.String({ minLength: 1, maxLength: 512 }), require: Type.Array(FIELD_NAME, { minItems: 1, maxItems: 100 }) });
 const Hook = Type.Object({
-  kind: Type.Union([Type.Literal('webhook'), Type.Literal('fsm'), Type.Literal('job')], { description: 'job is not available on this node yet: refused with 400.' }),
+  kind: Type.Union([Type.Literal('webhook'), Type.Literal('fsm'), Type.Literal('job')]),
+  target: Type.Optional(Type.Object({
+    url: Type.String({ minLength: 1, maxLength: 2_048 }),
+    secret: Type.String({ minLength: 16, maxLength: 256 }),
+    headers: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$' }), Type.String({ maxLength: 1_024 }), { maxProperties: 20 })),
+  }, { description: 'job hooks: where the job queue delivers the job, signed with the secret (as POST /api/v1/jobs webhook).' })),
   queue: Type.Optional(Type.String({ maxLength: 100 })),
   payload_template: Type.Optional(Type.Unknown()),
   webhook_id: Type.Optional(Type.String({ maxLength: 128 })),
@@ -107,7 +114,10 @@ const FormSchema = Type.Object({
   drafts: Type.Object({ enabled: Type.Boolean(), ttl_seconds: Type.Integer() }),
   spam: Type.Object({ allow_anonymous: Type.Boolean(), honeypot_fields: Type.Array(Type.String()), min_submit_ms: Type.Integer(), rate_limit_per_minute: Type.Integer() }),
   approval: Type.Object({ enabled: Type.Boolean(), approver_role: Type.String(), kind: Type.String() }),
-  execution: Type.Object({ on_valid_submission: Type.Array(Type.Object({ kind: Type.String(), webhook_id: Type.Optional(Type.String()), fsm_name: Type.Optional(Type.String()), target_state: Type.Optional(Type.String()) })) }),
+  execution: Type.Object({ on_valid_submission: Type.Array(Type.Object({
+    kind: Type.String(), webhook_id: Type.Optional(Type.String()), fsm_name: Type.Optional(Type.String()), target_state: Type.Optional(Type.String()),
+    queue: Type.Optional(Type.String()), payload_template: Type.Optional(Type.Unknown()), target: Type.Optional(Type.Object({ url: Type.String(), headers: Type.Record(Type.String(), Type.String()) })),
+  })) }),
   multipart: Type.Object({ enabled: Type.Boolean(), allowed_content_types: Type.Array(Type.String()), blob_bucket: Type.String(), max_file_bytes: Type.Integer(), max_files: Type.Integer() }),
   submission_count: Type.Integer(),
   created_by: Type.String(),
@@ -222,13 +232,25 @@ function pagination(page: number, page_size: number, total: number) {
 }
 
 /** Settings from the body, with the documented defaults; features not built yet are refused, never silently dropped. */
-function settingsOf(body: CreateBodyType): FormSettings {
+function settingsOf(body: CreateBodyType, attempt_timeout_ms: number): FormSettings {
   const refuse = (field: string, message: string) => {
     throw new ServiceError('BAD_REQUEST', `${field} ${message}`, { details: [{ field: `body.${field}`, message }] });
   };
   const hooks: ExecutionHook[] = (body.execution?.on_valid_submission ?? []).map((hook, index) => {
     const field = `execution.on_valid_submission[${index}]`;
-    if (hook.kind === 'job') refuse(`${field}.kind`, 'job is not available on this node yet (docs/api/forms.md, "Not built yet")');
+    if (hook.kind === 'job') {
+      if (!hook.queue || !isQueueName(hook.queue)) refuse(`${field}.queue`, 'is required for a job hook: a queue name (letters, digits, - _ . :, 1-100 characters)');
+      if (!hook.target) refuse(`${field}.target`, 'is required for a job hook: {url, secret, headers?}');
+      let url: URL | null = null;
+      try {
+        url = new URL(hook.target!.url);
+      } catch {
+        url = null;
+      }
+      if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) refuse(`${field}.target.url`, 'must be an http or https URL');
+      if (JSON.stringify(hook.payload_template ?? null).length > 16 * 1024) refuse(`${field}.payload_template`, 'must serialise to at most 16384 bytes');
+      return { kind: 'job', queue: hook.queue!, payload_template: hook.payload_template ?? null, target: { url: hook.target!.url, secret: hook.target!.secret, headers: hook.target!.headers ?? {} }, attempt_timeout_ms };
+    }
     if (hook.kind === 'webhook') {
       if (!hook.webhook_id) refuse(`${field}.webhook_id`, 'is required for a webhook hook');
       return { kind: 'webhook', webhook_id: hook.webhook_id! };
@@ -279,7 +301,8 @@ function formShape(form: FormView) {
     drafts: form.drafts,
     spam: form.spam,
     approval: form.approval,
-    execution: form.execution,
+    // A job hook's secret is not shown: any member of the tenant may read the form.
+    execution: { on_valid_submission: form.execution.on_valid_submission.map((hook) => (hook.kind === 'job' ? { kind: hook.kind, queue: hook.queue, payload_template: hook.payload_template, target: { url: hook.target.url, headers: hook.target.headers } } : hook)) },
     multipart: form.multipart,
     submission_count: form.submission_count,
     created_by: form.created_by,
@@ -291,7 +314,7 @@ function formShape(form: FormView) {
 function hookShape(run: HookRun) {
   return {
     index: run.index,
-    ...(run.kind === 'webhook' ? { webhook_id: run.target, event_id: run.event_id } : { fsm_name: run.target }),
+    ...(run.kind === 'webhook' ? { webhook_id: run.target, event_id: run.event_id } : run.kind === 'job' ? { queue: run.target, job_id: run.event_id } : { fsm_name: run.target }),
     status: run.status,
     attempts: run.attempts,
     error: run.error,
@@ -306,7 +329,7 @@ function executionStatus(submission: { status: string; approval?: Submission['ap
     const runs = submission.hooks.filter((run) => run.kind === kind);
     return runs.length === 0 ? null : runs.map(hookShape);
   };
-  return { approval, job: null, webhook: of('webhook'), fsm: of('fsm') };
+  return { approval, job: of('job'), webhook: of('webhook'), fsm: of('fsm') };
 }
 
 function ackShape(ack: SubmissionAck) {
@@ -393,7 +416,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
     },
   }, async (request, reply) => {
     const { tenant, caller } = callerOf(request);
-    const settings = settingsOf(request.body);
+    const settings = settingsOf(request.body, jobSettings(services.config).attempt_timeout_ms);
     await Promise.all(settings.execution.on_valid_submission.map((hook, index) => (hook.kind === 'webhook' ? checkWebhook(tenant, caller, hook.webhook_id, index) : null)));
     const form_id = formIdFor(tenant, randomBytes(12).toString('base64url'));
     const form = await askForm<FormView>(tenant, form_id, { op: 'create', tenant, caller, name: request.body.name, title: request.body.title, schema: request.body.schema, settings });

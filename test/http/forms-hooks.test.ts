@@ -92,11 +92,32 @@ describe('hooks', () => {
     expect(JSON.stringify(delivery.json)).toContain('form.submission');
   });
 
-  it("refuses a webhook hook naming another user's webhook, and job hooks", async () => {
+  it('a job hook enqueues one job on the named queue, its payload filled from the submission', async () => {
+    const id = await activeForm({
+      execution: { on_valid_submission: [{ kind: 'job', queue: 'form-jobs', payload_template: { to: '{{data.email}}', line: 'from {{submitted_by}} on v{{form_version}}', submission: '{{submission_id}}' }, target: { url: `${receiver.url}/jobs`, secret: 'a-secret-of-16-chars-or-more' } }] },
+    });
+    const form = await get(`/${id}`);
+    expect(form.body.execution.on_valid_submission[0]).toEqual({ kind: 'job', queue: 'form-jobs', payload_template: expect.any(Object), target: { url: `${receiver.url}/jobs`, headers: {} } });
+    const ack = await post(`/${id}/submissions`, { data: { email: 'j@example.com' } });
+    expect(ack.body.execution_status.job).toEqual([expect.objectContaining({ queue: 'form-jobs', status: 'running', attempts: 1, job_id: expect.stringMatching(/^job_/) })]);
+    await expect.poll(async () => (await get(`/${id}/submissions/${ack.body.submission_id}`)).body.execution_status.job[0].status).toBe('succeeded');
+    const job_id = ack.body.execution_status.job[0].job_id;
+    await expect.poll(() => receiver.received.filter((d) => d.path === '/jobs').length, { timeout: 15_000 }).toBe(1);
+    expect(receiver.received.find((d) => d.path === '/jobs')!.json).toEqual({
+      job_id, queue: 'form-jobs', attempt: 1,
+      payload: { to: 'j@example.com', line: `from ${alice.user_id} on v1`, submission: ack.body.submission_id },
+    });
+    const job = await t.request('GET', `/api/v1/jobs/${job_id}`, { token: alice.token });
+    expect(job.status, job.text).toBe(200);
+  });
+
+  it("refuses a webhook hook naming another user's webhook, and incomplete hooks", async () => {
     const hook = await t.request('POST', '/api/v1/webhooks', { token: bob.token, body: { url: `${receiver.url}/bob`, events: ['test.webhook'] } });
     expectError(await post('', { name: 'x', title: 'x', schema: SCHEMA, execution: { on_valid_submission: [{ kind: 'webhook', webhook_id: hook.body.data.id }] } }), 400, 'BAD_REQUEST');
     expectError(await post('', { name: 'x', title: 'x', schema: SCHEMA, execution: { on_valid_submission: [{ kind: 'webhook', webhook_id: 'wh_none' }] } }), 400, 'BAD_REQUEST');
     expectError(await post('', { name: 'x', title: 'x', schema: SCHEMA, execution: { on_valid_submission: [{ kind: 'job', queue: 'q' }] } }), 400, 'BAD_REQUEST');
+    expectError(await post('', { name: 'x', title: 'x', schema: SCHEMA, execution: { on_valid_submission: [{ kind: 'job', queue: 'q', target: { url: 'ftp://x', secret: 'a-secret-of-16-chars-or-more' } }] } }), 400, 'BAD_REQUEST');
+    expectError(await post('', { name: 'x', title: 'x', schema: SCHEMA, execution: { on_valid_submission: [{ kind: 'job', queue: 'bad queue', target: { url: 'https://example.com', secret: 'a-secret-of-16-chars-or-more' } }] } }), 400, 'BAD_REQUEST');
     expectError(await post('', { name: 'x', title: 'x', schema: SCHEMA, execution: { on_valid_submission: [{ kind: 'fsm', fsm_name: 'lead' }] } }), 400, 'BAD_REQUEST');
   });
 

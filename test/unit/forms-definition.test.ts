@@ -119,3 +119,13 @@ describe('form ids', () => {
     for (const bad of ['', 'frm_', 'frm_.x', 'abc', 'frm_YQ.', 'frm_YQ==.x', 'frm_YQ.x/y']) expect(tenantOfFormId(bad), bad).toBeNull();
   });
 });
+
+describe('job payload templates', () => {
+  it('fills whole placeholders with values and inline ones with text', async () => {
+    const { fillTemplate } = await import('../../actors/forms/payload-template.js');
+    const source = { submission_id: 'sub_1', form_version: 2, data: { email: 'a@example.com', age: 30, tags: ['x'], nested: { k: true } } };
+    expect(fillTemplate({ to: '{{data.email}}', age: '{{ data.age }}', tags: '{{data.tags}}', missing: '{{data.none}}', line: 'v{{form_version}}: {{data.nested}} {{data.none}}!', keep: [1, null, 'plain'] }, source)).toEqual({
+      to: 'a@example.com', age: 30, tags: ['x'], missing: null, line: 'v2: {"k":true} !', keep: [1, null, 'plain'],
+    });
+  });
+});
