@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -226,4 +226,26 @@ export function blobDirectory(dataDir: string, tenant: string, form_id: string):
 /** Removes a blob directory (tests). */
 export function removeBlobs(directory: string): void {
   rmSync(directory, { recursive: true, force: true });
+}
+
+const FIELD_KEY_FILE = 'forms-field.key';
+
+/**
+ * The node's key for encrypted form fields: DATA_DIR/forms-field.key
+ * (base64 of 32 bytes, created at first start with mode 0600, as the vault
+ * keeps its seal key). A cluster node has none (its nodes would need one
+ * shared key, not configurable yet): forms with encrypted fields are refused there.
+ */
+export function formsFieldKey(dataDir: string, cluster: boolean): Buffer | null {
+  if (cluster) return null;
+  const path = join(dataDir, FIELD_KEY_FILE);
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${path} does not hold base64 of 32 bytes`);
+  return key;
 }

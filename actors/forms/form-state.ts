@@ -3,6 +3,7 @@ import { flowCall, type FlowAnswer } from '../flow-call.js';
 import { WEBHOOK_KIND, type WebhookMessage } from '../webhooks/messages.js';
 import { JOB_QUEUE_KIND, JOB_WEBHOOK_EVENTS, jobIdFor, jobQueueKey, type QueueMessage } from '../jobs/messages.js';
 import { fillTemplate } from './payload-template.js';
+import { isSealed, openField, sealField } from './field-crypto.js';
 import { canTransition, conditionalErrors, ruleProblems, schemaProperties, takesSubmissions } from './definition.js';
 import {
   FORM_INDEX_KIND,
@@ -167,8 +168,14 @@ function prepareSubmission(
       details: { errors, schema_version: def.version },
     });
   }
+  const submission_id = context.newId('sub_');
+  const encrypted = def.fields.filter((field) => field.encrypted && data[field.name] !== undefined);
+  if (encrypted.length > 0) {
+    data = { ...data };
+    for (const field of encrypted) data[field.name] = sealField(data[field.name], `${def.form_id}/${submission_id}/${field.name}`, context.newId('nonce_'));
+  }
   return {
-    submission_id: context.newId('sub_'),
+    submission_id,
     seq: state.last_seq + 1,
     form_id: def.form_id,
     form_version: def.version,
@@ -256,7 +263,20 @@ function formKeyOf(def: FormDefinition): string {
 }
 
 /** What a webhook hook delivers: the submission as its owners read it. */
-export function submissionEventData(submission: Submission) {
+/**
+ * The submission with its encrypted fields opened (for the form's owners and
+ * admins, and for its hooks), or replaced by "[encrypted]" (for anyone else).
+ */
+export function revealed(submission: Submission, clear: boolean): Submission {
+  const sealed = Object.entries(submission.data).filter(([, value]) => isSealed(value));
+  if (sealed.length === 0) return submission;
+  const data = { ...submission.data };
+  for (const [name, value] of sealed) data[name] = clear ? openField(value as string, `${submission.form_id}/${submission.submission_id}/${name}`) : '[encrypted]';
+  return { ...submission, data };
+}
+
+export function submissionEventData(stored: Submission) {
+  const submission = revealed(stored, true);
   return {
     form_id: submission.form_id,
     form_version: submission.form_version,
@@ -286,6 +306,11 @@ function commitSubmission(state: FormState, submission: Submission, writes: Reco
   state.submissions.set(submission.submission_id, submission);
   state.last_seq = submission.seq;
   writes.push({ subkey: `s:${submission.submission_id}`, value: submission });
+}
+
+/** The submission as the caller may read it: encrypted fields in clear only for owners and admins. */
+function readable(state: FormState, caller: FormCaller, submission: Submission): Submission {
+  return revealed(submission, isOwner(state.def!, caller));
 }
 
 function visibleSubmission(state: FormState, caller: FormCaller, submission_id: string): Submission {
@@ -456,10 +481,12 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
     }
 
     case 'get_submission':
-      return { state, reply: visibleSubmission(state, message.caller, message.submission_id) };
+      return { state, reply: readable(state, message.caller, visibleSubmission(state, message.caller, message.submission_id)) };
 
-    case 'list_submissions':
-      return { state, reply: listSubmissions(state, message.caller, message.query) };
+    case 'list_submissions': {
+      const page = listSubmissions(state, message.caller, message.query);
+      return { state, reply: { ...page, items: page.items.map((submission) => readable(state, message.caller, submission)) } };
+    }
 
     case 'decide': {
       const def = existing(state);
@@ -482,7 +509,7 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
         decided = { ...decided, hooks: decided.hooks.map((run) => ({ ...run, status: 'skipped' as const, updated_at_ms: now })) };
       }
       state.submissions.set(decided.submission_id, decided);
-      return { state, reply: decided, writes: [{ subkey: `s:${decided.submission_id}`, value: decided }], sends };
+      return { state, reply: readable(state, message.caller, decided), writes: [{ subkey: `s:${decided.submission_id}`, value: decided }], sends };
     }
 
     case 'retry': {
@@ -495,7 +522,7 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
       }
       const started = startHooks(state, { ...submission, updated_at_ms: now }, failed, now);
       state.submissions.set(submission.submission_id, started.submission);
-      return { state, reply: started.submission, writes: [{ subkey: `s:${submission.submission_id}`, value: started.submission }], sends: started.sends };
+      return { state, reply: readable(state, message.caller, started.submission), writes: [{ subkey: `s:${submission.submission_id}`, value: started.submission }], sends: started.sends };
     }
 
     case 'flow-answer':

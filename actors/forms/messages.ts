@@ -296,3 +296,6 @@ export type StateMachineMessage =
   | { op: 'put'; caller: FormCaller; name: string; definition: StateMachineDefinition }
   | { op: 'get' }
   | { op: 'move'; target_state: string; cause: StateMachineView['history'][number]['cause']; caller: FormCaller | null };
+
+/** The node's key for encrypted fields, set by the edge at start (actors/forms/field-crypto.ts). */
+export { hasFieldKey, setFieldKey } from './field-crypto.js';

@@ -30,7 +30,8 @@ import {
   type SubmissionAck,
 } from '../../actors/forms/messages.js';
 import { WEBHOOK_KIND, type WebhookMessage, type WebhookView } from '../../actors/webhooks/messages.js';
-import { blobDirectory, receiveUpload, SNIFFABLE_TYPES } from '../form-uploads.js';
+import { blobDirectory, formsFieldKey, receiveUpload, SNIFFABLE_TYPES } from '../form-uploads.js';
+import { hasFieldKey, setFieldKey } from '../../actors/forms/messages.js';
 import { jobSettings } from '../job-delivery.js';
 import { isQueueName } from '../../actors/jobs/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
@@ -54,7 +55,7 @@ const Field = Type.Object({
   name: FIELD_NAME,
   label: Type.Optional(Type.String({ maxLength: 512 })),
   kind: Type.Optional(Type.String({ maxLength: 64 })),
-  encrypted: Type.Optional(Type.Boolean({ description: 'Not available on this node yet: true is refused with 400.' })),
+  encrypted: Type.Optional(Type.Boolean({ description: 'Stored encrypted at rest (AES-256-GCM); in clear only to the form\'s owners and admins.' })),
 });
 const Rule = Type.Object({ when: Type.String({ minLength: 1, maxLength: 512 }), require: Type.Array(FIELD_NAME, { minItems: 1, maxItems: 100 }) });
 const Hook = Type.Object({
@@ -260,7 +261,7 @@ function settingsOf(body: CreateBodyType, attempt_timeout_ms: number): FormSetti
     return { kind: 'fsm', fsm_name: hook.fsm_name!, target_state: hook.target_state! };
   });
   if (body.multipart?.enabled && (body.multipart.allowed_content_types?.length ?? 0) === 0) refuse('multipart.allowed_content_types', 'must name at least one type when multipart is enabled');
-  if (body.fields?.some((field) => field.encrypted)) refuse('fields.encrypted', 'is not available on this node yet (docs/api/forms.md, "Not built yet")');
+  if (body.fields?.some((field) => field.encrypted) && !hasFieldKey()) refuse('fields.encrypted', 'needs the node\'s field key, which a cluster node does not have yet (docs/api/forms.md, "Encrypted fields")');
   const names = new Set<string>();
   for (const field of body.fields ?? []) {
     if (names.has(field.name)) refuse('fields', `names ${field.name} twice`);
@@ -275,7 +276,7 @@ function settingsOf(body: CreateBodyType, attempt_timeout_ms: number): FormSetti
       max_files: body.multipart?.max_files ?? formPolicy.max_files_default,
     },
     execution: { on_valid_submission: hooks },
-    fields: (body.fields ?? []).map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: false })),
+    fields: (body.fields ?? []).map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: field.encrypted ?? false })),
     conditional_logic: (body.conditional_logic ?? []).map((rule) => ({ when: rule.when, require: rule.require })),
     drafts: { enabled: body.drafts?.enabled ?? false, ttl_seconds: body.drafts?.ttl_seconds ?? formPolicy.draft_ttl_seconds_default },
     spam: {
@@ -372,6 +373,7 @@ function callerOf(request: FastifyRequest): { tenant: string; caller: FormCaller
 
 export function formRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
+  setFieldKey(formsFieldKey(services.config.dataDir, services.config.cluster !== undefined));
   /** One ask to the form; a form of another tenant (or an id that is none) is 404. */
   const askForm = <Reply>(tenant: string, form_id: string, message: FormMessage, readOnly = false): Promise<Reply> => {
     if (tenantOfFormId(form_id) !== tenant) throw new ServiceError('not_found', 'No such form.');

@@ -188,6 +188,16 @@ describe('public submissions', () => {
   });
 });
 
+describe('encrypted fields', () => {
+  it('are answered in clear to the owner', async () => {
+    const id = await createForm({ fields: [{ name: 'state', label: 'State', encrypted: true }] });
+    expect((await get(`/${id}`)).body.fields).toEqual([{ name: 'state', label: 'State', kind: 'text', encrypted: true }]);
+    const ack = await post(`/${id}/submissions`, { data: { email: 'a@example.com', state: 'CA' } });
+    expect((await get(`/${id}/submissions/${ack.body.submission_id}`)).body.data).toEqual({ email: 'a@example.com', state: 'CA' });
+    expect((await get(`/${id}/submissions`)).body.submissions[0].data.state).toBe('CA');
+  });
+});
+
 describe('drafts', () => {
   it('saves a draft that expires after its ttl (alarm)', async () => {
     const id = await createForm({ drafts: { enabled: true, ttl_seconds: 60 } });

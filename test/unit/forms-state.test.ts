@@ -163,3 +163,31 @@ describe('form actor', () => {
     expect([...reloaded.submissions.values()]).toEqual([...state.submissions.values()]);
   });
 });
+
+describe('encrypted fields', () => {
+  it('are sealed at rest and opened only for owners and admins (and for hooks)', async () => {
+    const { setFieldKey, isSealed } = await import('../../actors/forms/field-crypto.js');
+    const { submissionEventData } = await import('../../actors/forms/form-state.js');
+    setFieldKey(Buffer.alloc(32, 9));
+    try {
+      const state = fresh({ ...SETTINGS, fields: [{ name: 'state', label: 'State', kind: 'text', encrypted: true }] });
+      activate(state);
+      const result = step(state, { op: 'submit', caller: other, data: { email: 'a@example.com', country: 'US', state: 'CA' } });
+      const stored = result.writes![0].value as { submission_id: string; data: Record<string, unknown> };
+      expect(isSealed(stored.data.state)).toBe(true);
+      expect(JSON.stringify(stored)).not.toContain('"CA"');
+      expect(stored.data.email).toBe('a@example.com');
+      const id = stored.submission_id;
+      expect((step(state, { op: 'get_submission', caller: owner, submission_id: id }).reply as { data: { state: string } }).data.state).toBe('CA');
+      expect((step(state, { op: 'get_submission', caller: admin, submission_id: id }).reply as { data: { state: string } }).data.state).toBe('CA');
+      expect((step(state, { op: 'get_submission', caller: other, submission_id: id }).reply as { data: { state: string } }).data.state).toBe('[encrypted]');
+      expect(submissionEventData(state.submissions.get(id)!).data.state).toBe('CA');
+      // A sealed value moved to another submission does not open.
+      const second = step(state, { op: 'submit', caller: other, data: { email: 'b@example.com', country: 'US', state: 'NY' } }).writes![0].value as { submission_id: string };
+      state.submissions.set(second.submission_id, { ...state.submissions.get(second.submission_id)!, data: { ...stored.data } });
+      expect(() => step(state, { op: 'get_submission', caller: owner, submission_id: second.submission_id })).toThrow();
+    } finally {
+      setFieldKey(null);
+    }
+  });
+});
