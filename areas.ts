@@ -29,6 +29,7 @@ import { ledgerActors } from './actors/ledger/actor.js';
 import { auctionActors } from './actors/auctions/actor.js';
 import { ecsIndexActor } from './actors/ecs/actor.js';
 import { handshakeActors } from './actors/handshake/actor.js';
+import { formActors } from './actors/forms/actor.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -59,6 +60,7 @@ import { ledgerRoutes } from './http/routes/ledger.js';
 import { auctionRoutes } from './http/routes/auctions.js';
 import { ecsRoutes } from './http/routes/ecs.js';
 import { handshakeRoutes } from './http/routes/handshake.js';
+import { formRoutes } from './http/routes/forms.js';
 
 /**
  * Every area of the service, in one list: an area registers its actor kinds
@@ -110,6 +112,7 @@ export const areas: Area[] = [
   { name: 'auctions', actors: auctionActors, routes: auctionRoutes },
   { name: 'ecs', actors: [ecsIndexActor], routes: ecsRoutes },
   { name: 'handshake', actors: handshakeActors, routes: handshakeRoutes },
+  { name: 'forms', actors: formActors, routes: formRoutes },
 ];
 
 /** Kinds of the node itself rather than of an area: the token signing key and the edge's idempotency records. */

@@ -173,10 +173,19 @@ function peekShape(view: BucketView) {
   return { limit: view.limit, remaining: view.remaining, reset_after_seconds: view.reset_after_seconds, reset_at: view.reset_at };
 }
 
-/** The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers): the plan as the policy, the subject's bucket as the state. */
+/**
+ * The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers): the plan as the policy, the subject's bucket
+ * as the state. Both fields are lists: the plan's item is added after the edge rate limit's own
+ * (docs/api/rate-limits.md), so a client sees both policies.
+ */
 function setRateLimitHeaders(reply: FastifyReply, plan: PlanView, view: CheckView): void {
-  reply.header('ratelimit-policy', `"${plan.plan_id}";q=${view.limit};w=${view.window_seconds}`);
-  reply.header('ratelimit', `"${plan.plan_id}";r=${view.remaining};t=${view.reset_after_seconds}`);
+  appendListItem(reply, 'ratelimit-policy', `"${plan.plan_id}";q=${view.limit};w=${view.window_seconds}`);
+  appendListItem(reply, 'ratelimit', `"${plan.plan_id}";r=${view.remaining};t=${view.reset_after_seconds}`);
+}
+
+function appendListItem(reply: FastifyReply, name: string, item: string): void {
+  const current = reply.getHeader(name);
+  reply.header(name, current === undefined || current === '' ? item : `${String(current)}, ${item}`);
 }
 
 function checkSubject(subject: string, plan: PlanView): void {
