@@ -113,3 +113,34 @@ export async function startServerProcess(options: StartServerOptions): Promise<S
 export async function killAllServerProcesses(): Promise<void> {
   await Promise.all([...running].map((server) => server.stop('SIGKILL')));
 }
+
+/** A JSON request to a server process (the process tests' one client): {status, body}; a bearer token and a body when given. */
+export async function callServer(
+  server: Pick<ServerProcess, 'url'>,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; timeout_ms?: number } = {},
+): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = {};
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  const response = await fetch(server.url + path, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    signal: AbortSignal.timeout(options.timeout_ms ?? 15_000),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Polls `check` on real time (the server is another process) until it returns a value, or fails naming `what`. */
+export async function untilReal<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeout_ms = 30_000): Promise<T> {
+  const deadline = Date.now() + timeout_ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killAllServerProcesses, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { killAllServerProcesses, startServerProcess, callServer as call, untilReal as until } from '../helpers/process.js';
 
 /**
  * SIGKILL of a node while auctions settle (docs/api/auctions.md,
@@ -24,25 +24,6 @@ afterAll(async () => {
 const ADMIN = { ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'admin password 1' };
 const AUCTIONS = 16;
 const FUNDS = 100_000;
-
-async function call(server: ServerProcess, method: string, path: string, options: { token?: string; body?: unknown } = {}) {
-  const headers: Record<string, string> = {};
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const response = await fetch(server.url + path, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(15_000) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-async function until<T>(check: () => Promise<T | undefined | false>, what: string, timeout_ms = 20_000): Promise<T> {
-  const deadline = Date.now() + timeout_ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('auction settlement across a SIGKILL', () => {
   it('funds end exactly once with their new owners, or exactly as before', async () => {

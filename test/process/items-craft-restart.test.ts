@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killAllServerProcesses, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { killAllServerProcesses, startServerProcess, callServer as call, untilReal as until } from '../helpers/process.js';
 
 /**
  * SIGKILL of a node in the middle of crafts (docs/api/items.md, "Crafting"):
@@ -21,25 +21,6 @@ const PAIRS = 40;
 const CRAFTS_PER_PAIR = 10;
 const ORE_PER_PAIR = 2 * CRAFTS_PER_PAIR;
 const KILL_AFTER_ANSWERS = 20;
-
-async function call(server: ServerProcess, method: string, path: string, options: { token?: string; body?: unknown } = {}) {
-  const headers: Record<string, string> = {};
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const response = await fetch(server.url + path, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(15_000) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
-async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeout_ms = 30_000): Promise<T> {
-  const deadline = Date.now() + timeout_ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 function quantityOf(container: { contents: { definition_id: string; quantity: number }[] }, definition_id: string): number {
   return container.contents.filter((item) => item.definition_id === definition_id).reduce((sum, item) => sum + item.quantity, 0);

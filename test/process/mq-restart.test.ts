@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killAllServerProcesses, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { killAllServerProcesses, startServerProcess, type ServerProcess, callServer as call } from '../helpers/process.js';
 
 /**
  * SIGKILL of a node while sends and topic publishes are in flight
@@ -16,15 +16,6 @@ afterAll(async () => {
   await killAllServerProcesses();
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
-
-async function call(server: ServerProcess, method: string, path: string, options: { token?: string; body?: unknown } = {}) {
-  const headers: Record<string, string> = {};
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const response = await fetch(server.url + path, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(15_000) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
 
 const SUBSCRIBERS = 4;
 
