@@ -13,6 +13,9 @@ import {
 } from '../../actors/rate-limits/messages.js';
 import type { AppliedLimit } from './resolve.js';
 
+
+/** Cluster: how long the limiter waits for a window's or the rules' partition before failing open (docs/api/rate-limits.md, "Fail open"). */
+export const LIMITER_ASK_DEADLINE_MS = 1_000;
 /**
  * The node's side of rate limiting: a short cache of the rule set, and a
  * table of leases, one per (caller, scope) this node has seen lately.
@@ -119,7 +122,7 @@ export class EdgeLimiter {
     this.rulesInflight ??= (async () => {
       try {
         const known = this.rules?.version ?? null;
-        const reply = await this.actors.ask<RulesReply>(RATE_LIMIT_RULES_KIND, RATE_LIMIT_RULES_KEY, { op: 'rules', known_version: known }, { readOnly: true });
+        const reply = await this.actors.ask<RulesReply>(RATE_LIMIT_RULES_KIND, RATE_LIMIT_RULES_KEY, { op: 'rules', known_version: known }, { readOnly: true, deadlineMs: LIMITER_ASK_DEADLINE_MS });
         if (reply) {
           if (this.epoch !== null && reply.cache_epoch !== this.epoch) this.dropLeases();
           this.epoch = reply.cache_epoch;
@@ -240,7 +243,9 @@ export class EdgeLimiter {
       endpoint: context.endpoint,
       method: context.method,
     };
-    const reply = await this.actors.ask<ReserveReply>(RATE_LIMIT_WINDOW_KIND, lease.actor_key, message);
+    // A short wait for the window's partition (failover, or no live replica): the limiter fails open, so a
+    // request to a healthy partition is not held for FORWARD_DEADLINE_MS by its caller's window.
+    const reply = await this.actors.ask<ReserveReply>(RATE_LIMIT_WINDOW_KIND, lease.actor_key, message, { deadlineMs: LIMITER_ASK_DEADLINE_MS });
     lease.lease_id = reply.lease_id;
     lease.tokens = reply.granted;
     lease.lease_end_ms = sentAt + lease_ms;
