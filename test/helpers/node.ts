@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { Agent, fetch } from 'undici';
 import { ManualClock, type Clock } from '../../runtime/index.js';
 import { loadConfig, type NodeConfig } from '../../http/config.js';
 import { startNode, type RunningNode } from '../../http/node.js';
@@ -77,6 +78,9 @@ export async function startTestNode(
   // DNS for organization domain verification: tests answer from a table, never from the network.
   if (options.domainResolver) node.services.domainResolver = options.domainResolver;
   const url = node.url;
+  // One connection pool per started node, closed with it: a node restarted on the same port must
+  // never be sent a request down a kept-alive socket of its previous run ("other side closed").
+  const dispatcher = new Agent();
 
   async function request(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
     const headers: Record<string, string> = { ...opts.headers };
@@ -87,7 +91,7 @@ export async function startTestNode(
       headers['content-type'] ??= 'application/json';
     }
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    const response = await fetch(url + path, { method, headers, body });
+    const response = await fetch(url + path, { method, headers, body, dispatcher });
     const text = await response.text();
     let parsed: unknown = undefined;
     try {
@@ -113,9 +117,13 @@ export async function startTestNode(
       if (res.status !== 201) throw new Error(`register failed: ${res.status} ${res.text}`);
       return { token: res.body.access_token, user_id: res.body.user.id, refresh_token: res.body.refresh_token, email, username, password };
     },
-    stop: () => node.close(),
+    async stop() {
+      await node.close();
+      await dispatcher.close();
+    },
     async destroy() {
       await node.close();
+      await dispatcher.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
