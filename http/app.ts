@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import { registerConsole } from './console.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { randomId } from '../runtime/index.js';
 import { clientErrorHandler } from './plugins/client-errors.js';
@@ -109,6 +110,7 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   registerRateLimit(app, services);
   // The node's own routes, then every area's (the list is areas.ts).
   healthRoutes(app, services);
+  await registerConsole(app, services.config.consoleUi);
   clusterRoutes(app, services);
   for (const routes of areaRoutes) routes(app, services);
   return app;

@@ -1,0 +1,14 @@
+import type { ComponentType } from 'preact';
+
+/**
+ * The console's pages, in navigation order. A page is a component at a hash route
+ * (`#/<path>`); it reads and acts only through api() (../api.ts), and asks confirm()
+ * (../confirm.tsx) before anything destructive.
+ */
+export interface ConsolePage {
+  path: string;
+  title: string;
+  component: ComponentType;
+}
+
+export const pages: ConsolePage[] = [];
