@@ -1,4 +1,5 @@
 import {
+  MinHeap,
   ServiceError,
   type ActorEvent,
   type ActorSend,
@@ -9,7 +10,6 @@ import {
 } from '../../runtime/index.js';
 import { answerFlowCall } from '../flow-call.js';
 import { retryDelayMs } from './backoff.js';
-import { Heap } from './heap.js';
 import { assertMove, TERMINAL_STATUSES } from './job-transitions.js';
 import {
   JOB_ATTEMPT_EVENT,
@@ -153,9 +153,9 @@ export interface QueueState {
   dlq: Set<string>;
   stats: StatsBucket[];
   // In memory only: the schedule, rebuilt at activation.
-  delayed: Heap<DueEntry>;
-  ready: Heap<ReadyEntry>;
-  deadlines: Heap<DeadlineEntry>;
+  delayed: MinHeap<DueEntry>;
+  ready: MinHeap<ReadyEntry>;
+  deadlines: MinHeap<DeadlineEntry>;
   /** The current schedule entry of each scheduled job: older entries of it are stale. */
   tokens: Map<string, number>;
   /** Scheduled jobs moved to `ready` (due, waiting for the queue to be active or for a slot). */
@@ -184,9 +184,9 @@ export function emptyQueue(key: string): QueueState {
     counts: zeroCounts(),
     dlq: new Set(),
     stats: [],
-    delayed: new Heap<DueEntry>((a, b) => a.at < b.at || (a.at === b.at && a.seq < b.seq)),
-    ready: new Heap<ReadyEntry>((a, b) => a.rank < b.rank || (a.rank === b.rank && (a.at < b.at || (a.at === b.at && a.seq < b.seq)))),
-    deadlines: new Heap<DeadlineEntry>((a, b) => a.at < b.at),
+    delayed: new MinHeap<DueEntry>((a, b) => a.at < b.at || (a.at === b.at && a.seq < b.seq)),
+    ready: new MinHeap<ReadyEntry>((a, b) => a.rank < b.rank || (a.rank === b.rank && (a.at < b.at || (a.at === b.at && a.seq < b.seq)))),
+    deadlines: new MinHeap<DeadlineEntry>((a, b) => a.at < b.at),
     tokens: new Map(),
     readySet: new Set(),
     token_seq: 0,
@@ -837,7 +837,7 @@ function validDeadline(state: QueueState, entry: DeadlineEntry): boolean {
   const job = state.jobs.get(entry.id);
   return job !== undefined && job.status === 'processing' && job.in_flight?.attempt === entry.attempt;
 }
-function topOf<T>(heap: Heap<T>, valid: (entry: T) => boolean): T | undefined {
+function topOf<T>(heap: MinHeap<T>, valid: (entry: T) => boolean): T | undefined {
   for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
     if (valid(top)) return top;
     heap.pop();

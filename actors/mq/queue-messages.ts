@@ -1,4 +1,4 @@
-import type { ActorSend, AlarmChange, DeferredReply, RecordWrite, TurnContext } from '../../runtime/index.js';
+import { MinHeap, type ActorSend, type AlarmChange, type DeferredReply, type RecordWrite, type TurnContext } from '../../runtime/index.js';
 import type { Waiter } from './long-poll.js';
 import {
   MQ_QUEUE_KIND,
@@ -12,7 +12,6 @@ import {
   type QueueSubscriptionView,
   type ReceivedMessage,
 } from './messages.js';
-import { VisibilityHeap } from './visibility-heap.js';
 
 /**
  * The messages of one queue (the state of the `mq-queue` records actor, see
@@ -57,6 +56,11 @@ export interface StoredMessage {
   dead_letter_refused: boolean;
 }
 
+export interface VisibilityEntry {
+  at: number;
+  seq: number;
+}
+
 export interface QueueState {
   config: QueueConfig | null;
   rev: number;
@@ -65,8 +69,12 @@ export interface QueueState {
   bytes: number;
   /** Standard queues: receivable messages, oldest first (as of the last promote). */
   ready: Map<number, StoredMessage>;
-  /** Messages that become receivable later. */
-  timed: VisibilityHeap;
+  /**
+   * Messages that become receivable later, by (visible_at, seq). A message whose visibility
+   * changes gets a new entry; an entry that no longer matches its message is stale and skipped
+   * when it surfaces (lazy deletion).
+   */
+  timed: MinHeap<VisibilityEntry>;
   /** FIFO queues: the messages of each group in order. */
   groups: Map<string, Map<number, StoredMessage>>;
   /** FIFO de-duplication ids, oldest first. */
@@ -88,7 +96,7 @@ export function emptyQueue(): QueueState {
     nextSeq: 1,
     bytes: 0,
     ready: new Map(),
-    timed: new VisibilityHeap(),
+    timed: new MinHeap<VisibilityEntry>((a, b) => a.at < b.at),
     groups: new Map(),
     dedup: new Map(),
     subscriptions: new Map(),
@@ -153,7 +161,7 @@ export function insertMessage(state: QueueState, message: StoredMessage, now: nu
     group.set(message.seq, message);
   }
   if (!state.config?.fifo && message.visible_at <= now) state.ready.set(message.seq, message);
-  else state.timed.push(message.visible_at, message.seq);
+  else state.timed.push({ at: message.visible_at, seq: message.seq });
 }
 
 export function removeMessage(state: QueueState, message: StoredMessage, writes: RecordWrite[]): void {
@@ -252,7 +260,7 @@ export function take(state: QueueState, now: number, max: number, visibility_ms:
     message.receive_count += 1;
     message.receipt = `${message.seq.toString(36)}.${context.newId()}`;
     message.visible_at = now + invisibleFor;
-    state.timed.push(message.visible_at, message.seq);
+    state.timed.push({ at: message.visible_at, seq: message.seq });
     out.writes.push(writeDelivery(message));
     received.push({
       message_id: message.message_id,

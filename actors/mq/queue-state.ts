@@ -219,7 +219,7 @@ export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessag
       if (!stored) throw invalidHandle();
       if (stored.visible_at <= now) throw new ServiceError('mq_message_not_in_flight');
       stored.visible_at = now + message.visibility_timeout_seconds * 1000;
-      state.timed.push(stored.visible_at, stored.seq);
+      state.timed.push({ at: stored.visible_at, seq: stored.seq });
       out.writes.push(writeDelivery(stored));
       return finish({
         message_id: stored.message_id,

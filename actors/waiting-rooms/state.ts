@@ -1,4 +1,4 @@
-import { ServiceError, type ActorSend, type AlarmChange, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { MinHeap, ServiceError, type ActorSend, type AlarmChange, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import {
   addToRate,
   analyticsReport,
@@ -40,7 +40,6 @@ import {
 } from './messages.js';
 import { WaitingQueue, type PriorityClass, type QueueEntry } from './queue.js';
 import { matchesRules } from './rules.js';
-import { TimeHeap } from './time-heap.js';
 
 /**
  * One waiting room: pure domain logic of a `records` actor.
@@ -93,6 +92,18 @@ export interface Member extends QueueEntry {
 type MemberRecord = Omit<Member, 'member_id' | 'slot' | 'cls' | 'batch'>;
 
 /** The record of one admission batch; every member shares admitted_at and expires_at. */
+/**
+ * A member's time in a schedule (session expiry, purge after departure). Entries are never
+ * updated in place: a new entry is pushed, and one whose time no longer matches its member is
+ * stale when it surfaces (lazy deletion); the heap is rebuilt when stale entries dominate.
+ */
+interface TimedId {
+  at: number;
+  id: string;
+}
+
+const earlierAt = (a: TimedId, b: TimedId) => a.at < b.at;
+
 interface AdmissionBatch {
   admitted_at: number;
   expires_at: number;
@@ -122,8 +133,8 @@ export interface RoomState {
   /** Active members in admission order. */
   active: Map<string, Member>;
   activeByGroup: Map<string, number>;
-  sessions: TimeHeap;
-  departed: TimeHeap;
+  sessions: MinHeap<TimedId>;
+  departed: MinHeap<TimedId>;
   bans: Map<string, Ban>;
   /** member_id -> origin room -> banned_until (null: permanent). */
   globalBans: Map<string, Map<string, number | null>>;
@@ -159,8 +170,8 @@ export function emptyRoom(key: string): RoomState {
     queue: new WaitingQueue<Member>(),
     active: new Map(),
     activeByGroup: new Map(),
-    sessions: new TimeHeap(),
-    departed: new TimeHeap(),
+    sessions: new MinHeap<TimedId>(earlierAt),
+    departed: new MinHeap<TimedId>(earlierAt),
     bans: new Map(),
     globalBans: new Map(),
     totals: { admitted: 0, rejected: 0, abandoned: 0, wait_ms_sum: 0 },
@@ -413,7 +424,7 @@ function depart(state: RoomState, config: RoomConfig, member: Member, now: numbe
   const at = purgeAt(config, member);
   if (at <= now) state.members.delete(member.member_id);
   else {
-    state.departed.push(at, member.member_id);
+    state.departed.push({ at, id: member.member_id });
     noteGc(state, at);
   }
   markMember(state, member);
@@ -490,7 +501,7 @@ function admitMember(state: RoomState, config: RoomConfig, member: Member, now: 
   member.expires_at = now + config.session_ttl_seconds * 1000;
   state.active.set(member.member_id, member);
   bumpGroup(state, member.group, 1);
-  state.sessions.push(member.expires_at, member.member_id);
+  state.sessions.push({ at: member.expires_at, id: member.member_id });
   const wait_ms = Math.max(0, now - member.joined_at);
   state.totals.admitted++;
   state.totals.wait_ms_sum += wait_ms;
@@ -624,7 +635,7 @@ function runGc(state: RoomState, config: RoomConfig, now: number): void {
       budget--;
     } else if (at > top.at) {
       // Later than planned (a longer join-rate window since): plan it again.
-      state.departed.push(at, member.member_id);
+      state.departed.push({ at, id: member.member_id });
     }
   }
   const departedCount = state.members.size - state.queue.size - state.active.size;
@@ -844,7 +855,7 @@ function handleRoomOp(
       if (member?.status === 'waiting') throw new ServiceError('waiting_room_member_not_active', `Member ${message.member_id} is still waiting; only an admitted session can be refreshed.`);
       if (member?.status !== 'active') throw new ServiceError('not_found', `Member ${message.member_id} has no active session in waiting room ${state.room_id}.`);
       member.expires_at = now + config.session_ttl_seconds * 1000;
-      state.sessions.push(member.expires_at, member.member_id);
+      state.sessions.push({ at: member.expires_at, id: member.member_id });
       markMember(state, member);
       return { new_expiry: member.expires_at };
     }
