@@ -286,7 +286,33 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
     ...parts,
     response: { ...responses, ...errorResponses(...bearerErrors, ...errors) },
   });
-  const listPage = (query: Static<typeof ListQuery>) => ({ page: Math.max(1, query.page ?? 1), page_size: Math.min(100, query.page_size || 20) });
+  /**
+   * One page of the tenant's queues or topics: the directory's page of names (one read), then
+   * each one's detail (read-only, in parallel); one deleted in between is left out.
+   */
+  async function listDirectory<Detail>(tenant: string, type: 'queue' | 'topic', query: Static<typeof ListQuery>) {
+    const page = Math.max(1, query.page ?? 1);
+    const page_size = Math.min(100, query.page_size || 20);
+    const sort_by: SortField = query.sort_by ?? 'name';
+    const index = await services.actors.ask<DirectoryListView>(
+      MQ_DIRECTORY_KIND,
+      mqDirectoryKey(tenant),
+      { op: 'list', type, q: query.q, sort_by, page, page_size } satisfies DirectoryMessage,
+      { readOnly: true },
+    );
+    const [kind, key, gone] = type === 'queue' ? [MQ_QUEUE_KIND, mqQueueKey, 'mq_queue_not_found' as const] : [MQ_TOPIC_KIND, mqTopicKey, 'mq_topic_not_found' as const];
+    const details = await Promise.all(
+      index.entries.map((entry) =>
+        services.actors
+          .ask<Detail>(kind, key(tenant, entry.name), { op: 'get' } satisfies QueueMessage & TopicMessage, { readOnly: true })
+          .catch(goneAsNull(gone)),
+      ),
+    );
+    return {
+      pagination: { page, page_size, total: index.total, has_more: page * page_size < index.total },
+      details: details.filter((detail): detail is Awaited<Detail> => detail !== null),
+    };
+  }
 
   // ---- queues ----
 
@@ -296,34 +322,17 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
       200: Type.Object({ pagination: Pagination, queues: Type.Array(MqQueueSummary) }),
     }),
   }, async (request) => {
-    const principal = requirePrincipal(request);
-    const { page, page_size } = listPage(request.query);
-    const sort_by: SortField = request.query.sort_by ?? 'name';
-    const index = await services.actors.ask<DirectoryListView>(
-      MQ_DIRECTORY_KIND,
-      mqDirectoryKey(principal.tenant),
-      { op: 'list', type: 'queue', q: request.query.q, sort_by, page, page_size } satisfies DirectoryMessage,
-      { readOnly: true },
-    );
-    const details = await Promise.all(
-      index.entries.map((entry) =>
-        services.actors
-          .ask<QueueDetailView>(MQ_QUEUE_KIND, mqQueueKey(principal.tenant, entry.name), { op: 'get' } satisfies QueueMessage, { readOnly: true })
-          .catch(goneAsNull('mq_queue_not_found')),
-      ),
-    );
+    const { pagination, details } = await listDirectory<QueueDetailView>(requirePrincipal(request).tenant, 'queue', request.query);
     return {
-      pagination: { page, page_size, total: index.total, has_more: page * page_size < index.total },
-      queues: details
-        .filter((detail): detail is QueueDetailView => detail !== null)
-        .map((detail) => ({
-          queue_id: detail.config.queue_id,
-          name: detail.config.name,
-          created_at: isoTime(detail.config.created_at)!,
-          approximate_message_count: detail.statistics.approximate_message_count,
-          approximate_not_visible_count: detail.statistics.approximate_not_visible_count,
-          subscriptions: detail.subscriptions.map((subscription) => subscription.topic_name).sort(),
-        })),
+      pagination,
+      queues: details.map((detail) => ({
+        queue_id: detail.config.queue_id,
+        name: detail.config.name,
+        created_at: isoTime(detail.config.created_at)!,
+        approximate_message_count: detail.statistics.approximate_message_count,
+        approximate_not_visible_count: detail.statistics.approximate_not_visible_count,
+        subscriptions: detail.subscriptions.map((subscription) => subscription.topic_name).sort(),
+      })),
     };
   });
 
@@ -471,33 +480,16 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
       200: Type.Object({ pagination: Pagination, topics: Type.Array(MqTopicSummary) }),
     }),
   }, async (request) => {
-    const principal = requirePrincipal(request);
-    const { page, page_size } = listPage(request.query);
-    const sort_by: SortField = request.query.sort_by ?? 'name';
-    const index = await services.actors.ask<DirectoryListView>(
-      MQ_DIRECTORY_KIND,
-      mqDirectoryKey(principal.tenant),
-      { op: 'list', type: 'topic', q: request.query.q, sort_by, page, page_size } satisfies DirectoryMessage,
-      { readOnly: true },
-    );
-    const details = await Promise.all(
-      index.entries.map((entry) =>
-        services.actors
-          .ask<TopicDetailView>(MQ_TOPIC_KIND, mqTopicKey(principal.tenant, entry.name), { op: 'get' } satisfies TopicMessage, { readOnly: true })
-          .catch(goneAsNull('mq_topic_not_found')),
-      ),
-    );
+    const { pagination, details } = await listDirectory<TopicDetailView>(requirePrincipal(request).tenant, 'topic', request.query);
     return {
-      pagination: { page, page_size, total: index.total, has_more: page * page_size < index.total },
-      topics: details
-        .filter((detail): detail is TopicDetailView => detail !== null)
-        .map((detail) => ({
-          topic_id: detail.config.topic_id,
-          name: detail.config.name,
-          created_at: isoTime(detail.config.created_at)!,
-          message_count: detail.message_count,
-          subscription_count: detail.subscription_count,
-        })),
+      pagination,
+      topics: details.map((detail) => ({
+        topic_id: detail.config.topic_id,
+        name: detail.config.name,
+        created_at: isoTime(detail.config.created_at)!,
+        message_count: detail.message_count,
+        subscription_count: detail.subscription_count,
+      })),
     };
   });
 
