@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { expect } from 'vitest';
 import { Agent, fetch } from 'undici';
 import { ManualClock, type Clock } from '../../runtime/index.js';
 import { loadConfig, type NodeConfig } from '../../http/config.js';
@@ -127,4 +128,10 @@ export async function startTestNode(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Asserts the conventions' error shape: the status and the stable code (the text on failure). */
+export function expectError(res: TestResponse, status: number, code: string): void {
+  expect(res.status, res.text).toBe(status);
+  expect(res.body).toMatchObject({ statusCode: status, code });
 }

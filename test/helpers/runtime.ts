@@ -56,3 +56,23 @@ export async function eventually<T>(check: () => T | Promise<T>, timeout_ms = 20
     }
   }
 }
+
+/**
+ * Waits (bounded, on real time: deliveries are real I/O) for `check` to give a truthy value,
+ * firing the manual clock's due alarms and letting commits settle between tries.
+ */
+export async function untilWithClock<T>(
+  clock: () => ManualClock,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  rounds = 1000,
+): Promise<T> {
+  for (let i = 0; i < rounds; i++) {
+    const value = await check();
+    if (value) return value;
+    clock().advance(0);
+    await settle(2);
+    await new Promise((resolve) => setTimeout(resolve, 3));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PASSWORD_RESET_RESEND_MS, PASSWORD_RESET_TTL_MS, PASSWORD_RESETS_PER_ADDRESS_MAX, REFRESH_REUSE_GRACE_MS, THROTTLE_WINDOW_MS } from '../../actors/accounts/messages.js';
 import { CapturingMailTransport } from '../../http/auth/mail.js';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { eventually } from '../helpers/runtime.js';
 
 /**
@@ -22,10 +22,6 @@ let addressCounter = 0;
 const freshAddress = () => `198.51.100.${++addressCounter}`;
 const from = (address?: string): Record<string, string> => (address ? { 'x-forwarded-for': address } : {});
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 const login = (name: string, password: string, address?: string) => t.request('POST', '/api/v1/auth/login', { body: { login: name, password }, headers: from(address) });
 const me = (token: string) => t.request('GET', '/api/v1/auth/me', { token });

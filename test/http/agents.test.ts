@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 
 /** Agent definitions over the real socket (spec doc 2 §4.7; docs/api/agents.md). */
 let t: TestNode;
@@ -21,10 +21,6 @@ afterAll(async () => {
   await t?.destroy();
 });
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 let keyCounter = 0;
 const newKey = (name = 'bot') => `${name}-${++keyCounter}`;
 async function create(body: Record<string, unknown>, token = alice.token) {

@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';
 
 /** CLI login, device style: create (no bearer), complete (bearer), poll (poll_token) -> tokens once. */
 let t: TestNode;
 const clock = () => t.clock as ManualClock;
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 const create = () => t.request('POST', '/api/v1/auth/cli/session');
 const complete = (id: string, token?: string) => t.request('POST', `/api/v1/auth/cli/session/${id}/complete`, { token });

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
 import { CapturingMailTransport } from '../../http/auth/mail.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { eventually } from '../helpers/runtime.js';
 
 /** E-mail verification: send (bearer) and confirm (token, no bearer), through a capturing mail transport. */
@@ -15,10 +15,6 @@ let mail: CapturingMailTransport;
 let adminToken: string;
 const clock = () => t.clock as ManualClock;
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 const send = (token: string, body?: unknown) => t.request('POST', '/api/v1/auth/email/verify/send', { token, body });
 const confirm = (token: string) => t.request('POST', '/api/v1/auth/email/verify/confirm', { body: { token } });

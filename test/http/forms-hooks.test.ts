@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 
 /** Execution hooks of forms over the real socket: fsm moves, webhook deliveries, retry, approval (docs/api/forms.md, "Execution hooks"). */
@@ -20,10 +20,6 @@ afterAll(async () => {
   await t?.destroy();
 });
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 const post = (path: string, body: unknown, token = alice.token) => t.request('POST', `${base}${path}`, { token, body });
 const get = (path: string, token = alice.token) => t.request('GET', `${base}${path}`, { token });
 const put = (path: string, body: unknown, token = alice.token) => t.request('PUT', `${base}${path}`, { token, body });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { base32Decode, totp } from '../../actors/accounts/messages.js';
 import { s256Challenge } from '../../actors/oauth/messages.js';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 
 /** POST /admin/auth/users/{id}/impersonate, with and without target two-factor. */
 const ADMIN_EMAIL = 'root@example.com';
@@ -13,10 +13,6 @@ let adminToken: string;
 let adminId: string;
 const clock = () => t.clock as ManualClock;
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 const impersonate = (id: string, token = adminToken) => t.request('POST', `/admin/auth/users/${id}/impersonate`, { token });
 

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
-import { settle } from '../helpers/runtime.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
+import { settle, untilWithClock } from '../helpers/runtime.js';
 import { startReceiver, type ReceivedDelivery, type Receiver } from '../helpers/webhook-receiver.js';
 
 /** The job queue over the real socket, delivering to a local receiver (spec doc 1 §4.5; docs/api/jobs.md). */
@@ -33,21 +33,8 @@ let counter = 0;
 const unique = (name: string) => `${name}-${++counter}`;
 const at = (path: string) => receiver.received.filter((d) => d.path === path);
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
-/** Waits (bounded, on real time: delivery is real I/O) for a condition, letting due alarms of the manual clock fire. */
-async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, rounds = 1000): Promise<T> {
-  for (let i = 0; i < rounds; i++) {
-    const value = await check();
-    if (value) return value;
-    clock().advance(0);
-    await settle(2);
-    await new Promise((resolve) => setTimeout(resolve, 3));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const until = <T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, rounds?: number) =>
+  untilWithClock(clock, check, what, rounds);
 async function schedule(body: Record<string, unknown>, token = alice.token) {
   const res = await t.request('POST', '/api/v1/jobs/schedule', { token, body });
   expect(res.status, res.text).toBe(201);

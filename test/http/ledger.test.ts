@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 
 /**
  * The ledger's routes over the real socket (docs/api/ledger.md): admin
@@ -16,10 +16,6 @@ let org_id: string;
 const keys = { alice: '' };
 const ADMIN = { email: 'root@example.com', password: 'admin password 1' };
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 beforeAll(async () => {
   t = await startTestNode({ config: { adminEmail: ADMIN.email, adminPassword: ADMIN.password } });

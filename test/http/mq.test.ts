@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';
 
 /** The message queue over the real socket (spec doc 1 §4.6; conventions "Message queue data plane"; docs/api/mq.md). */
@@ -22,10 +22,6 @@ let nameCounter = 0;
 const uniqueName = (prefix: string) => `${prefix}-${++nameCounter}`;
 const api = (method: string, path: string, body?: unknown, token = alice.token) => t.request(method, `/api/v1/mq${path}`, { token, body });
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 /** Waits (bounded, real time) for what follows a commit through the outbox. */
 async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {

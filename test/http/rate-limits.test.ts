@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
-import { settle } from '../helpers/runtime.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
+import { settle, untilWithClock } from '../helpers/runtime.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 
 /** Rate limits over the real socket: the admin API and enforcement at the edge (spec doc 1 §4.12; docs/api/rate-limits.md). */
@@ -25,21 +25,9 @@ const clock = () => t.clock as ManualClock;
 const admin = (method: string, path: string, body?: unknown) => t.request(method, path, { token: adminToken, body });
 const enc = encodeURIComponent;
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
-async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, rounds = 1000): Promise<T> {
-  for (let i = 0; i < rounds; i++) {
-    const value = await check();
-    if (value) return value;
-    clock().advance(0);
-    await settle(2);
-    await new Promise((resolve) => setTimeout(resolve, 3));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const until = <T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, rounds?: number) =>
+  untilWithClock(clock, check, what, rounds);
 
 describe('admin API: access', () => {
   it('needs a bearer (401) and the admin role (403 forbidden)', async () => {

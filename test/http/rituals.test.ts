@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 
@@ -47,10 +47,6 @@ afterAll(async () => {
 });
 
 const clock = () => t.clock as ManualClock;
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string): Promise<T> {
   for (let i = 0; i < 400; i++) {
     const value = await check();

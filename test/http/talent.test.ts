@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, type TestResponse, expectError } from '../helpers/node.js';
 
 /** Talent trees over the real socket (spec doc 2 §4.4; docs/api/talent.md): every endpoint and its errors. */
 let t: TestNode;
@@ -19,10 +19,6 @@ afterAll(async () => {
   await t?.destroy();
 });
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 function expectOk(res: TestResponse, status = 200) {
   expect(res.status, res.text).toBe(status);
   return res.body;

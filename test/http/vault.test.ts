@@ -2,7 +2,7 @@ import { createHash, generateKeyPairSync, sign, createDecipheriv } from 'node:cr
 import { combine } from 'shamir-secret-sharing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { settle } from '../helpers/runtime.js';
 
 /** Vault attestations over the real socket (spec doc 2 §4.1; docs/api/vault.md). */
@@ -21,10 +21,6 @@ afterAll(async () => {
 });
 
 const clock = () => t.clock as ManualClock;
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 const inSeconds = (s: number) => new Date(clock().now() + s * 1000).toISOString();
 async function create(body: Record<string, unknown>, token = alice.token) {
   const res = await t.request('POST', base, { token, body: { content: { data: 'the secret', type: 'text/plain' }, ...body } });
