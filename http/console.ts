@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import { sendError } from './plugins/error-handler.js';
 
@@ -28,6 +27,8 @@ export async function registerConsole(app: FastifyInstance, enabled: boolean): P
       sendError(reply, 'not_found', 'The console is not built on this node: run `npm run build`.'),
     );
   } else {
+    // Loaded only when served: a node with CONSOLE_UI=0 does not pay for it at start-up.
+    const { default: fastifyStatic } = await import('@fastify/static');
     await app.register(fastifyStatic, { root, prefix: '/console/', index: 'index.html', wildcard: false, decorateReply: false });
   }
   app.get('/console', { schema: { hide: true } }, (_request, reply) => reply.redirect('/console/', 302));

@@ -119,9 +119,9 @@ export async function callServer(
   server: Pick<ServerProcess, 'url'>,
   method: string,
   path: string,
-  options: { token?: string; body?: unknown; timeout_ms?: number } = {},
+  options: { token?: string; body?: unknown; headers?: Record<string, string>; timeout_ms?: number } = {},
 ): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   const response = await fetch(server.url + path, {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killAllServerProcesses, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { killAllServerProcesses, startServerProcess, type ServerProcess, callServer } from '../helpers/process.js';
 
 /**
  * Coordination state across a SIGKILL of the whole node (issue 5): presence
@@ -16,19 +16,7 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-async function call(server: ServerProcess, method: string, path: string, token?: string, body?: unknown) {
-  const headers: Record<string, string> = {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (token) headers.authorization = `Bearer ${token}`;
-  const response = await fetch(server.url + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = (server: ServerProcess, method: string, path: string, token?: string, body?: unknown) => callServer(server, method, path, { token, body });
 
 async function until<T>(check: () => Promise<T | undefined>, timeout_ms: number): Promise<T> {
   const deadline = Date.now() + timeout_ms;

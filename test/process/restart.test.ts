@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killAllServerProcesses, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { killAllServerProcesses, startServerProcess, type ServerProcess, callServer } from '../helpers/process.js';
 
 /**
  * The whole node as a child process (`node dist/http/server.js`): SIGKILL in
@@ -21,24 +21,7 @@ function tempDir(): string {
   return dir;
 }
 
-interface Reply {
-  status: number;
-  body: any;
-}
-
-async function call(server: ServerProcess, method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
-  const headers: Record<string, string> = { ...options.headers };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const response = await fetch(server.url + path, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = callServer;
 
 interface AckedUser {
   email: string;

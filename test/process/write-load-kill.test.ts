@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killAllServerProcesses, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { killAllServerProcesses, startServerProcess, type ServerProcess, callServer } from '../helpers/process.js';
 
 /**
  * The hot-path issue's crash check: kill -9 a node while it runs the write
@@ -19,24 +19,9 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Reply {
-  status: number;
-  body: any;
-}
-
-async function call(server: ServerProcess, method: string, path: string, options: { token?: string; body?: unknown } = {}): Promise<Reply> {
-  const headers: Record<string, string> = {};
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const response = await fetch(server.url + path, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    signal: AbortSignal.timeout(20_000),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
+/** Generous timeout: the node is under write load while it is killed. */
+const call = (server: ServerProcess, method: string, path: string, options: { token?: string; body?: unknown } = {}) =>
+  callServer(server, method, path, { ...options, timeout_ms: 20_000 });
 
 /** What the client was told about one key. */
 interface KeyRecord {
