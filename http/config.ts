@@ -1,4 +1,5 @@
 import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
+import { base64KeyFrom } from './node-key-file.js';
 import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
 
@@ -71,6 +72,11 @@ export interface NodeConfig {
    * Empty: the embedded node keeps one in DATA_DIR/vault-seal.key; a cluster node needs it set.
    */
   vaultSealKey: string;
+  /**
+   * Forms: the key of encrypted submission fields (FORMS_FIELD_KEY, base64 of 32 bytes). Unset, an
+   * embedded node keeps one in DATA_DIR/forms-field.key; cluster nodes need it, the same on each.
+   */
+  formsFieldKey: string;
   /** x402: enforce price rules on priced routes (X402_ENABLED=1; default off: docs/api/x402.md). */
   x402Enabled: boolean;
   /** x402: the facilitator that verifies and settles X-PAYMENT proofs (X402_FACILITATOR_URL; '' = none). */
@@ -268,7 +274,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     jobDeliveryConcurrency: intFrom(env, 'JOB_DELIVERY_CONCURRENCY', 256, 1, 4_096),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     consoleUi: intFrom(env, 'CONSOLE_UI', 1, 0, 1) === 1,
-    vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
+    vaultSealKey: base64KeyFrom('VAULT_SEAL_KEY', env.VAULT_SEAL_KEY),
+    formsFieldKey: base64KeyFrom('FORMS_FIELD_KEY', env.FORMS_FIELD_KEY),
     ...x402From(env),
     throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
     rateLimitsEnabled: intFrom(env, 'RATE_LIMITS_ENABLED', 1, 0, 1) === 1,
@@ -280,8 +287,4 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
   };
 }
 
-function vaultSealKeyFrom(raw: string | undefined): string {
-  if (!raw) return '';
-  if (!/^[A-Za-z0-9+/]{43}=$/.test(raw.trim())) throw new Error('VAULT_SEAL_KEY must be base64 of 32 random bytes (44 characters, e.g. from `openssl rand -base64 32`)');
-  return raw.trim();
-}
+

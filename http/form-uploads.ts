@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -8,6 +8,8 @@ import { Transform } from 'node:stream';
 import busboy from 'busboy';
 import { ServiceError } from '../runtime/index.js';
 import type { Attachment, MultipartSettings } from '../actors/forms/messages.js';
+import type { NodeConfig } from './config.js';
+import { readOrCreateKeyFile } from './node-key-file.js';
 
 /**
  * Multipart form submissions at the edge (docs/api/forms.md, "Multipart"):
@@ -231,21 +233,13 @@ export function removeBlobs(directory: string): void {
 const FIELD_KEY_FILE = 'forms-field.key';
 
 /**
- * The node's key for encrypted form fields: DATA_DIR/forms-field.key
- * (base64 of 32 bytes, created at first start with mode 0600, as the vault
- * keeps its seal key). A cluster node has none (its nodes would need one
- * shared key, not configurable yet): forms with encrypted fields are refused there.
+ * The node's key for encrypted form fields: FORMS_FIELD_KEY when set (a cluster's nodes share
+ * it: a submission's actor may run on any of them after a failover). Otherwise an embedded node
+ * keeps its own in DATA_DIR/forms-field.key, and a cluster node has none: forms with encrypted
+ * fields are refused there until the key is configured.
  */
-export function formsFieldKey(dataDir: string, cluster: boolean): Buffer | null {
-  if (cluster) return null;
-  const path = join(dataDir, FIELD_KEY_FILE);
-  mkdirSync(dataDir, { recursive: true });
-  try {
-    writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-  if (key.length !== 32) throw new Error(`${path} does not hold base64 of 32 bytes`);
-  return key;
+export function formsFieldKey(config: Pick<NodeConfig, 'formsFieldKey' | 'dataDir' | 'cluster'>): Buffer | null {
+  if (config.formsFieldKey) return Buffer.from(config.formsFieldKey, 'base64');
+  if (config.cluster) return null;
+  return readOrCreateKeyFile(join(config.dataDir, FIELD_KEY_FILE));
 }

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeConfig } from './config.js';
+import { readOrCreateKeyFile } from './node-key-file.js';
 
 /**
  * The vault's cryptography at the edge (docs/api/vault.md, "Who holds what"):
@@ -59,17 +59,7 @@ export function vaultSealFor(config: NodeConfig): VaultSeal | null {
   const path = join(config.dataDir, SEAL_FILE);
   const cached = seals.get(path);
   if (cached) return cached;
-  if (!existsSync(path)) {
-    try {
-      writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-    } catch (error) {
-      // Another start won the race: read theirs.
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-  }
-  const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-  if (key.length !== 32) throw new Error(`${path} does not hold base64 of 32 bytes`);
-  const seal = new VaultSeal(key);
+  const seal = new VaultSeal(readOrCreateKeyFile(path));
   seals.set(path, seal);
   return seal;
 }

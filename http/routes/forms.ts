@@ -261,7 +261,7 @@ function settingsOf(body: CreateBodyType, attempt_timeout_ms: number): FormSetti
     return { kind: 'fsm', fsm_name: hook.fsm_name!, target_state: hook.target_state! };
   });
   if (body.multipart?.enabled && (body.multipart.allowed_content_types?.length ?? 0) === 0) refuse('multipart.allowed_content_types', 'must name at least one type when multipart is enabled');
-  if (body.fields?.some((field) => field.encrypted) && !hasFieldKey()) refuse('fields.encrypted', 'needs the node\'s field key, which a cluster node does not have yet (docs/api/forms.md, "Encrypted fields")');
+  if (body.fields?.some((field) => field.encrypted) && !hasFieldKey()) refuse('fields.encrypted', 'needs the field key, which a cluster node has only when FORMS_FIELD_KEY is set (docs/api/forms.md, "Encrypted fields")');
   const names = new Set<string>();
   for (const field of body.fields ?? []) {
     if (names.has(field.name)) refuse('fields', `names ${field.name} twice`);
@@ -373,7 +373,7 @@ function callerOf(request: FastifyRequest): { tenant: string; caller: FormCaller
 
 export function formRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
-  setFieldKey(formsFieldKey(services.config.dataDir, services.config.cluster !== undefined));
+  setFieldKey(formsFieldKey(services.config));
   /** One ask to the form; a form of another tenant (or an id that is none) is 404. */
   const askForm = <Reply>(tenant: string, form_id: string, message: FormMessage, readOnly = false): Promise<Reply> => {
     if (tenantOfFormId(form_id) !== tenant) throw new ServiceError('not_found', 'No such form.');
