@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { JobsPage } from './jobs.js';
+import { WebhooksPage } from './webhooks.js';
 
 /**
  * The console's pages, in navigation order. A page is a component at a hash route
@@ -14,4 +15,5 @@ export interface ConsolePage {
 
 export const pages: ConsolePage[] = [
   { path: 'jobs', title: 'Job queues', component: JobsPage },
+  { path: 'webhooks', title: 'Webhooks', component: WebhooksPage },
 ];
