@@ -7,7 +7,8 @@ import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 /**
  * The console's job queue and message queue pages in a real browser against a real node: a user's
  * job dead-letters against a local receiver answering 500, the administrator redrives it from the
- * page once the receiver answers 200 and sees it complete; pause and resume; an mq DLQ purged.
+ * page once the receiver answers 200 and sees it complete; pause and resume; an mq DLQ redriven
+ * to its source, then purged.
  */
 const ADMIN_EMAIL = 'queues-admin@example.com';
 const ADMIN_PASSWORD = 'queues admin password';
@@ -16,11 +17,14 @@ let t: TestNode;
 let browser: Browser;
 let receiver: Receiver;
 let alice: Awaited<ReturnType<TestNode['newUser']>>;
+let adminToken: string;
 
 beforeAll(async () => {
   receiver = await startReceiver();
   t = await startTestNode({ config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD, jobTimeoutMs: 2_000 } });
   alice = await t.newUser('alice');
+  const login = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
+  adminToken = login.body.access_token;
   browser = await launchBrowser();
 });
 afterAll(async () => {
@@ -89,6 +93,52 @@ describe('job queues page', () => {
     await page.getByRole('button', { name: 'Resume' }).click();
     await page.getByRole('button', { name: 'Pause' }).waitFor();
     expect((await t.request('GET', `/api/v1/job-queues/${queueId(queue)}`, { token: alice.token })).body.active).toBe(true);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('message queues page', () => {
+  const mq = (method: string, path: string, body?: unknown) => t.request(method, `/api/v1/mq${path}`, { token: adminToken, body });
+  const visible = async (queue: string) => (await mq('GET', `/queues/${queue}`)).body.statistics.approximate_message_count as number;
+  /** Receives everything twice with visibility 0: the second receive moves each message to the DLQ. */
+  async function deadLetterAll(dlqCount: number) {
+    for (let i = 0; i < 2; i++) await mq('POST', '/queues/console-orders/receive', { max_messages: 10, visibility_timeout_seconds: 0 });
+    await expect.poll(() => visible('console-orders-dlq'), { timeout: 10_000 }).toBe(dlqCount);
+  }
+
+  it('shows counts (visible, in flight, delayed), redrives a DLQ to its source and purges it', async () => {
+    expect((await mq('POST', '/queues', { name: 'console-orders-dlq' })).status).toBe(201);
+    expect((await mq('POST', '/queues', { name: 'console-orders', max_receive_count: 1, dead_letter_queue: 'console-orders-dlq' })).status).toBe(201);
+    for (const body of ['one', 'two', 'three']) expect((await mq('POST', '/queues/console-orders/messages', { body })).status).toBe(201);
+    await deadLetterAll(3);
+    expect((await mq('POST', '/queues/console-orders/messages', { body: 'later', delay_seconds: 600 })).status).toBe(201);
+
+    const { page, errors } = await newPage(browser);
+    await signInToConsole(page, t.url, ADMIN_EMAIL, ADMIN_PASSWORD);
+    await page.getByRole('link', { name: 'Message queues' }).click();
+    const table = page.getByRole('table', { name: 'Message queues' });
+    const dlqRow = table.getByRole('row').filter({ hasText: 'dead-letter queue of console-orders' });
+    const sourceRow = table.getByRole('row').filter({ hasText: /^console-ordersstandard/ });
+    // Queue, type, visible, in flight, delayed.
+    await dlqRow.getByRole('cell').nth(2).getByText('3', { exact: true }).waitFor();
+    await sourceRow.getByRole('cell').nth(4).getByText('1', { exact: true }).waitFor();
+
+    await dlqRow.getByRole('button', { name: 'Redrive' }).click();
+    await confirm(page);
+    await dlqRow.getByText('3 moved, 0 left').waitFor();
+    await sourceRow.getByRole('cell').nth(2).getByText('3', { exact: true }).waitFor();
+    expect(await visible('console-orders')).toBe(3);
+
+    // Dead-lettered again; purge asks first.
+    await deadLetterAll(3);
+    await dlqRow.getByRole('cell').nth(2).getByText('3', { exact: true }).waitFor();
+    await dlqRow.getByRole('button', { name: 'Purge' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Cancel' }).click();
+    expect(await visible('console-orders-dlq')).toBe(3);
+    await dlqRow.getByRole('button', { name: 'Purge' }).click();
+    await confirm(page);
+    await dlqRow.getByText('3 purged').waitFor();
+    expect(await visible('console-orders-dlq')).toBe(0);
     expect(errors).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { JobsPage } from './jobs.js';
+import { MessageQueuesPage } from './message-queues.js';
 import { WebhooksPage } from './webhooks.js';
 
 /**
@@ -15,5 +16,6 @@ export interface ConsolePage {
 
 export const pages: ConsolePage[] = [
   { path: 'jobs', title: 'Job queues', component: JobsPage },
+  { path: 'message-queues', title: 'Message queues', component: MessageQueuesPage },
   { path: 'webhooks', title: 'Webhooks', component: WebhooksPage },
 ];
