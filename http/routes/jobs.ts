@@ -714,6 +714,15 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
     return { queues: views.filter((view): view is QueueView => view !== null).map(adminQueueShape), limit, offset, total: page.total };
   });
 
+  app.get<{ Params: Static<typeof AdminQueueParams> }>('/admin/jobs/queues/:tenant/:queue_id', {
+    onRequest: authenticate,
+    schema: schema("Platform admin: any tenant's queue with its counters (as GET /api/v1/job-queues/{queue_id}).", { params: AdminQueueParams }, { 200: AdminQueue }, [403, 404]),
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, queue_id } = request.params;
+    return adminQueueShape(await queue<QueueView>(tenant, queueNameFromId(queue_id), { op: 'get' }, true));
+  });
+
   for (const action of ['pause', 'resume'] as const) {
     app.post<{ Params: Static<typeof AdminQueueParams> }>(`/admin/jobs/queues/:tenant/:queue_id/${action}`, {
       onRequest: authenticate,

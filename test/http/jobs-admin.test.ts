@@ -59,6 +59,9 @@ describe('admin job queues', () => {
       return res.body.queues.find((q: { name: string; tenant: string }) => q.name === queue && q.tenant === alice.user_id);
     }, 'the queue in the admin list');
     expect(listed).toMatchObject({ id: queueId(queue), owner_id: alice.user_id, active: true });
+    const one = await t.request('GET', base, { token: adminToken });
+    expect(one.status, one.text).toBe(200);
+    expect(one.body).toEqual(listed);
 
     const dlq = await until(async () => {
       const res = await t.request('GET', `${base}/dlq`, { token: adminToken });
@@ -89,12 +92,14 @@ describe('admin job queues', () => {
 
   it('refuses a non-admin (403) and answers 404 for an unknown tenant, queue id or queue', async () => {
     expectError(await t.request('GET', '/admin/jobs/queues', { token: alice.token }), 403, 'forbidden');
+    expectError(await t.request('GET', `/admin/jobs/queues/${alice.user_id}/${queueId('admin-dlq')}`, { token: alice.token }), 403, 'forbidden');
     expectError(await t.request('POST', `/admin/jobs/queues/${alice.user_id}/${queueId('admin-dlq')}/pause`, { token: alice.token }), 403, 'forbidden');
     expectError(await t.request('POST', `/admin/jobs/queues/${alice.user_id}/${queueId('admin-dlq')}/dlq/redrive`, { token: alice.token }), 403, 'forbidden');
     expectError(await t.request('GET', '/admin/jobs/queues', {}), 401, 'unauthorized');
     expectError(await t.request('GET', `/admin/jobs/queues/usr_nobody/${queueId('admin-dlq')}/dlq`, { token: adminToken }), 404, 'not_found');
     expectError(await t.request('POST', `/admin/jobs/queues/${alice.user_id}/nonsense/pause`, { token: adminToken }), 404, 'not_found');
     expectError(await t.request('GET', `/admin/jobs/queues/${alice.user_id}/${queueId('never-made')}/jobs`, { token: adminToken }), 404, 'not_found');
+    expectError(await t.request('GET', `/admin/jobs/queues/${alice.user_id}/${queueId('never-made')}`, { token: adminToken }), 404, 'not_found');
     expectError(await t.request('GET', '/admin/jobs/queues?limit=-1', { token: adminToken }), 400, 'BAD_REQUEST');
   });
 });

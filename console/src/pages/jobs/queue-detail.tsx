@@ -39,11 +39,7 @@ export function JobQueueDetail({ tenant, queueId }: { tenant: string; queueId: s
   const base = `/admin/jobs/queues/${encodeURIComponent(tenant)}/${encodeURIComponent(queueId)}`;
   const [status, setStatus] = useState('');
   const [selected, setSelected] = useState<Job | null>(null);
-  // The queue itself comes from the admin list (there is no admin read of one queue): found by tenant and id.
-  const queue = useLoad(async () => {
-    const page = await api<{ queues: AdminJobQueue[] }>('GET', '/admin/jobs/queues?limit=100');
-    return page.queues.find((q) => q.tenant === tenant && q.id === queueId) ?? null;
-  }, [tenant, queueId], 2000);
+  const queue = useLoad(() => api<AdminJobQueue>('GET', base), [base], 2000);
   const jobs = useLoad(() => api<{ jobs: Job[]; total: number }>('GET', `${base}/jobs?limit=100${status ? `&status=${status}` : ''}`), [base, status], 2000);
   const dlq = useLoad(() => api<{ entries: DlqEntry[]; total: number }>('GET', `${base}/dlq?limit=100`), [base], 2000);
   const reload = () => {
@@ -60,7 +56,6 @@ export function JobQueueDetail({ tenant, queueId }: { tenant: string; queueId: s
       </p>
       <h1>Job queue {q?.name ?? queueId}</h1>
       <LoadState error={queue.error} loading={queue.data === undefined} />
-      {queue.data === null && <p>This queue is not in the admin list (deleted, or beyond its first 100 queues).</p>}
       {q && (
         <>
           <p>
