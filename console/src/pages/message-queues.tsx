@@ -87,37 +87,40 @@ function QueueRow({ queue, sources, reload }: { queue: MqQueue; sources: string[
       <td>{queue.approximate_delayed_count}</td>
       <td>{queue.dead_letter_queue ?? '—'}</td>
       <td>{queue.subscriptions.join(', ') || '—'}</td>
-      <td class="actions">
-        {sources.length > 0 && (
-          <>
-            {sources.length > 1 && (
-              <select value={target} onChange={(e) => setDestination(e.currentTarget.value)} aria-label={`Redrive ${queue.name} to`}>
-                {sources.map((source) => (
-                  <option key={source} value={source}>
-                    {source}
-                  </option>
-                ))}
-              </select>
-            )}
-            <ActionButton
-              label="Redrive"
-              danger
-              confirm={`Move the messages of ${queue.name} that are not in flight (up to 1,000) back to ${target}?`}
-              run={() => api('POST', `${path}/redrive`, { destination: target })}
-              describe={(answer: { moved: number; remaining: number }) => `${answer.moved} moved, ${answer.remaining} left`}
-              done={reload}
-            />
-          </>
-        )}
-        <ActionButton
-          label="Purge"
-          danger
-          confirm={`Delete every message of ${queue.name}, in flight and delayed too?`}
-          run={() => api('POST', `${path}/purge`)}
-          describe={(answer: { messages_purged: number }) => `${answer.messages_purged} purged`}
-          done={reload}
-        />
-        <ActionButton label="Delete" danger confirm={`Delete queue ${queue.name} with its messages?`} run={() => api('DELETE', path)} done={reload} />
+      <td>
+        <div class="actions">
+          {sources.length > 0 && (
+            <>
+              {sources.length > 1 && (
+                <select value={target} onChange={(e) => setDestination(e.currentTarget.value)} aria-label={`Redrive ${queue.name} to`}>
+                  {sources.map((source) => (
+                    <option key={source} value={source}>
+                      {source}
+                    </option>
+                  ))}
+                </select>
+              )}
+              <ActionButton
+                label="Redrive"
+                danger
+                disabled={queue.approximate_message_count + queue.approximate_delayed_count === 0}
+                confirm={`Move the messages of ${queue.name} that are not in flight (up to 1,000) back to ${target}?`}
+                run={() => api('POST', `${path}/redrive`, { destination: target })}
+                describe={(answer: { moved: number; remaining: number }) => `${answer.moved} moved, ${answer.remaining} left`}
+                done={reload}
+              />
+            </>
+          )}
+          <ActionButton
+            label="Purge"
+            danger
+            confirm={`Delete every message of ${queue.name}, in flight and delayed too?`}
+            run={() => api('POST', `${path}/purge`)}
+            describe={(answer: { messages_purged: number }) => `${answer.messages_purged} purged`}
+            done={reload}
+          />
+          <ActionButton label="Delete" danger confirm={`Delete queue ${queue.name} with its messages?`} run={() => api('DELETE', path)} done={reload} />
+        </div>
       </td>
     </tr>
   );
