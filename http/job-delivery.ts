@@ -199,7 +199,8 @@ export class JobDeliveryWorker {
     const started = performance.now();
     const timestamp_s = Math.floor(this.options.clock.now() / 1000);
     const signed = signJob(attempt.secret, attempt.job_id, timestamp_s, attempt.body);
-    const outcome = await this.transport.perform(
+    // The webhook transport also returns the answer for the webhooks' delivery log; a job keeps only the excerpt.
+    const { response: _logged, ...outcome } = await this.transport.perform(
       {
         webhook_id: attempt.queue,
         event_id: attempt.job_id,

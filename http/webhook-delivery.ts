@@ -13,6 +13,7 @@ import {
   WEBHOOK_KIND,
   webhookPolicy,
   type AttemptResult,
+  type LoggedResponse,
   type WebhookAttempt,
   type WebhookSettings,
 } from '../actors/webhooks/messages.js';
@@ -186,7 +187,7 @@ export class WebhookDeliveryWorker {
   async perform(
     attempt: WebhookAttempt,
     deadline: number,
-  ): Promise<Pick<AttemptResult, 'status_code' | 'error' | 'error_kind' | 'response_excerpt'>> {
+  ): Promise<Pick<AttemptResult, 'status_code' | 'error' | 'error_kind' | 'response_excerpt' | 'response'>> {
     let url: URL;
     try {
       url = new URL(attempt.url);
@@ -210,7 +211,7 @@ export class WebhookDeliveryWorker {
           url = new URL(response.location, url);
           continue;
         }
-        return { status_code: response.status, error: null, error_kind: null, response_excerpt: response.excerpt };
+        return { status_code: response.status, error: null, error_kind: null, response_excerpt: response.excerpt, response: response.logged };
       }
     } catch (error) {
       if (error instanceof Refused) return { status_code: null, error: error.message, error_kind: 'refused', response_excerpt: null };
@@ -220,7 +221,7 @@ export class WebhookDeliveryWorker {
     }
   }
 
-  private post(url: URL, address: string, attempt: WebhookAttempt, deadline: number): Promise<{ status: number; location: string | null; excerpt: string | null }> {
+  private post(url: URL, address: string, attempt: WebhookAttempt, deadline: number): Promise<{ status: number; location: string | null; excerpt: string | null; logged: LoggedResponse }> {
     const secure = url.protocol === 'https:';
     const port = url.port ? Number(url.port) : secure ? 443 : 80;
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -254,19 +255,24 @@ export class WebhookDeliveryWorker {
       request.on('response', (response) => {
         const chunks: Buffer[] = [];
         let length = 0;
+        // Read up to the logged body's bound (the excerpt is its start), then stop: a huge answer costs nothing more.
+        const max = webhookPolicy.logged_response_body_max;
         const done = () =>
           finish(() => {
-            const text = Buffer.concat(chunks).toString('utf8').slice(0, webhookPolicy.response_excerpt_length_max);
+            const all = Buffer.concat(chunks).toString('utf8');
+            const text = all.slice(0, webhookPolicy.response_excerpt_length_max);
             const location = response.headers.location ?? null;
-            resolve({ status: response.statusCode ?? 0, location, excerpt: text === '' ? null : text });
+            const status = response.statusCode ?? 0;
+            const logged: LoggedResponse = { status_code: status, headers: loggedHeaders(response.headers), body: all.slice(0, max), body_truncated: all.length > max };
+            resolve({ status, location, excerpt: text === '' ? null : text, logged });
             request.destroy();
           });
         response.on('data', (chunk: Buffer) => {
-          if (length < webhookPolicy.response_excerpt_length_max) {
+          if (length <= max) {
             chunks.push(chunk);
             length += chunk.length;
           }
-          if (length >= webhookPolicy.response_excerpt_length_max) done();
+          if (length > max) done();
         });
         response.on('end', done);
         response.on('error', done);
@@ -275,6 +281,16 @@ export class WebhookDeliveryWorker {
       request.end(body);
     });
   }
+}
+
+/** A response's headers for the delivery log: the first logged_response_headers_max, values cut at logged_header_value_max. */
+function loggedHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers).slice(0, webhookPolicy.logged_response_headers_max)) {
+    if (value === undefined) continue;
+    kept[name] = (Array.isArray(value) ? value.join(', ') : value).slice(0, webhookPolicy.logged_header_value_max);
+  }
+  return kept;
 }
 
 function hostOf(url: string): string {

@@ -347,7 +347,14 @@ export type RegistryMessage =
   | { op: 'remove'; tenant: string; name: string }
   | { op: 'cancel_bulk'; user_id: string | null }
   | { op: 'cleanup'; retention_days: number | null }
+  | { op: 'list'; offset: number; limit: number }
   | FlowAnswer;
+
+/** A page of every queue of every tenant, ordered by tenant then name (the admin list). */
+export interface RegistryListView {
+  queues: { tenant: string; name: string }[];
+  total: number;
+}
 
 export type ProbeMessage = { op: 'start' };
 

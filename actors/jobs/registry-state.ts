@@ -1,13 +1,14 @@
 import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
 import { answerSum, startSum, type SumFanout } from './fanout.js';
-import { JOB_QUEUE_KIND, JOB_REGISTRY_KIND, jobQueueKey, type QueueMessage, type RegistryMessage } from './messages.js';
+import { JOB_QUEUE_KIND, JOB_REGISTRY_KIND, jobQueueKey, parseJobQueueKey, type QueueMessage, type RegistryListView, type RegistryMessage } from './messages.js';
 
 /**
  * Every job queue of every tenant: pure logic of the `job-queue-registry`
  * actor (storage `records`, one actor, one record `e:<queue key>` per
  * queue), kept by the queues through the outbox on create and delete. It
  * coordinates the administrative fan-outs: admin cancel-bulk (every queue,
- * one user's jobs or everyone's) and cleanup by retention.
+ * one user's jobs or everyone's) and cleanup by retention, and pages the
+ * admin list of every queue (read-only).
  */
 export const REGISTRY_PREFIX = 'e:';
 
@@ -51,7 +52,14 @@ export function stepRegistry(state: RegistryState, message: RegistryMessage | Al
       const targets = [...state.queues].map((key) => ({ kind: JOB_QUEUE_KIND, key, call }));
       return { state, ...startSum(state.sums, self, targets, 'deleted', 'deleted_count', context) };
     }
+    case 'list': {
+      // Keys are JSON [tenant, name]: sorting the parsed pairs orders by tenant, then name.
+      const all = [...state.queues].map(parseJobQueueKey).sort((a, b) => compare(a.tenant, b.tenant) || compare(a.name, b.name));
+      return { state, reply: { queues: all.slice(message.offset, message.offset + message.limit), total: all.length } satisfies RegistryListView };
+    }
     case 'flow-answer':
       return { state, replies: answerSum(state.sums, message) };
   }
 }
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -77,6 +77,8 @@ export const mqLimits = {
   topic_deduplication_ids_max: 100_000,
   /** Bytes of a filter policy (serialised). */
   filter_policy_bytes_max: 16 * 1024,
+  /** Messages one redrive call moves (each is one outbox message). */
+  redrive_messages_max: 1_000,
 } as const;
 
 /** Message attributes: SNS filter policies match on them. */
@@ -148,6 +150,8 @@ export type QueueMessage =
   | { op: 'get' }
   | { op: 'delete' }
   | { op: 'purge' }
+  /** Move up to max_messages messages not in flight, oldest first, to `destination` (a dead-letter queue's redrive). */
+  | { op: 'redrive'; destination: string; max_messages: number }
   | { op: 'send'; body: string; attributes: Attributes; delay_seconds?: number; group_id?: string; deduplication_id?: string }
   /** wait_ms: at most receive_wait_ms_max; the ask is answered when a message arrives or the wait ends. */
   | { op: 'receive'; max_messages: number; wait_ms: number; visibility_timeout_seconds?: number }

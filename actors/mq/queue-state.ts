@@ -20,6 +20,7 @@ import {
 import {
   armSweep,
   bodyBytes,
+  copyOf,
   emptyQueue,
   enqueue,
   hasReceivable,
@@ -131,6 +132,22 @@ export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessag
       for (const stored of [...state.messages.values()]) removeMessage(state, stored, out.writes);
       state.timed.clear();
       return finish({ messages_purged: purged });
+    }
+
+    case 'redrive': {
+      const config = existing();
+      if (message.destination === name) throw badRequest('body.destination', 'cannot be the queue itself');
+      // A message in flight (received, its visibility timeout running) stays: its consumer may still delete it.
+      const movable = [...state.messages.values()].filter((stored) => stored.receipt === null || stored.visible_at <= now).sort((a, b) => a.seq - b.seq);
+      const moving = movable.slice(0, message.max_messages);
+      const tenant = tenantOf(context.key);
+      for (const stored of moving) {
+        removeMessage(state, stored, out.writes);
+        // The same move a dead-letter is, the other way: through the outbox, exactly one copy arrives, its
+        // receive_count from 0; a destination that is missing or of the other type sends it back here.
+        out.sends.push({ kind: MQ_QUEUE_KIND, key: mqQueueKey(tenant, message.destination), message: { op: 'dead-letter', source_queue: config.name, copy: copyOf(stored) } satisfies QueueMessage });
+      }
+      return finish({ moved: moving.length, remaining: state.messages.size });
     }
 
     case 'send': {

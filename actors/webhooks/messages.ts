@@ -68,6 +68,11 @@ export const webhookPolicy = {
   test_data_bytes_max: 16 * 1024,
   /** Stored excerpt of a target's answer (delivery log and DLQ error). */
   response_excerpt_length_max: 256,
+  /** Each delivery log entry keeps the attempt's request and response, bounded (characters). */
+  logged_request_body_max: 4_096,
+  logged_response_body_max: 2_048,
+  logged_response_headers_max: 30,
+  logged_header_value_max: 256,
 } as const;
 
 /** Node settings the edge passes along with its messages (from NodeConfig); the actor keeps the latest. */
@@ -115,6 +120,24 @@ export interface WebhookView {
   secret: string;
 }
 
+/** The request of one attempt as the delivery log keeps it (the body cut at logged_request_body_max). */
+export interface LoggedRequest {
+  method: 'POST';
+  url: string;
+  /** The headers the webhook actor set; the transport adds content-length and user-agent. */
+  headers: Record<string, string>;
+  body: string;
+  body_truncated: boolean;
+}
+
+/** The target's answer to one attempt (after redirects), bounded by logged_response_*. */
+export interface LoggedResponse {
+  status_code: number;
+  headers: Record<string, string>;
+  body: string;
+  body_truncated: boolean;
+}
+
 export interface DeliveryView {
   attempt_number: number;
   error: string | null;
@@ -125,6 +148,10 @@ export interface DeliveryView {
   success: boolean;
   timestamp_ms: number;
   webhook_id: string;
+  /** null in entries logged before requests were kept. */
+  request?: LoggedRequest | null;
+  /** null when no answer came (time-out, connection failure, refusal, lost attempt). */
+  response?: LoggedResponse | null;
 }
 
 export interface DlqEntryView {
@@ -186,6 +213,8 @@ export interface AttemptResult {
   error_kind: 'timeout' | 'connection' | 'refused' | null;
   duration_ms: number;
   response_excerpt: string | null;
+  /** The answer, bounded, for the delivery log (absent from workers that predate it). */
+  response?: LoggedResponse | null;
   settings: WebhookSettings;
 }
 

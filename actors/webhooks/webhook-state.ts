@@ -20,6 +20,8 @@ import {
   type AttemptResult,
   type DeliveryView,
   type DlqEntryView,
+  type LoggedRequest,
+  type LoggedResponse,
   type SubscriptionEntry,
   type SubscriptionsMessage,
   type WebhookAttempt,
@@ -78,8 +80,16 @@ export interface PendingDelivery {
   /** Attempts started so far. */
   attempts: number;
   next_attempt_ms: number;
-  in_flight: { attempt: number; deadline_ms: number } | null;
+  in_flight: InFlight | null;
   last_error: string | null;
+}
+
+export interface InFlight {
+  attempt: number;
+  deadline_ms: number;
+  /** Where the attempt went and with which headers, for its delivery log entry (the body is the pending body). */
+  url?: string;
+  headers?: Record<string, string>;
 }
 
 export interface DlqRecord extends DlqEntryView {
@@ -461,7 +471,7 @@ function attemptResult(state: WebhookState, message: AttemptResult, context: Tur
   const sends: ActorSend[] = [];
   const success = message.status_code !== null && message.status_code >= 200 && message.status_code < 300;
   const error = success ? null : (message.error ?? `HTTP ${message.status_code}${message.response_excerpt ? `: ${message.response_excerpt}` : ''}`);
-  logDelivery(state, config, pending, message.attempt, message.status_code, error, message.duration_ms, context.now, writes);
+  logDelivery(state, config, pending, message.attempt, message.status_code, error, message.duration_ms, context.now, writes, message.response ?? null);
   if (success) {
     state.pending.delete(pending.event_id);
     writes.push({ subkey: PENDING_PREFIX + pending.event_id, value: undefined });
@@ -538,6 +548,7 @@ function logDelivery(
   duration_ms: number,
   now: number,
   writes: RecordWrite[],
+  response: LoggedResponse | null = null,
 ): void {
   config.log_seq += 1;
   const entry: DeliveryView = {
@@ -550,10 +561,30 @@ function logDelivery(
     success: error === null,
     timestamp_ms: now,
     webhook_id: config.id,
+    request: loggedRequest(pending),
+    response: response && boundedResponse(response),
   };
   state.log.push({ seq: config.log_seq, entry });
   writes.push({ subkey: logSubkey(config.log_seq), value: entry });
   while (state.log.length > policy.deliveries_kept_max) writes.push({ subkey: logSubkey(state.log.shift()!.seq), value: undefined });
+}
+
+/** The in-flight attempt's request, its body cut at logged_request_body_max; null for an attempt recorded before requests were kept. */
+function loggedRequest(pending: PendingDelivery): LoggedRequest | null {
+  const sent = pending.in_flight;
+  if (!sent?.url || !sent.headers) return null;
+  const max = policy.logged_request_body_max;
+  return { method: 'POST', url: sent.url, headers: { ...sent.headers }, body: pending.body.slice(0, max), body_truncated: pending.body.length > max };
+}
+
+/** The worker bounds the answer already; checked again here, since the log is stored. */
+function boundedResponse(response: LoggedResponse): LoggedResponse {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers).slice(0, policy.logged_response_headers_max)) {
+    headers[name.slice(0, policy.logged_header_value_max)] = String(value).slice(0, policy.logged_header_value_max);
+  }
+  const max = policy.logged_response_body_max;
+  return { status_code: response.status_code, headers, body: response.body.slice(0, max), body_truncated: response.body_truncated || response.body.length > max };
 }
 
 function attemptDeadline(config: WebhookConfig, now: number): number {
@@ -609,7 +640,6 @@ function withSchedule(state: WebhookState, context: TurnContext, result: Result)
 function startAttempt(config: WebhookConfig, pending: PendingDelivery, now: number, writes: RecordWrite[]): ActorEvent {
   pending.attempts += 1;
   pending.in_flight = { attempt: pending.attempts, deadline_ms: attemptDeadline(config, now) };
-  writes.push({ subkey: PENDING_PREFIX + pending.event_id, value: { ...pending, in_flight: { ...pending.in_flight } } });
   const timestamp_s = Math.floor(now / 1000);
   const secrets = [config.secret];
   if (config.previous_secret && config.previous_secret.until_ms > now) secrets.push(config.previous_secret.secret);
@@ -630,5 +660,8 @@ function startAttempt(config: WebhookConfig, pending: PendingDelivery, now: numb
     body: pending.body,
     timeout_ms: config.settings.attempt_timeout_ms,
   };
+  pending.in_flight.url = attempt.url;
+  pending.in_flight.headers = { ...attempt.headers };
+  writes.push({ subkey: PENDING_PREFIX + pending.event_id, value: { ...pending, in_flight: { ...pending.in_flight } } });
   return { type: WEBHOOK_ATTEMPT_EVENT, data: attempt };
 }

@@ -31,6 +31,7 @@ import {
   type QueueSettings,
   type QueueStatsView,
   type QueueView,
+  type RegistryListView,
   type RegistryMessage,
   type ScheduledJobAck,
 } from '../../actors/jobs/messages.js';
@@ -218,6 +219,17 @@ const CancelBulkBody = Type.Object({
 const AdminCancelBody = Type.Object({ user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) });
 const CleanupBody = Type.Object({ retention_days: Type.Optional(Type.Integer({ minimum: 0, maximum: policy.retention_days_max, description: "Override for every queue; absent: each queue's own retention_days." })) });
 const CancelledCount = Type.Object({ cancelled_count: Type.Integer() });
+const AdminQueue = Type.Object({ tenant: Type.String({ description: 'The tenant the queue belongs to (an organization id, else a user id).' }), ...JobQueue.properties }, { title: 'AdminJobQueue' });
+const AdminQueueListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: `Default ${policy.list_limit_default}, at most ${policy.list_limit_max}.` })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+});
+const AdminQueueParams = Type.Object({ tenant: Type.String({ minLength: 1, maxLength: 128 }), queue_id: Type.String({ minLength: 1, maxLength: 200 }) });
+const AdminJobListQuery = Type.Object({
+  status: Type.Optional(Status),
+  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: `Default ${policy.list_limit_default}, at most ${policy.list_limit_max}.` })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: policy.list_offset_max })),
+});
 
 // ---- checks at the edge ----
 
@@ -348,6 +360,14 @@ function jobShape(view: JobView) {
     completed_at: secondsOrNull(completed_at_ms),
     webhook_config: { ...hook, created_at: seconds(hook_created), updated_at: seconds(hook_updated) },
   };
+}
+
+function adminQueueShape(view: QueueView) {
+  return { tenant: view.tenant, ...queueShape(view) };
+}
+
+function dlqEntryShape(entry: DlqEntryView) {
+  return { entry_id: entry.entry_id, job_id: entry.job_id, dead_lettered_at: seconds(entry.dead_lettered_at_ms), error: entry.error, job: jobShape(entry.job) };
 }
 
 function ackShape(ack: ScheduledJobAck) {
@@ -493,7 +513,7 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
     return {
       queue: name,
       total: view.total,
-      entries: view.entries.map((entry) => ({ entry_id: entry.entry_id, job_id: entry.job_id, dead_lettered_at: seconds(entry.dead_lettered_at_ms), error: entry.error, job: jobShape(entry.job) })),
+      entries: view.entries.map(dlqEntryShape),
     };
   });
 
@@ -666,5 +686,91 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
     const retention_days = request.body.retention_days ?? null;
     const view = await registry<{ deleted_count: number }>({ op: 'cleanup', retention_days });
     return { deleted_count: view.deleted_count, retention_days: retention_days ?? policy.retention_days_default };
+  });
+
+  // ---- administration of any tenant's queue (the operator console) ----
+  // The same operations as the owner's routes above, on a queue named by its tenant and id;
+  // an unknown tenant or queue answers 404 not_found as for the owner.
+
+  app.get<{ Querystring: Static<typeof AdminQueueListQuery> }>('/admin/jobs/queues', {
+    onRequest: authenticate,
+    schema: schema('Platform admin: every job queue of every tenant, ordered by tenant then name, each with its tenant and counters.', { querystring: AdminQueueListQuery }, {
+      200: Type.Object({ queues: Type.Array(AdminQueue), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() }),
+    }, [403]),
+  }, async (request) => {
+    requireAdmin(request);
+    const limit = Math.min(policy.list_limit_max, request.query.limit || policy.list_limit_default);
+    const offset = request.query.offset ?? 0;
+    const page = await services.actors.ask<RegistryListView>(JOB_REGISTRY_KIND, JOB_REGISTRY_KEY, { op: 'list', offset, limit } satisfies RegistryMessage, { readOnly: true });
+    const views = await Promise.all(
+      page.queues.map(({ tenant, name }) =>
+        services.actors.ask<QueueView>(JOB_QUEUE_KIND, jobQueueKey(tenant, name), { op: 'get' } satisfies QueueMessage, { readOnly: true }).catch((error: unknown) => {
+          // Deleted since the registry answered: leave it out.
+          if (error instanceof ServiceError && error.code === 'not_found') return null;
+          throw error;
+        }),
+      ),
+    );
+    return { queues: views.filter((view): view is QueueView => view !== null).map(adminQueueShape), limit, offset, total: page.total };
+  });
+
+  app.get<{ Params: Static<typeof AdminQueueParams> }>('/admin/jobs/queues/:tenant/:queue_id', {
+    onRequest: authenticate,
+    schema: schema("Platform admin: any tenant's queue with its counters (as GET /api/v1/job-queues/{queue_id}).", { params: AdminQueueParams }, { 200: AdminQueue }, [403, 404]),
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, queue_id } = request.params;
+    return adminQueueShape(await queue<QueueView>(tenant, queueNameFromId(queue_id), { op: 'get' }, true));
+  });
+
+  for (const action of ['pause', 'resume'] as const) {
+    app.post<{ Params: Static<typeof AdminQueueParams> }>(`/admin/jobs/queues/:tenant/:queue_id/${action}`, {
+      onRequest: authenticate,
+      schema: schema(`Platform admin: ${action} any tenant's queue (as POST /api/v1/job-queues/{queue_id}/${action}).`, { params: AdminQueueParams }, { 200: AdminQueue }, [403, 404]),
+    }, async (request) => {
+      requireAdmin(request);
+      const { tenant, queue_id } = request.params;
+      return adminQueueShape(await queue<QueueView>(tenant, queueNameFromId(queue_id), { op: 'set_active', active: action === 'resume', job_settings: settings() }));
+    });
+  }
+
+  app.get<{ Params: Static<typeof AdminQueueParams>; Querystring: Static<typeof AdminJobListQuery> }>('/admin/jobs/queues/:tenant/:queue_id/jobs', {
+    onRequest: authenticate,
+    schema: schema("Platform admin: the jobs of any tenant's queue, ordered by scheduled_at then id; filter status.", { params: AdminQueueParams, querystring: AdminJobListQuery }, {
+      200: Type.Object({ jobs: Type.Array(Job), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() }),
+    }, [403, 404]),
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, queue_id } = request.params;
+    const limit = Math.min(policy.list_limit_max, request.query.limit || policy.list_limit_default);
+    const offset = request.query.offset ?? 0;
+    const view = await queue<{ jobs: JobView[]; total: number }>(tenant, queueNameFromId(queue_id), { op: 'list_jobs', query: { status: request.query.status, first: offset + limit } }, true);
+    return { jobs: view.jobs.sort(bySchedule).slice(offset, offset + limit).map(jobShape), limit, offset, total: view.total };
+  });
+
+  app.get<{ Params: Static<typeof AdminQueueParams>; Querystring: Static<typeof DlqQuery> }>('/admin/jobs/queues/:tenant/:queue_id/dlq', {
+    onRequest: authenticate,
+    schema: schema("Platform admin: any tenant's dead-letter queue, newest entry first (as GET /api/v1/job-queues/{queue_id}/dlq).", { params: AdminQueueParams, querystring: DlqQuery }, {
+      200: Type.Object({ entries: Type.Array(DlqEntry), queue: Type.String(), total: Type.Integer() }),
+    }, [403, 404]),
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, queue_id } = request.params;
+    const name = queueNameFromId(queue_id);
+    const view = await queue<{ entries: DlqEntryView[]; total: number }>(tenant, name, { op: 'dlq', limit: request.query.limit ?? policy.dlq_list_limit_default }, true);
+    return { queue: name, total: view.total, entries: view.entries.map(dlqEntryShape) };
+  });
+
+  app.post<{ Params: Static<typeof AdminQueueParams>; Body: Static<typeof RedriveBody> }>('/admin/jobs/queues/:tenant/:queue_id/dlq/redrive', {
+    onRequest: authenticate,
+    preValidation: emptyBodyIsObject,
+    schema: schema("Platform admin: redrive any tenant's dead-lettered jobs (as POST /api/v1/job-queues/{queue_id}/dlq/redrive).", { params: AdminQueueParams, body: RedriveBody }, {
+      200: Type.Object({ redriven_count: Type.Integer(), skipped_job_ids: Type.Array(Type.String()) }),
+    }, [403, 404]),
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, queue_id } = request.params;
+    const view = await queue<{ redriven: number; skipped_job_ids: string[] }>(tenant, queueNameFromId(queue_id), { op: 'redrive', job_ids: request.body.job_ids ?? null, job_settings: settings() });
+    return { redriven_count: view.redriven, skipped_job_ids: view.skipped_job_ids };
   });
 }

@@ -49,6 +49,10 @@ const QUEUE_NAME = Type.String({
 const TOPIC_NAME = Type.String({ minLength: 1, maxLength: mqLimits.topic_name_length_max, pattern: '^[A-Za-z0-9_-]+$', description: 'Letters, digits, - and _ (as SNS).' });
 const RECEIPT_HANDLE = Type.String({ minLength: 3, maxLength: 128, pattern: '^[0-9a-z]+\\.[A-Za-z0-9_-]+$' });
 const QueueParams = Type.Object({ queue_name: QUEUE_NAME });
+const RedriveBody = Type.Object({
+  destination: QUEUE_NAME,
+  max_messages: Type.Optional(Type.Integer({ minimum: 1, maximum: mqLimits.redrive_messages_max })),
+});
 const MessageParams = Type.Object({ queue_name: QUEUE_NAME, receipt_handle: RECEIPT_HANDLE });
 const TopicParams = Type.Object({ topic_name: TOPIC_NAME });
 const SubscriptionParams = Type.Object({ topic_name: TOPIC_NAME, queue_name: QUEUE_NAME });
@@ -113,6 +117,9 @@ const MqQueueSummary = Type.Object(
     created_at: Timestamp,
     approximate_message_count: Type.Integer(),
     approximate_not_visible_count: Type.Integer(),
+    approximate_delayed_count: Type.Integer(),
+    fifo: Type.Boolean(),
+    dead_letter_queue: Type.Union([Type.String(), Type.Null()]),
     subscriptions: Type.Array(Type.String()),
   },
   { title: 'MqQueueSummary' },
@@ -331,6 +338,9 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
         created_at: isoTime(detail.config.created_at)!,
         approximate_message_count: detail.statistics.approximate_message_count,
         approximate_not_visible_count: detail.statistics.approximate_not_visible_count,
+        approximate_delayed_count: detail.statistics.approximate_delayed_count,
+        fifo: detail.config.fifo,
+        dead_letter_queue: detail.config.dead_letter_queue,
         subscriptions: detail.subscriptions.map((subscription) => subscription.topic_name).sort(),
       })),
     };
@@ -396,6 +406,20 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const principal = requirePrincipal(request);
     return queue<{ messages_purged: number }>(principal.tenant, request.params.queue_name, { op: 'purge' });
+  });
+
+  app.post<{ Params: Static<typeof QueueParams>; Body: Static<typeof RedriveBody> }>(`${base}/queues/:queue_name/redrive`, {
+    onRequest: authenticate,
+    schema: schema(
+      `Move messages not in flight, oldest first (at most max_messages, default and at most ${mqLimits.redrive_messages_max}), to the destination queue: a dead-letter queue's redrive. Each arrives exactly once with receive_count 0; a destination that is missing or of the other type (FIFO, standard) sends it back. remaining: messages left in this queue.`,
+      { params: QueueParams, body: RedriveBody },
+      { 200: Type.Object({ moved: Type.Integer(), remaining: Type.Integer() }) },
+      [404],
+    ),
+  }, async (request) => {
+    const principal = requirePrincipal(request);
+    const max_messages = request.body.max_messages ?? mqLimits.redrive_messages_max;
+    return queue<{ moved: number; remaining: number }>(principal.tenant, request.params.queue_name, { op: 'redrive', destination: request.body.destination, max_messages });
   });
 
   // ---- the data plane ----

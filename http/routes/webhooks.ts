@@ -81,6 +81,31 @@ const Delivery = Type.Object(
     success: Type.Boolean(),
     timestamp: EpochS,
     webhook_id: Type.String(),
+    request: Type.Union([
+      Type.Object(
+        {
+          method: Type.Literal('POST'),
+          url: Type.String(),
+          headers: Type.Record(Type.String(), Type.String(), { description: 'As the service set them (signature included); the transport adds content-length and user-agent.' }),
+          body: Type.String({ description: `The body sent, its first ${policy.logged_request_body_max} characters.` }),
+          body_truncated: Type.Boolean(),
+        },
+        { title: 'DeliveryRequest' },
+      ),
+      Type.Null(),
+    ], { description: 'The request of this attempt; null in entries logged before requests were kept.' }),
+    response: Type.Union([
+      Type.Object(
+        {
+          status_code: Type.Integer(),
+          headers: Type.Record(Type.String(), Type.String(), { description: `The first ${policy.logged_response_headers_max} headers, values cut at ${policy.logged_header_value_max} characters.` }),
+          body: Type.String({ description: `The answer's first ${policy.logged_response_body_max} characters.` }),
+          body_truncated: Type.Boolean(),
+        },
+        { title: 'DeliveryResponse' },
+      ),
+      Type.Null(),
+    ], { description: 'The answer (after redirects); null when none came (time-out, connection failure, refusal, lost attempt).' }),
   },
   { title: 'Delivery' },
 );
@@ -199,8 +224,8 @@ function webhookShape(view: WebhookView) {
 }
 
 function deliveryShape(view: DeliveryView) {
-  const { timestamp_ms, ...rest } = view;
-  return { ...rest, timestamp: seconds(timestamp_ms) };
+  const { timestamp_ms, request, response, ...rest } = view;
+  return { ...rest, timestamp: seconds(timestamp_ms), request: request ?? null, response: response ?? null };
 }
 
 function dlqShape(view: DlqEntryView) {

@@ -137,7 +137,7 @@ describe('mq queues', () => {
       return res.body.pagination.total === 4 && res;
     }, 'the directory');
     expect(all.body.queues.map((q: { name: string }) => q.name)).toEqual(['alpha', 'alpine', 'beta', 'zeta']);
-    expect(all.body.queues[0]).toEqual({ queue_id: expect.any(String), name: 'alpha', created_at: expect.any(String), approximate_message_count: 1, approximate_not_visible_count: 0, subscriptions: [] });
+    expect(all.body.queues[0]).toEqual({ queue_id: expect.any(String), name: 'alpha', created_at: expect.any(String), approximate_message_count: 1, approximate_not_visible_count: 0, approximate_delayed_count: 0, fifo: false, dead_letter_queue: null, subscriptions: [] });
     expect((await list('?q=ALP')).body.queues.map((q: { name: string }) => q.name)).toEqual(['alpha', 'alpine']);
     expect((await list('?sort_by=-name&page=2&page_size=3')).body).toMatchObject({ pagination: { page: 2, page_size: 3, total: 4, has_more: false }, queues: [{ name: 'alpha' }] });
     expect((await list('?sort_by=-created_at')).body.queues.map((q: { name: string }) => q.name)).toEqual(['beta', 'alpine', 'alpha', 'zeta']);

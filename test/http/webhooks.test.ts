@@ -171,6 +171,42 @@ describe('delivery', () => {
     void other;
   });
 
+  it('keeps each attempt\'s request and response in the delivery log, bounded', async () => {
+    const path = newPath('logged');
+    let calls = 0;
+    receiver.respond.set(path, () => ({ status: ++calls === 1 ? 503 : 200, headers: { 'x-receiver': `call-${calls}` } }));
+    const hook = await create({ url: `${receiver.url}${path}`, events: ['test.webhook'], headers: { 'X-Team': 'core' } });
+    const big = 'x'.repeat(5_000);
+    expect((await t.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token: alice.token, body: { data: { big } } })).status).toBe(200);
+    await until(async () => (await deliveries(hook.id)).total === 1, 'attempt 1 logged');
+    clock().advance(RETRY_WAIT_MS);
+    await until(async () => (await deliveries(hook.id)).total === 2, 'attempt 2 logged');
+    const [second, first] = (await deliveries(hook.id)).deliveries as any[];
+    const sent = at(path);
+    expect(first).toMatchObject({ attempt_number: 1, success: false, status_code: 503 });
+    expect(first.request).toMatchObject({
+      method: 'POST',
+      url: `${receiver.url}${path}`,
+      headers: { 'X-Team': 'core', 'content-type': 'application/json', 'webhook-id': sent[0].headers['webhook-id'], 'webhook-signature': sent[0].headers['webhook-signature'] },
+      body_truncated: true,
+    });
+    expect(first.request.body).toBe(sent[0].body.slice(0, 4_096));
+    expect(first.response).toEqual({ status_code: 503, headers: expect.objectContaining({ 'x-receiver': 'call-1', 'content-type': 'text/plain' }), body: 'failed with 503', body_truncated: false });
+    expect(second.request.headers['webhook-timestamp']).toBe(sent[1].headers['webhook-timestamp']);
+    expect(second.response).toMatchObject({ status_code: 200, headers: { 'x-receiver': 'call-2' }, body: 'ok' });
+  });
+
+  it('logs no response for an attempt that got none (time-out)', async () => {
+    const path = newPath('hang');
+    receiver.respond.set(path, 'hang');
+    const hook = await create({ url: `${receiver.url}${path}`, events: ['test.webhook'] });
+    await t.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token: alice.token });
+    await until(async () => (await deliveries(hook.id)).total === 1, 'the timed-out attempt logged', 2000);
+    const [entry] = (await deliveries(hook.id)).deliveries as any[];
+    expect(entry).toMatchObject({ status_code: null, response: null, error: expect.stringMatching(/timeout/), request: { method: 'POST', url: `${receiver.url}${path}` } });
+    await t.request('DELETE', `/api/v1/webhooks/${hook.id}`, { token: alice.token });
+  });
+
   it('dead-letters a 4xx at once; disables after the threshold of exhausted events; enable clears it; purge empties the DLQ', async () => {
     const path = newPath('gone');
     receiver.respond.set(path, 410);

@@ -104,4 +104,14 @@ describe('job queue registry', () => {
     expect(call.call).toEqual({ op: 'cleanup', retention_days: 1 });
     expect(stepRegistry(state, answer(call, { deleted: 4 }), fixedContext(0)).replies).toEqual([{ request_id: 'r2', reply: { deleted_count: 4 } }]);
   });
+
+  it('pages every queue, ordered by tenant then name, for the admin list', () => {
+    let state = loadRegistry('all', []);
+    for (const [tenant, name] of [['t2', 'b'], ['t1', 'z'], ['t2', 'a'], ['t1', 'a']]) state = stepRegistry(state, { op: 'upsert', tenant, name }, fixedContext(0)).state;
+    expect(stepRegistry(state, { op: 'list', offset: 0, limit: 3 }, fixedContext(0)).reply).toEqual({
+      queues: [{ tenant: 't1', name: 'a' }, { tenant: 't1', name: 'z' }, { tenant: 't2', name: 'a' }],
+      total: 4,
+    });
+    expect(stepRegistry(state, { op: 'list', offset: 3, limit: 3 }, fixedContext(0)).reply).toEqual({ queues: [{ tenant: 't2', name: 'b' }], total: 4 });
+  });
 });

@@ -362,6 +362,24 @@ describe('mq queue: retention, purge, limits, lifecycle', () => {
     expect([...q.records.keys()].filter((key) => key.startsWith('m:') || key.startsWith('r:'))).toEqual([]);
   });
 
+  it('redrive moves the messages not in flight, oldest first, up to max_messages, as dead-letter moves to the destination', () => {
+    const q = queueWorld('orders-dlq');
+    const ids = [q.send(T0, 'a').message_id, q.send(T0 + 1, 'b').message_id, q.send(T0 + 2, 'c').message_id];
+    const [held] = q.receive(T0 + 3, 1, 600);
+    expect(held.message_id).toBe(ids[0]);
+    const first = q.step({ op: 'redrive', destination: 'orders', max_messages: 1 }, T0 + 4);
+    expect(first.reply).toEqual({ moved: 1, remaining: 2 });
+    expect(first.sends).toEqual([
+      { kind: MQ_QUEUE_KIND, key: mqQueueKey('tenant-1', 'orders'), message: { op: 'dead-letter', source_queue: 'orders-dlq', copy: expect.objectContaining({ message_id: ids[1], body: 'b' }) } },
+    ]);
+    expect(q.step({ op: 'redrive', destination: 'orders', max_messages: 10 }, T0 + 5).reply).toEqual({ moved: 1, remaining: 1 });
+    // The held one, once its visibility ran out, moves too.
+    expect(q.step({ op: 'redrive', destination: 'orders', max_messages: 10 }, T0 + 601_000).reply).toEqual({ moved: 1, remaining: 0 });
+    q.reload();
+    expect(q.receive(T0 + 602_000)).toEqual([]);
+    expect(codeOf(() => q.step({ op: 'redrive', destination: 'orders-dlq', max_messages: 1 }, T0))).toBe('BAD_REQUEST');
+  });
+
   it('create is idempotent with the same settings, 409 with others; delete forgets everything but the revision', () => {
     const q = queueWorld();
     expect(q.step({ op: 'create', name: 'orders', settings: settings() }, T0 + 1).reply).toMatchObject({ created: false });

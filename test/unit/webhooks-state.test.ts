@@ -120,6 +120,28 @@ describe('webhook actor', () => {
     expect(d.state.config!.consecutive_failures).toBe(2);
   });
 
+  it('logs each attempt with its request and response, bounded, and keeps them across a reload', () => {
+    const { d } = created();
+    const [attempt] = attempts(d.step({ op: 'deliver', event: event('evt_log') }, 1_000_100).events);
+    const long = 'y'.repeat(webhookPolicy.logged_response_body_max + 10);
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < webhookPolicy.logged_response_headers_max + 5; i++) headers[`x-h${i}`] = 'v'.repeat(webhookPolicy.logged_header_value_max + 1);
+    d.step({ ...result('evt_log', 1, 500), response: { status_code: 500, headers, body: long, body_truncated: false } }, 1_000_200);
+    d.reload();
+    const [entry] = (d.step({ op: 'deliveries', caller: owner, limit: 10 }, 1_000_300).reply as { deliveries: any[] }).deliveries;
+    expect(entry.request).toEqual({ method: 'POST', url: 'https://example.com/hook', headers: attempt.headers, body: attempt.body, body_truncated: false });
+    expect(entry.response.status_code).toBe(500);
+    expect(entry.response.body).toHaveLength(webhookPolicy.logged_response_body_max);
+    expect(entry.response.body_truncated).toBe(true);
+    expect(Object.keys(entry.response.headers)).toHaveLength(webhookPolicy.logged_response_headers_max);
+    expect(entry.response.headers['x-h0']).toHaveLength(webhookPolicy.logged_header_value_max);
+    // No answer (a connection error): no response, the request still logged.
+    const [retry] = attempts(d.step({ op: '$alarm', name: DELIVER_ALARM, due_ms: 2_000_000 }, 2_000_000).events);
+    d.step(result('evt_log', retry.attempt, null, 'connection'), 2_000_100);
+    const [second] = (d.step({ op: 'deliveries', caller: owner, limit: 10 }, 2_000_200).reply as { deliveries: any[] }).deliveries;
+    expect(second).toMatchObject({ attempt_number: 2, response: null, request: { headers: retry.headers } });
+  });
+
   it('ignores a late or repeated result, and retries an attempt whose result never came (same event id)', () => {
     const { d } = created();
     d.step({ op: 'deliver', event: event('evt_l') }, 1_000_000);

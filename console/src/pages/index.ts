@@ -1,4 +1,7 @@
 import type { ComponentType } from 'preact';
+import { JobsPage } from './jobs.js';
+import { MessageQueuesPage } from './message-queues.js';
+import { WebhooksPage } from './webhooks.js';
 
 /**
  * The console's pages, in navigation order. A page is a component at a hash route
@@ -11,4 +14,8 @@ export interface ConsolePage {
   component: ComponentType;
 }
 
-export const pages: ConsolePage[] = [];
+export const pages: ConsolePage[] = [
+  { path: 'jobs', title: 'Job queues', component: JobsPage },
+  { path: 'message-queues', title: 'Message queues', component: MessageQueuesPage },
+  { path: 'webhooks', title: 'Webhooks', component: WebhooksPage },
+];
