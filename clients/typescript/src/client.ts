@@ -25,9 +25,9 @@ export interface PlatformClientOptions {
 // openapi-fetch's own (unexported) rule: the init argument is optional when nothing in it is required.
 type InitParam<Init> = RequiredKeysOf<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init & { [key: string]: unknown }];
 
-/** What a successful call answers: the 2xx body, typed from the operation (undefined for a 204). */
+/** What a successful call answers: the 2xx body, typed from the operation (undefined for a 204). Picks the union member whose `data` is required: the success one. */
 export type SuccessData<Operation, Init> = Operation extends Record<string | number, any>
-  ? Extract<FetchResponse<Operation, Init, MediaType>, { error?: never }>['data']
+  ? Extract<FetchResponse<Operation, Init, MediaType>, { data: unknown }>['data']
   : never;
 
 /** A typed call that resolves to the 2xx body and throws ApiError for an error answer. */

@@ -173,7 +173,7 @@ export class Transport {
     if (response.status === 503) return this.repeatable(method, headers) ? this.delayFromHeader(response, attempt) : null;
     // The same Idempotency-Key is still running (an earlier attempt whose answer was lost): its result comes soon.
     if (response.status === 409 && headers.has('idempotency-key')) {
-      const code = await response.clone().json().then((body: { code?: unknown }) => body.code, () => undefined);
+      const code = await response.clone().json().then((body) => (body as { code?: unknown }).code, () => undefined);
       if (code === 'idempotency_in_progress') return this.delayFromHeader(response, attempt);
     }
     return null;
