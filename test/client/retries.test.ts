@@ -71,10 +71,10 @@ describe('a retried POST is applied once', () => {
   it('sends a POST whose answer was lost again with the same Idempotency-Key, and the node replays its answer', async () => {
     const { api, sent, sleeps, spoilNext } = await signedUpClient('lost');
     await api.post('/api/v1/mq/queues', { body: { name: 'orders' } });
-    const queue = { params: { path: { name: 'orders' } } };
+    const queue = { params: { path: { queue_name: 'orders' } } };
     sent.length = 0;
     spoilNext('POST', () => new TypeError('fetch failed: other side closed'));
-    const message = await api.post('/api/v1/mq/queues/{name}/messages', { ...queue, body: { body: 'order 42 paid' } });
+    const message = await api.post('/api/v1/mq/queues/{queue_name}/messages', { ...queue, body: { body: 'order 42 paid' } });
 
     expect(sent.map((s) => s.line)).toEqual(['POST /api/v1/mq/queues/orders/messages 201', 'POST /api/v1/mq/queues/orders/messages 201']);
     expect(sent[0]!.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
@@ -82,35 +82,35 @@ describe('a retried POST is applied once', () => {
     expect(sent.map((s) => s.replayed)).toEqual([null, 'true']);
     expect(sleeps).toHaveLength(1);
     // Sent twice, applied once: one message in the queue, the one the answer names.
-    const stats = await api.get('/api/v1/mq/queues/{name}', queue);
+    const stats = await api.get('/api/v1/mq/queues/{queue_name}', queue);
     expect(stats.statistics.approximate_message_count).toBe(1);
-    const received = await api.post('/api/v1/mq/queues/{name}/receive', { ...queue, body: { max_messages: 10 } });
+    const received = await api.post('/api/v1/mq/queues/{queue_name}/receive', { ...queue, body: { max_messages: 10 } });
     expect(received.messages.map((m) => m.message_id)).toEqual([message.message_id]);
   });
 
   it('sends a POST answered 503 by a proxy again after its Retry-After, and the node applies it once', async () => {
     const { api, sent, sleeps, spoilNext } = await signedUpClient('proxied');
     await api.post('/api/v1/mq/queues', { body: { name: 'orders' } });
-    const queue = { params: { path: { name: 'orders' } } };
+    const queue = { params: { path: { queue_name: 'orders' } } };
     sent.length = 0;
     spoilNext('POST', () => Response.json({ statusCode: 503, code: 'shutting_down', error: 'Service Unavailable', message: 'stopping' }, { status: 503, headers: { 'retry-after': '2' } }));
-    await api.post('/api/v1/mq/queues/{name}/messages', { ...queue, body: { body: 'order 43 paid' } });
+    await api.post('/api/v1/mq/queues/{queue_name}/messages', { ...queue, body: { body: 'order 43 paid' } });
     expect(sleeps).toEqual([2000]);
     expect(sent.map((s) => s.replayed)).toEqual([null, 'true']);
-    expect((await api.get('/api/v1/mq/queues/{name}', queue)).statistics.approximate_message_count).toBe(1);
+    expect((await api.get('/api/v1/mq/queues/{queue_name}', queue)).statistics.approximate_message_count).toBe(1);
   });
 
   it('without idempotency keys, does not send a POST again when its outcome is unknown', async () => {
     const { api, sent, sleeps, spoilNext } = await signedUpClient('unkeyed', { idempotencyKeys: false });
     await api.post('/api/v1/mq/queues', { body: { name: 'orders' } });
-    const queue = { params: { path: { name: 'orders' } } };
+    const queue = { params: { path: { queue_name: 'orders' } } };
     sent.length = 0;
     spoilNext('POST', () => new TypeError('fetch failed: other side closed'));
-    await expect(api.post('/api/v1/mq/queues/{name}/messages', { ...queue, body: { body: 'order 44 paid' } })).rejects.toThrow('other side closed');
+    await expect(api.post('/api/v1/mq/queues/{queue_name}/messages', { ...queue, body: { body: 'order 44 paid' } })).rejects.toThrow('other side closed');
     expect(sent).toHaveLength(1);
     expect(sent[0]!.idempotencyKey).toBeNull();
     expect(sleeps).toEqual([]);
-    expect((await api.get('/api/v1/mq/queues/{name}', queue)).statistics.approximate_message_count).toBe(1);
+    expect((await api.get('/api/v1/mq/queues/{queue_name}', queue)).statistics.approximate_message_count).toBe(1);
   });
 });
 

@@ -36,13 +36,17 @@ export interface EcsHello {
   oldest_tick: number | null;
 }
 
-/** The part of the WebSocket API this helper uses: the browser's, or the `ws` package's in Node 20. */
+/**
+ * The part of the WebSocket API this helper uses: the browser's, or the `ws`
+ * package's in Node 20. (The handlers' events are `any`: the two declare
+ * their own event classes, and this helper reads only `data`.)
+ */
 export interface WebSocketLike {
   readonly readyState: number;
-  onopen: ((event: unknown) => void) | null;
-  onmessage: ((event: { data: unknown }) => void) | null;
-  onclose: ((event: { code: number; reason: string }) => void) | null;
-  onerror: ((event: unknown) => void) | null;
+  onopen: ((event: any) => void) | null;
+  onmessage: ((event: any) => void) | null;
+  onclose: ((event: any) => void) | null;
+  onerror: ((event: any) => void) | null;
   send(data: string): void;
   close(code?: number, reason?: string): void;
 }
@@ -77,6 +81,13 @@ export interface EcsStreamOptions {
   onConnectionChange?(connected: boolean): void;
   /** Reconnect delays: doubled from minDelayMs up to maxDelayMs, with jitter; reset once a connection says hello. */
   reconnect?: { minDelayMs?: number; maxDelayMs?: number };
+  /**
+   * Liveness (default 15000 ms; 0: off): a `ping` every period, and a
+   * connection that brought nothing (no tick, no pong) for a whole period is
+   * dropped and replaced. It notices a connection that died without a close
+   * (a half-open TCP connection) instead of waiting on it for ever.
+   */
+  heartbeatMs?: number;
 }
 
 export interface EcsStream {
@@ -107,6 +118,7 @@ export function openEcsStream(options: EcsStreamOptions): EcsStream {
   const WebSocketImpl: WebSocketConstructor = found;
   const minDelay = options.reconnect?.minDelayMs ?? 250;
   const maxDelay = options.reconnect?.maxDelayMs ?? 10_000;
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
   const start = options.start ?? 'snapshot';
 
   let lastTick: number | null = typeof start === 'object' ? start.after : null;
@@ -117,6 +129,14 @@ export function openEcsStream(options: EcsStreamOptions): EcsStream {
   /** A resume (or snapshot) was asked on this connection and its first tick has not come yet: later ticks are skipped, they come again. */
   let catchingUp = false;
   let snapshotParts: EcsSnapshot['entities'][] = [];
+  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  /** Something arrived on the connection since the last heartbeat. */
+  let heard = false;
+
+  function stopHeartbeat(): void {
+    if (heartbeat) clearInterval(heartbeat);
+    heartbeat = null;
+  }
 
   function send(message: object): void {
     if (socket?.readyState === OPEN) socket.send(JSON.stringify(message));
@@ -212,23 +232,42 @@ export function openEcsStream(options: EcsStreamOptions): EcsStream {
     socket = ws;
     catchingUp = false;
     snapshotParts = [];
+    const lost = () => {
+      if (socket !== ws) return;
+      socket = null;
+      stopHeartbeat();
+      if (opened) options.onConnectionChange?.(false);
+      if (!closed) void reconnectLater(!opened);
+    };
     ws.onopen = () => {
       opened = true;
       options.onConnectionChange?.(true);
       // Sent at once: the node answers it right after hello, before any live tick.
       askForState();
+      if (heartbeatMs > 0) {
+        heard = true;
+        heartbeat = setInterval(() => {
+          if (!heard) {
+            // Silent for a whole period: replace it now, without waiting for a close that may never come.
+            lost();
+            const terminate = (ws as { terminate?: () => void }).terminate;
+            if (terminate) terminate.call(ws);
+            else ws.close(4000, 'no heartbeat');
+            return;
+          }
+          heard = false;
+          send({ type: 'ping' });
+        }, heartbeatMs);
+      }
     };
-    ws.onmessage = (event) => onMessage(messageText(event.data));
+    ws.onmessage = (event: { data: unknown }) => {
+      heard = true;
+      onMessage(messageText(event.data));
+    };
     ws.onerror = () => {
       // A close follows; it decides.
     };
-    ws.onclose = () => {
-      if (socket !== ws) return;
-      socket = null;
-      if (opened) options.onConnectionChange?.(false);
-      if (closed) return;
-      void reconnectLater(!opened);
-    };
+    ws.onclose = lost;
   }
 
   async function reconnectLater(failedToOpen: boolean): Promise<void> {
@@ -246,6 +285,7 @@ export function openEcsStream(options: EcsStreamOptions): EcsStream {
     },
     close() {
       closed = true;
+      stopHeartbeat();
       if (timer) clearTimeout(timer);
       socket?.close(1000, 'closed by client');
       socket = null;
