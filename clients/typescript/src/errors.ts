@@ -31,8 +31,8 @@ export class ApiError extends Error {
     this.url = init.url;
   }
 
-  /** Reads an error response (consumes its body). */
-  static async fromResponse(response: Response, method: string): Promise<ApiError> {
+  /** Reads an error response to `method url` (consumes its body). */
+  static async fromResponse(response: Response, method: string, url: string): Promise<ApiError> {
     const text = await response.text().catch(() => '');
     let body: unknown = text;
     try {
@@ -42,8 +42,8 @@ export class ApiError extends Error {
     }
     const shaped = typeof body === 'object' && body !== null ? (body as { code?: unknown; message?: unknown; details?: unknown }) : {};
     const code = typeof shaped.code === 'string' ? shaped.code : `http_${response.status}`;
-    const message = typeof shaped.message === 'string' ? shaped.message : `${method} ${response.url} answered ${response.status}`;
-    return new ApiError({ status: response.status, code, message, details: shaped.details, body, method, url: response.url });
+    const message = typeof shaped.message === 'string' ? shaped.message : `${method} ${url} answered ${response.status}`;
+    return new ApiError({ status: response.status, code, message, details: shaped.details, body, method, url });
   }
 }
 

@@ -109,7 +109,7 @@ export class Transport {
         attempt++;
         continue;
       }
-      if (!response.ok) throw await ApiError.fromResponse(response, method);
+      if (!response.ok) throw await ApiError.fromResponse(response, method, request.url);
       if (method === 'POST') await this.noteSession(request.url, response);
       return response;
     }
@@ -157,8 +157,8 @@ export class Transport {
         return null;
       }
       // 429: refused before it ran, safe to send again. (A 503 may have rotated the token: not retried.)
-      const delay = response.status === 429 ? this.delayFromHeader(response, attempt) : null;
-      if (delay === null) throw await ApiError.fromResponse(response, 'POST');
+      const delay = response.status === 429 && attempt < this.maxAttempts ? this.delayFromHeader(response, attempt) : null;
+      if (delay === null) throw await ApiError.fromResponse(response, 'POST', this.baseUrl + REFRESH_PATH);
       await response.body?.cancel();
       await this.sleep(delay);
     }
