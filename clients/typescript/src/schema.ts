@@ -15434,6 +15434,36 @@ export interface paths {
                                 /** @description epoch-s */
                                 timestamp: number;
                                 webhook_id: string;
+                                /**
+                                 * DeliveryRequest
+                                 * @description The request of this attempt; null in entries logged before requests were kept.
+                                 */
+                                request: {
+                                    /** @enum {string} */
+                                    method: "POST";
+                                    url: string;
+                                    /** @description As the service set them (signature included); the transport adds content-length and user-agent. */
+                                    headers: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description The body sent, its first 4096 characters. */
+                                    body: string;
+                                    body_truncated: boolean;
+                                } | null;
+                                /**
+                                 * DeliveryResponse
+                                 * @description The answer (after redirects); null when none came (time-out, connection failure, refusal, lost attempt).
+                                 */
+                                response: {
+                                    status_code: number;
+                                    /** @description The first 30 headers, values cut at 256 characters. */
+                                    headers: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description The answer's first 2048 characters. */
+                                    body: string;
+                                    body_truncated: boolean;
+                                } | null;
                             }[];
                             total: number;
                         };
@@ -26292,6 +26322,9 @@ export interface paths {
                                 created_at: string;
                                 approximate_message_count: number;
                                 approximate_not_visible_count: number;
+                                approximate_delayed_count: number;
+                                fifo: boolean;
+                                dead_letter_queue: string | null;
                                 subscriptions: string[];
                             }[];
                         };
@@ -26742,6 +26775,119 @@ export interface paths {
                     content: {
                         "application/json": {
                             messages_purged: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mq/queues/{queue_name}/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move messages not in flight, oldest first (at most max_messages, default and at most 1000), to the destination queue: a dead-letter queue's redrive. Each arrives exactly once with receive_count 0; a destination that is missing or of the other type (FIFO, standard) sends it back. remaining: messages left in this queue. */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Letters, digits, - and _, optionally ending in .fifo (as SQS). */
+                    queue_name: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Letters, digits, - and _, optionally ending in .fifo (as SQS). */
+                        destination: string;
+                        max_messages?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            moved: number;
+                            remaining: number;
                         };
                     };
                 };
@@ -38133,6 +38279,1088 @@ export interface paths {
                 };
                 /** @description Default Response */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Platform admin: every job queue of every tenant, ordered by tenant then name, each with its tenant and counters. */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Default 20, at most 100. */
+                    limit?: number;
+                    offset?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            queues: {
+                                /** @description The tenant the queue belongs to (an organization id, else a user id). */
+                                tenant: string;
+                                id: string;
+                                name: string;
+                                owner_id: string;
+                                description: string;
+                                /** @description At most 20 tags. */
+                                tags: {
+                                    [key: string]: string;
+                                };
+                                /** @description false while paused. */
+                                active: boolean;
+                                auto_created: boolean;
+                                retention_days: number;
+                                /** JobRetryPolicy */
+                                retry_policy: {
+                                    /** @description Attempts in all, the first included. */
+                                    max_attempts: number;
+                                    /** @description Wait after the first failure; doubles per failure (at most 1 h), times a jitter factor in [0.5, 1). */
+                                    backoff_seconds: number;
+                                };
+                                /** JobDlqConfig */
+                                dlq_config: {
+                                    /** @description Failed jobs enter the DLQ (redrivable). Default true. */
+                                    enabled: boolean;
+                                    /** @description Entries kept; past it the oldest leaves the DLQ (its job stays failed). Default 10000. */
+                                    max_entries: number;
+                                };
+                                /** @description critical > high > normal > low: among due jobs, higher first. */
+                                default_priority: "critical" | "high" | "normal" | "low";
+                                /** @description Jobs of this queue in flight at once. */
+                                concurrency: number;
+                                /** @description Jobs scheduled (also those waiting between retries). */
+                                pending_count: number;
+                                processing_count: number;
+                                /** @description Completed jobs retained (until cleanup). */
+                                completed_count: number;
+                                /** @description Failed jobs retained (until cleanup). */
+                                failed_count: number;
+                                /** @description Cancelled jobs retained (until cleanup). */
+                                cancelled_count: number;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            }[];
+                            limit: number;
+                            offset: number;
+                            total: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/queues/{tenant}/{queue_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Platform admin: any tenant's queue with its counters (as GET /api/v1/job-queues/{queue_id}). */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                    queue_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The tenant the queue belongs to (an organization id, else a user id). */
+                            tenant: string;
+                            id: string;
+                            name: string;
+                            owner_id: string;
+                            description: string;
+                            /** @description At most 20 tags. */
+                            tags: {
+                                [key: string]: string;
+                            };
+                            /** @description false while paused. */
+                            active: boolean;
+                            auto_created: boolean;
+                            retention_days: number;
+                            /** JobRetryPolicy */
+                            retry_policy: {
+                                /** @description Attempts in all, the first included. */
+                                max_attempts: number;
+                                /** @description Wait after the first failure; doubles per failure (at most 1 h), times a jitter factor in [0.5, 1). */
+                                backoff_seconds: number;
+                            };
+                            /** JobDlqConfig */
+                            dlq_config: {
+                                /** @description Failed jobs enter the DLQ (redrivable). Default true. */
+                                enabled: boolean;
+                                /** @description Entries kept; past it the oldest leaves the DLQ (its job stays failed). Default 10000. */
+                                max_entries: number;
+                            };
+                            /** @description critical > high > normal > low: among due jobs, higher first. */
+                            default_priority: "critical" | "high" | "normal" | "low";
+                            /** @description Jobs of this queue in flight at once. */
+                            concurrency: number;
+                            /** @description Jobs scheduled (also those waiting between retries). */
+                            pending_count: number;
+                            processing_count: number;
+                            /** @description Completed jobs retained (until cleanup). */
+                            completed_count: number;
+                            /** @description Failed jobs retained (until cleanup). */
+                            failed_count: number;
+                            /** @description Cancelled jobs retained (until cleanup). */
+                            cancelled_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/queues/{tenant}/{queue_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Platform admin: pause any tenant's queue (as POST /api/v1/job-queues/{queue_id}/pause). */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                    queue_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The tenant the queue belongs to (an organization id, else a user id). */
+                            tenant: string;
+                            id: string;
+                            name: string;
+                            owner_id: string;
+                            description: string;
+                            /** @description At most 20 tags. */
+                            tags: {
+                                [key: string]: string;
+                            };
+                            /** @description false while paused. */
+                            active: boolean;
+                            auto_created: boolean;
+                            retention_days: number;
+                            /** JobRetryPolicy */
+                            retry_policy: {
+                                /** @description Attempts in all, the first included. */
+                                max_attempts: number;
+                                /** @description Wait after the first failure; doubles per failure (at most 1 h), times a jitter factor in [0.5, 1). */
+                                backoff_seconds: number;
+                            };
+                            /** JobDlqConfig */
+                            dlq_config: {
+                                /** @description Failed jobs enter the DLQ (redrivable). Default true. */
+                                enabled: boolean;
+                                /** @description Entries kept; past it the oldest leaves the DLQ (its job stays failed). Default 10000. */
+                                max_entries: number;
+                            };
+                            /** @description critical > high > normal > low: among due jobs, higher first. */
+                            default_priority: "critical" | "high" | "normal" | "low";
+                            /** @description Jobs of this queue in flight at once. */
+                            concurrency: number;
+                            /** @description Jobs scheduled (also those waiting between retries). */
+                            pending_count: number;
+                            processing_count: number;
+                            /** @description Completed jobs retained (until cleanup). */
+                            completed_count: number;
+                            /** @description Failed jobs retained (until cleanup). */
+                            failed_count: number;
+                            /** @description Cancelled jobs retained (until cleanup). */
+                            cancelled_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/queues/{tenant}/{queue_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Platform admin: resume any tenant's queue (as POST /api/v1/job-queues/{queue_id}/resume). */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                    queue_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The tenant the queue belongs to (an organization id, else a user id). */
+                            tenant: string;
+                            id: string;
+                            name: string;
+                            owner_id: string;
+                            description: string;
+                            /** @description At most 20 tags. */
+                            tags: {
+                                [key: string]: string;
+                            };
+                            /** @description false while paused. */
+                            active: boolean;
+                            auto_created: boolean;
+                            retention_days: number;
+                            /** JobRetryPolicy */
+                            retry_policy: {
+                                /** @description Attempts in all, the first included. */
+                                max_attempts: number;
+                                /** @description Wait after the first failure; doubles per failure (at most 1 h), times a jitter factor in [0.5, 1). */
+                                backoff_seconds: number;
+                            };
+                            /** JobDlqConfig */
+                            dlq_config: {
+                                /** @description Failed jobs enter the DLQ (redrivable). Default true. */
+                                enabled: boolean;
+                                /** @description Entries kept; past it the oldest leaves the DLQ (its job stays failed). Default 10000. */
+                                max_entries: number;
+                            };
+                            /** @description critical > high > normal > low: among due jobs, higher first. */
+                            default_priority: "critical" | "high" | "normal" | "low";
+                            /** @description Jobs of this queue in flight at once. */
+                            concurrency: number;
+                            /** @description Jobs scheduled (also those waiting between retries). */
+                            pending_count: number;
+                            processing_count: number;
+                            /** @description Completed jobs retained (until cleanup). */
+                            completed_count: number;
+                            /** @description Failed jobs retained (until cleanup). */
+                            failed_count: number;
+                            /** @description Cancelled jobs retained (until cleanup). */
+                            cancelled_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/queues/{tenant}/{queue_id}/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Platform admin: the jobs of any tenant's queue, ordered by scheduled_at then id; filter status. */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "scheduled" | "processing" | "completed" | "failed" | "cancelled";
+                    /** @description Default 20, at most 100. */
+                    limit?: number;
+                    offset?: number;
+                };
+                header?: never;
+                path: {
+                    tenant: string;
+                    queue_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            jobs: {
+                                id: string;
+                                queue: string;
+                                user_id: string;
+                                status: "scheduled" | "processing" | "completed" | "failed" | "cancelled";
+                                /** @description critical > high > normal > low: among due jobs, higher first. */
+                                priority: "critical" | "high" | "normal" | "low";
+                                payload: unknown;
+                                attempts: number;
+                                /** JobRetryPolicy */
+                                retry_policy: {
+                                    /** @description Attempts in all, the first included. */
+                                    max_attempts: number;
+                                    /** @description Wait after the first failure; doubles per failure (at most 1 h), times a jitter factor in [0.5, 1). */
+                                    backoff_seconds: number;
+                                };
+                                /** @description epoch-s */
+                                scheduled_at: number;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description epoch-s */
+                                last_attempt_at: number | null;
+                                /** @description epoch-s */
+                                completed_at: number | null;
+                                error: string | null;
+                                /** JobWebhook */
+                                webhook_config: {
+                                    id: string;
+                                    url: string;
+                                    /** @description Custom headers sent with every delivery (at most 20). */
+                                    headers: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description whsec_… : the deliveries of this job are signed with it. Sensitive. */
+                                    secret: string;
+                                    events: string[];
+                                    /** @description true while the job may still be delivered (scheduled or processing). */
+                                    active: boolean;
+                                    /** @description epoch-s */
+                                    created_at: number;
+                                    /** @description epoch-s */
+                                    updated_at: number;
+                                };
+                            }[];
+                            limit: number;
+                            offset: number;
+                            total: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/queues/{tenant}/{queue_id}/dlq": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Platform admin: any tenant's dead-letter queue, newest entry first (as GET /api/v1/job-queues/{queue_id}/dlq). */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Newest first; default 50, at most 500. */
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    tenant: string;
+                    queue_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            entries: {
+                                entry_id: string;
+                                job_id: string;
+                                /** @description epoch-s */
+                                dead_lettered_at: number;
+                                error: string;
+                                /** Job */
+                                job: {
+                                    id: string;
+                                    queue: string;
+                                    user_id: string;
+                                    status: "scheduled" | "processing" | "completed" | "failed" | "cancelled";
+                                    /** @description critical > high > normal > low: among due jobs, higher first. */
+                                    priority: "critical" | "high" | "normal" | "low";
+                                    payload: unknown;
+                                    attempts: number;
+                                    /** JobRetryPolicy */
+                                    retry_policy: {
+                                        /** @description Attempts in all, the first included. */
+                                        max_attempts: number;
+                                        /** @description Wait after the first failure; doubles per failure (at most 1 h), times a jitter factor in [0.5, 1). */
+                                        backoff_seconds: number;
+                                    };
+                                    /** @description epoch-s */
+                                    scheduled_at: number;
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                    /** @description epoch-s */
+                                    last_attempt_at: number | null;
+                                    /** @description epoch-s */
+                                    completed_at: number | null;
+                                    error: string | null;
+                                    /** JobWebhook */
+                                    webhook_config: {
+                                        id: string;
+                                        url: string;
+                                        /** @description Custom headers sent with every delivery (at most 20). */
+                                        headers: {
+                                            [key: string]: string;
+                                        };
+                                        /** @description whsec_… : the deliveries of this job are signed with it. Sensitive. */
+                                        secret: string;
+                                        events: string[];
+                                        /** @description true while the job may still be delivered (scheduled or processing). */
+                                        active: boolean;
+                                        /** @description epoch-s */
+                                        created_at: number;
+                                        /** @description epoch-s */
+                                        updated_at: number;
+                                    };
+                                };
+                            }[];
+                            queue: string;
+                            total: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/jobs/queues/{tenant}/{queue_id}/dlq/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Platform admin: redrive any tenant's dead-lettered jobs (as POST /api/v1/job-queues/{queue_id}/dlq/redrive). */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                    queue_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        job_ids?: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            redriven_count: number;
+                            skipped_job_ids: string[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
