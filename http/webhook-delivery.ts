@@ -18,6 +18,7 @@ import {
   type WebhookSettings,
 } from '../actors/webhooks/messages.js';
 import { blockedAddressReason } from './webhook-guard.js';
+import { pinnedAgent, type PinnedRequestOptions } from './pinned-agent.js';
 
 /**
  * The node's webhook delivery worker. The webhook actor emits a
@@ -73,6 +74,8 @@ const REDIRECTS_MAX = 3;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const USER_AGENT = 'platform-service-webhooks/1';
 
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
 class Refused extends Error {}
 class TimedOut extends Error {}
 
@@ -88,6 +91,11 @@ export class WebhookDeliveryWorker {
   private queued = 0;
   private readonly perHost = new Map<string, number>();
   private readonly active = new Set<http.ClientRequest>();
+  /** Kept-alive connections to checked addresses (http/pinned-agent.ts); `network` makes each new one. */
+  private readonly agents = {
+    http: pinnedAgent(false, (target) => this.network.connect(target)),
+    https: pinnedAgent(true, (target) => this.network.connect(target)),
+  };
   private inFlight = 0;
   private stopped = false;
   private readonly concurrency_max: number;
@@ -115,6 +123,8 @@ export class WebhookDeliveryWorker {
     this.waiting.clear();
     this.queued = 0;
     for (const request of this.active) request.destroy();
+    this.agents.http.destroy();
+    this.agents.https.destroy();
   }
 
   private enqueue(attempt: WebhookAttempt): void {
@@ -221,7 +231,7 @@ export class WebhookDeliveryWorker {
     }
   }
 
-  private post(url: URL, address: string, attempt: WebhookAttempt, deadline: number): Promise<{ status: number; location: string | null; excerpt: string | null; logged: LoggedResponse }> {
+  private post(url: URL, address: string, attempt: WebhookAttempt, deadline: number, retried = false): Promise<{ status: number; location: string | null; excerpt: string | null; logged: LoggedResponse }> {
     const secure = url.protocol === 'https:';
     const port = url.port ? Number(url.port) : secure ? 443 : 80;
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -229,15 +239,18 @@ export class WebhookDeliveryWorker {
     if (remaining <= 0) return Promise.reject(new TimedOut());
     const body = Buffer.from(attempt.body, 'utf8');
     return new Promise((resolve, reject) => {
-      const request = (secure ? https : http).request({
+      const options: PinnedRequestOptions = {
         method: 'POST',
         host: hostname,
         port,
         path: `${url.pathname}${url.search}`,
         headers: { ...attempt.headers, 'content-length': String(body.length), 'user-agent': USER_AGENT },
-        // No agent: the request then uses this socket, to the checked address (an agent would resolve the name again).
-        createConnection: () => this.network.connect({ address, port, tls: secure, servername: hostname }) as net.Socket,
-      });
+        // The agent connects to the checked address itself (never a second DNS lookup) and keeps the connection alive.
+        agent: secure ? this.agents.https : this.agents.http,
+        pinned_address: address,
+        servername: hostname,
+      };
+      const request = (secure ? https : http).request(options);
       this.active.add(request);
       let settled = false;
       const finish = (fn: () => void) => {
@@ -251,7 +264,15 @@ export class WebhookDeliveryWorker {
         finish(() => reject(new TimedOut()));
         request.destroy();
       }, remaining);
-      request.on('error', (error) => finish(() => reject(error)));
+      request.on('error', (error) => {
+        // A kept-alive connection the receiver closed while it sat idle: the request never reached
+        // it, so it is sent once more (on another or a new connection) within the same deadline.
+        if (request.reusedSocket && !retried && RESET_CODES.has((error as NodeJS.ErrnoException).code ?? '')) {
+          finish(() => resolve(this.post(url, address, attempt, deadline, true)));
+          return;
+        }
+        finish(() => reject(error));
+      });
       request.on('response', (response) => {
         const chunks: Buffer[] = [];
         let length = 0;
@@ -265,7 +286,8 @@ export class WebhookDeliveryWorker {
             const status = response.statusCode ?? 0;
             const logged: LoggedResponse = { status_code: status, headers: loggedHeaders(response.headers), body: all.slice(0, max), body_truncated: all.length > max };
             resolve({ status, location, excerpt: text === '' ? null : text, logged });
-            request.destroy();
+            // Read to its end, the connection goes back to the pool; cut short, it cannot be reused.
+            if (!response.complete) request.destroy();
           });
         response.on('data', (chunk: Buffer) => {
           if (length <= max) {

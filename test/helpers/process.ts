@@ -89,7 +89,7 @@ export async function startServerProcess(options: StartServerOptions): Promise<S
   running.add(handle);
   exited.then(() => running.delete(handle));
 
-  const deadline = Date.now() + (options.startTimeout_ms ?? 20_000);
+  const deadline = Date.now() + (options.startTimeout_ms ?? 60_000);
   let exit: ProcessExit | undefined;
   exited.then((value) => (exit = value));
   for (;;) {
