@@ -113,6 +113,7 @@ export class ClusterNode {
       clock: this.clusterClock,
       replicationTimeoutMs: cluster.replicationTimeoutMs,
       minInSyncReplicas: cluster.minInSyncReplicas,
+      observeAck: (ms) => this.metrics.replicationAck.observe(ms / 1000),
     });
     this.runtime = new ActorRuntime({
       store: new ReplicatedStore(local, this.replicator),
