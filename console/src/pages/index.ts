@@ -1,4 +1,5 @@
 import type { ComponentType } from 'preact';
+import { ClusterPage } from './cluster.js';
 
 /**
  * The console's pages, in navigation order. A page is a component at a hash route
@@ -11,4 +12,6 @@ export interface ConsolePage {
   component: ComponentType;
 }
 
-export const pages: ConsolePage[] = [];
+export const pages: ConsolePage[] = [
+  { path: 'cluster', title: 'Cluster', component: ClusterPage },
+];
