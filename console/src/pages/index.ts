@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { ClusterPage } from './cluster.js';
+import { HealthPage } from './health.js';
 
 /**
  * The console's pages, in navigation order. A page is a component at a hash route
@@ -14,4 +15,5 @@ export interface ConsolePage {
 
 export const pages: ConsolePage[] = [
   { path: 'cluster', title: 'Cluster', component: ClusterPage },
+  { path: 'health', title: 'Health and throughput', component: HealthPage },
 ];
