@@ -61,6 +61,8 @@ export class MetricsHistory {
         }
         this.previous = reading;
       })
+      // A failed reading (a gauge's collect threw) is skipped: the next window spans both intervals.
+      .catch(() => undefined)
       .finally(() => {
         this.reading = undefined;
       });
