@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { NodeStatus } from '../../cluster/etcd-keys.js';
 import { ServiceError } from '../../runtime/index.js';
 import { clusterView, EMBEDDED_NODE_ID, embeddedView, type ClusterView } from '../cluster-view.js';
 import { bearerAuthentication } from '../plugins/authenticate.js';
@@ -121,7 +122,7 @@ function adminClusterRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const adminErrors = (...extra: number[]) => errorResponses(...bearerErrors, 403, ...extra);
 
-  let published: { at: number; records: Promise<Awaited<ReturnType<NonNullable<AppServices['cluster']>['publishedStatuses']>>> } | undefined;
+  let published: { at: number; records: Promise<NodeStatus[]> } | undefined;
   async function currentView(): Promise<ClusterView> {
     const cluster = services.cluster;
     if (!cluster) return embeddedView(services.config.partitions, services.publicBaseUrl());
