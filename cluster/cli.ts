@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Etcd3 } from 'etcd3';
 import { clusterKeys, type ClusterConfigRecord, type ClusterKeys, type IsrRecord, type LeaderRecord, type MemberRecord, type NodeStatus } from './etcd-keys.js';
+import { requestDrain } from './drain-request.js';
 import { replicaSet } from './placement.js';
 
 /**
@@ -299,11 +300,15 @@ async function drain(ctx: Context): Promise<number> {
     ctx.io.err(`no cluster under ${ctx.keys.base} in etcd`);
     return 1;
   }
-  if (!before.members.some((m) => m.node_id === node)) {
-    ctx.io.err(`${node} is not a member of the cluster (members: ${before.members.map((m) => m.node_id).join(', ') || 'none'})`);
+  const outcome = await requestDrain(async (key, value) => ctx.client.put(key).value(value), ctx.keys, before.members, node, new Date());
+  if (!outcome.ok) {
+    ctx.io.err(
+      outcome.reason === 'not_member'
+        ? `${node} is not a member of the cluster (members: ${before.members.map((m) => m.node_id).join(', ') || 'none'})`
+        : `${node} is the only serving member: no other node could take its partitions over`,
+    );
     return 1;
   }
-  await ctx.client.put(ctx.keys.drain(node)).value(JSON.stringify({ requested_at: new Date().toISOString() }));
   ctx.io.out(`drain of ${node} requested`);
   const deadline = Date.now() + ctx.args.timeout_s * 1000;
   let lastLine = '';

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import type { Registry } from 'prom-client';
 import { ActorRuntime, LmdbStore, partitionOf, ServiceError, type ActorDefinition, type Clock, type RuntimeLogger, type RuntimeObserver } from '../runtime/index.js';
 import type { ClusterConfig } from './config.js';
+import { requestDrain, type DrainOutcome } from './drain-request.js';
 import { clusterKeys, type ClusterConfigRecord, type ClusterKeys, type NodeStatus } from './etcd-keys.js';
 import { Leadership } from './leadership.js';
 import { Membership } from './membership.js';
@@ -112,6 +113,7 @@ export class ClusterNode {
       clock: this.clusterClock,
       replicationTimeoutMs: cluster.replicationTimeoutMs,
       minInSyncReplicas: cluster.minInSyncReplicas,
+      observeAck: (ms) => this.metrics.replicationAck.observe(ms / 1000),
     });
     this.runtime = new ActorRuntime({
       store: new ReplicatedStore(local, this.replicator),
@@ -260,6 +262,34 @@ export class ClusterNode {
       })),
       partitions,
     };
+  }
+
+  /**
+   * What every node last published about the partitions it leads (status/<node>
+   * in etcd, refreshed every STATUS_INTERVAL_MS): replication lag and follower
+   * modes, for operators (the console's cluster page). Unparsable records are skipped.
+   */
+  async publishedStatuses(): Promise<NodeStatus[]> {
+    const { kvs } = await this.coordination.range(this.keys.statusPrefix);
+    const statuses: NodeStatus[] = [];
+    for (const kv of kvs) {
+      try {
+        statuses.push(JSON.parse(kv.value) as NodeStatus);
+      } catch {
+        // A record being rewritten by an older version: the next read has it.
+      }
+    }
+    return statuses;
+  }
+
+  /**
+   * An operator's drain of `nodeId` (this node or another), as `cluster
+   * drain` does it: the request key in etcd, which that node watches. Checked
+   * against the members this node sees.
+   */
+  requestDrain(nodeId: string): Promise<DrainOutcome> {
+    const members = [...this.membership.members().values()];
+    return requestDrain((key, value) => this.coordination.put(key, value), this.keys, members, nodeId, new Date(this.options.clock.now()));
   }
 
   /**

@@ -5,6 +5,7 @@ export class ClusterMetrics {
   readonly partitionMoves: client.Counter;
   readonly leadershipChanges: client.Counter<'change'>;
   readonly forwarded: client.Counter;
+  readonly replicationAck: client.Histogram;
 
   constructor(registry: client.Registry, view: { partitionsLed(): number; maxLag(): number; inSyncFollowers(): number }) {
     this.partitionMoves = new client.Counter({
@@ -21,6 +22,12 @@ export class ClusterMetrics {
     this.forwarded = new client.Counter({
       name: 'cluster_forwarded_requests_total',
       help: 'Actor messages this node forwarded to another node (the partition leader).',
+      registers: [registry],
+    });
+    this.replicationAck = new client.Histogram({
+      name: 'cluster_replication_ack_duration_seconds',
+      help: "Time from a log entry's append on this leader to a follower's acknowledgement of it (durable on the follower), over the newest entry each acknowledgement covers.",
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers: [registry],
     });
     new client.Gauge({

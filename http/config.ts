@@ -67,6 +67,10 @@ export interface NodeConfig {
   webhookAllowPrivateTargets: boolean;
   /** The operator console's static assets at /console/ (CONSOLE_UI=0 turns them off; docs/console.md). */
   consoleUi: boolean;
+  /** Recent metrics (GET /admin/metrics/recent): the node samples its own registry this often (METRICS_SAMPLE_INTERVAL_MS)... */
+  metricsSampleIntervalMs: number;
+  /** ...and keeps this much history (METRICS_HISTORY_SECONDS). */
+  metricsHistorySeconds: number;
   /**
    * Vault: the key that seals attestation content keys (VAULT_SEAL_KEY, base64 of 32 bytes).
    * Empty: the embedded node keeps one in DATA_DIR/vault-seal.key; a cluster node needs it set.
@@ -276,6 +280,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     consoleUi: intFrom(env, 'CONSOLE_UI', 1, 0, 1) === 1,
     vaultSealKey: base64KeyFrom('VAULT_SEAL_KEY', env.VAULT_SEAL_KEY),
     formsFieldKey: base64KeyFrom('FORMS_FIELD_KEY', env.FORMS_FIELD_KEY),
+    metricsSampleIntervalMs: intFrom(env, 'METRICS_SAMPLE_INTERVAL_MS', 5_000, 250, 60_000),
+    metricsHistorySeconds: intFrom(env, 'METRICS_HISTORY_SECONDS', 900, 60, 86_400),
     ...x402From(env),
     throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
     rateLimitsEnabled: intFrom(env, 'RATE_LIMITS_ENABLED', 1, 0, 1) === 1,

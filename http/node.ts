@@ -53,6 +53,12 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   const metrics = new Metrics({
     activeActors: () => runtime?.activeActorCount() ?? 0,
     pendingAlarms: () => runtime?.pendingAlarmCount() ?? 0,
+    queuedMessages: () => runtime?.queuedMessageCount() ?? 0,
+    history: {
+      intervalMs: config.metricsSampleIntervalMs,
+      historySamples: Math.ceil((config.metricsHistorySeconds * 1000) / config.metricsSampleIntervalMs),
+      routesPerSample: 50,
+    },
   });
   let cluster: ClusterNode | undefined;
   let actors: ActorClient;
@@ -164,6 +170,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
 
   await app.listen({ host: config.host, port: config.port });
   ready = true;
+  metrics.history.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -185,6 +192,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     url,
     close() {
       closing ??= (async () => {
+        metrics.history.stop();
         webhookDelivery.stop();
         jobDelivery.stop();
         if (clusterNode) {

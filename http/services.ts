@@ -1,5 +1,7 @@
 import type { ActorClient, Clock } from '../runtime/index.js';
 import type { ClusterStatusView } from '../cluster/cluster-node.js';
+import type { DrainOutcome } from '../cluster/drain-request.js';
+import type { NodeStatus } from '../cluster/etcd-keys.js';
 import type { SessionCache } from './auth/session-cache.js';
 import type { TokenService } from './auth/tokens.js';
 import type { MailTransport } from './auth/mail.js';
@@ -22,8 +24,8 @@ export interface AppServices {
   isReady(): boolean;
   /** PUBLIC_BASE_URL, or this node's own URL once it listens (http/public-base.ts). */
   publicBaseUrl(): string;
-  /** Present in cluster mode: what GET /cluster/status shows. */
-  cluster?: { status(): ClusterStatusView };
+  /** Present in cluster mode: what GET /cluster/status shows, and an operator's drain (POST /admin/cluster/nodes/{node_id}/drain). */
+  cluster?: { status(): ClusterStatusView; publishedStatuses(): Promise<NodeStatus[]>; requestDrain(nodeId: string): Promise<DrainOutcome> };
   /** Recent positive session checks of this node (dropped everywhere on revocation: see http/auth/session-cache.ts). */
   sessionCache: SessionCache;
 }

@@ -209,6 +209,13 @@ export class ActorRuntime implements ActorClient {
     return this.activations.count();
   }
 
+  /** Messages waiting in the mailboxes of the actors in memory, not yet taken into a turn (the mailbox depth metric). */
+  queuedMessageCount(): number {
+    let queued = 0;
+    for (const activation of this.activations.all()) queued += activation.mailbox.length;
+    return queued;
+  }
+
   /** Durable alarms stored, whether or not their actor or their time window is in memory. */
   pendingAlarmCount(): number {
     return this.alarms.pendingCount;

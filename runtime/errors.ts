@@ -205,6 +205,8 @@ export const errorCodes = {
   handshake_stage_in_progress: { status: 409, description: "The caller's holds are still being placed by an earlier stage call; that call answers when they are." },
   handshake_counterparty_invalid: { status: 422, description: "The counterparty is not another user of the caller's tenant (an organization member for an org API key; a personal tenant has no other user), or is the caller." },
   handshake_item_legs_unsupported: { status: 422, description: 'An offer names item legs; this build settles currency legs and terms only (docs/api/handshake.md, "Item legs"); nothing was created.' },
+  // cluster operations (docs/cluster.md)
+  no_drain_target: { status: 409, description: 'The node cannot be drained: no other serving node could take its partitions over (an embedded node, or the last serving member of a cluster). See docs/cluster.md.' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 /**

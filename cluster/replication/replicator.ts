@@ -36,11 +36,15 @@ export interface ReplicatorPorts {
   replicationTimeoutMs: number;
   /** Copies (leader included) a write needs in the in-sync set (MIN_IN_SYNC_REPLICAS; 1 when absent). */
   minInSyncReplicas?: number;
+  /** A follower acknowledged an entry this long (ms) after its append (the replication latency metric). */
+  observeAck?(ms: number): void;
 }
 
 interface Waiter {
   resolve: () => void;
   reject: (error: unknown) => void;
+  /** When the entry was appended (monotonic ms): the start of its replication latency. */
+  appended_ms: number;
 }
 
 type SessionStage = 'streaming' | 'snapshot';
@@ -243,7 +247,7 @@ export class Replicator {
       led.recent.push(entry);
       if (led.recent.length > RECENT_ENTRIES) led.recent.splice(0, led.recent.length - RECENT_ENTRIES);
       batch.entries.push({ led, entry, ops: [...group, { type: 'put', key: storageKeys.version(p), value: led.log.version }] });
-      waits.push(new Promise<void>((resolve, reject) => led.waiters.set(entry.seq, { resolve, reject })));
+      waits.push(new Promise<void>((resolve, reject) => led.waiters.set(entry.seq, { resolve, reject, appended_ms: now })));
       for (const [node, session] of led.sessions) {
         if (session.stage === 'streaming' && led.log.followers.has(node)) this.sendTo(led, node, { t: 'append', entry });
       }
@@ -413,6 +417,9 @@ export class Replicator {
     if (reply.t === 'ack') {
       // An acknowledgement sent to an earlier leadership of this node (an old stream) says nothing about this log.
       if (reply.epoch !== led.epoch) return;
+      // Acknowledgements are cumulative: the latency is that of the newest entry this one covers, still unsettled.
+      const waiter = led.waiters.get(reply.seq);
+      if (waiter) this.ports.observeAck?.(this.ports.clock.monotonicNow() - waiter.appended_ms);
       this.settle(led, led.log.acked(node, reply.seq));
       if (led.log.followers.get(node)?.mode === 'catching_up' && led.log.isCaughtUp(node)) void this.changeInSync(led, node, 'add');
     } else if (reply.t === 'mismatch') {

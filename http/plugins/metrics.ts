@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import type { RuntimeObserver } from '../../runtime/index.js';
+import { MetricsHistory, type MetricsHistoryOptions } from '../metrics-history.js';
 
 /**
  * Prometheus metrics: HTTP requests by route and status, and the runtime's
@@ -64,8 +65,18 @@ export class Metrics implements RuntimeObserver {
     registers: [this.registry],
   });
 
-  constructor(options: { activeActors?: () => number; pendingAlarms?: () => number } = {}) {
+  /** The recent samples of this registry (GET /admin/metrics/recent); node.ts starts and stops its sampling. */
+  readonly history: MetricsHistory;
+
+  constructor(
+    options: { activeActors?: () => number; pendingAlarms?: () => number; queuedMessages?: () => number; history?: MetricsHistoryOptions } = {},
+  ) {
     client.collectDefaultMetrics({ register: this.registry });
+    this.history = new MetricsHistory(this.registry, options.history ?? { intervalMs: 5_000, historySamples: 180, routesPerSample: 50 });
+    if (options.queuedMessages) {
+      const read = options.queuedMessages;
+      new client.Gauge({ name: 'actor_mailbox_messages', help: 'Messages waiting in the mailboxes of the actors in memory (not yet taken into a turn).', registers: [this.registry], collect() { this.set(read()); } });
+    }
     if (options.activeActors) {
       const read = options.activeActors;
       new client.Gauge({ name: 'actor_active', help: 'Actors in memory.', registers: [this.registry], collect() { this.set(read()); } });

@@ -1,4 +1,6 @@
 import type { ComponentType } from 'preact';
+import { ClusterPage } from './cluster.js';
+import { HealthPage } from './health.js';
 import { JobsPage } from './jobs.js';
 import { MessageQueuesPage } from './message-queues.js';
 import { WebhooksPage } from './webhooks.js';
@@ -15,6 +17,8 @@ export interface ConsolePage {
 }
 
 export const pages: ConsolePage[] = [
+  { path: 'cluster', title: 'Cluster', component: ClusterPage },
+  { path: 'health', title: 'Health and throughput', component: HealthPage },
   { path: 'jobs', title: 'Job queues', component: JobsPage },
   { path: 'message-queues', title: 'Message queues', component: MessageQueuesPage },
   { path: 'webhooks', title: 'Webhooks', component: WebhooksPage },
