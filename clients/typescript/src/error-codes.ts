@@ -168,6 +168,7 @@ export const errorCodes = [
   "handshake_stage_in_progress", // 409
   "handshake_counterparty_invalid", // 422
   "handshake_item_legs_unsupported", // 422
+  "no_drain_target", // 409
 ] as const;
 
 export type ErrorCode = (typeof errorCodes)[number];

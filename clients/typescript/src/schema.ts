@@ -93,6 +93,520 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/metrics/recent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This node's recent request rate, errors, latency per route, commit and replication latency, activations and mailbox depth.
+         * @description The node samples its own metrics (the counters /metrics serves) every METRICS_SAMPLE_INTERVAL_MS and keeps METRICS_HISTORY_SECONDS of samples in memory; each sample covers the window since the previous one. Poll with `since` set to the last `at_ms` received. Per node: in a cluster, ask each node (its own traffic only). A restarted node starts a new history.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Epoch ms: only samples whose window ended after it (the last `at_ms` you have). */
+                    since?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description METRICS_SAMPLE_INTERVAL_MS. */
+                            interval_ms: number;
+                            /** @description METRICS_HISTORY_SECONDS. */
+                            history_seconds: number;
+                            /** @description Oldest first. */
+                            samples: {
+                                /**
+                                 * Format: date-time
+                                 * @description End of the window.
+                                 */
+                                at: string;
+                                /** @description End of the window, epoch ms (pass the last one as `since`). */
+                                at_ms: number;
+                                window_s: number;
+                                requests_per_s: number;
+                                /** @description Answers with a 5xx. */
+                                server_errors_per_s: number;
+                                /** @description Answers with a 4xx. */
+                                client_errors_per_s: number;
+                                /** @description Median request latency, every route in ms, from the histogram buckets (null: nothing observed in the window). */
+                                p50_ms: number | null;
+                                /** @description 99th percentile request latency, every route in ms, from the histogram buckets (null: nothing observed in the window). */
+                                p99_ms: number | null;
+                                /** @description Median storage commit latency (in a cluster: local commit plus the in-sync followers' acknowledgements) in ms, from the histogram buckets (null: nothing observed in the window). */
+                                commit_p50_ms: number | null;
+                                /** @description 99th percentile storage commit latency in ms, from the histogram buckets (null: nothing observed in the window). */
+                                commit_p99_ms: number | null;
+                                /** @description Median time from a log entry's append to a follower's acknowledgement of it (cluster mode; always null embedded) in ms, from the histogram buckets (null: nothing observed in the window). */
+                                replication_p50_ms: number | null;
+                                /** @description 99th percentile of the same in ms, from the histogram buckets (null: nothing observed in the window). */
+                                replication_p99_ms: number | null;
+                                /** @description Actors loaded into memory per second. */
+                                activations_per_s: number;
+                                /** @description Actors in memory at the end of the window. */
+                                actors_active: number | null;
+                                /** @description Messages waiting in actor mailboxes at the end of the window. */
+                                mailbox_messages: number | null;
+                                /** @description Routes that received requests in the window, busiest first (at most 50). */
+                                routes: {
+                                    /** @description Method and route template, e.g. `POST /api/v1/distributed-state/:namespace/:key/lock`. */
+                                    route: string;
+                                    requests_per_s: number;
+                                    server_errors_per_s: number;
+                                    client_errors_per_s: number;
+                                    p50_ms: number | null;
+                                    p99_ms: number | null;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/cluster/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The cluster as this node sees it: members, and each partition with its leader, epoch, in-sync replicas and followers' lag.
+         * @description An embedded node (no etcd) answers with one member, `embedded`, leading every partition. Lag comes from what each leader publishes in etcd every 2 s.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            mode: "cluster" | "embedded";
+                            /** @description The node that answered (`embedded` for a node without etcd). */
+                            node_id: string;
+                            members: {
+                                node_id: string;
+                                http_url: string;
+                                draining: boolean;
+                                /** @description The member's view of etcd is fresh: it may be handed partitions. */
+                                view_fresh: boolean;
+                                /** @description Partitions it leads. */
+                                leads: number;
+                                /** @description Partitions it follows in sync. */
+                                follows: number;
+                            }[];
+                            partitions: {
+                                partition: number;
+                                leader: string | null;
+                                /** @description Create revision of the leader's key in etcd; null on an embedded node. */
+                                epoch: number | null;
+                                /** @description In-sync replicas, the leader included. */
+                                isr: string[];
+                                followers: {
+                                    node_id: string;
+                                    /** @description `in_sync` or `catching_up`. */
+                                    mode: string;
+                                    /** @description Entries not yet acknowledged, as the leader last published it (every 2 s); null before it did. */
+                                    lag: number | null;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/cluster/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The cluster view (as GET /admin/cluster/status) as server-sent events: `status` when it changes, at least every 5 s.
+         * @description A `text/event-stream` response. Each event is `event: status` with the ClusterView as JSON in `data`; `event: error` (`{code, message}`) when a view could not be read (etcd unreachable), the stream going on. The stream ends after 60 s: reconnect with a current token (an expired or revoked token stops receiving within that time). Send the token in the Authorization header (read the stream with fetch, not EventSource).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Server-sent events. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/cluster/nodes/{node_id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Asks a node to hand every partition over and stay up, empty (as `npm run cluster -- drain`).
+         * @description Writes the drain request in etcd; the node watches it and hands its partitions over (watch GET /admin/cluster/status). 202 once the request is written, not once the drain is done. 404 `not_found` for a node that is not a live member; 409 `no_drain_target` on an embedded node, or when no other serving member could take the partitions over.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    node_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            node_id: string;
+                            /** Format: date-time */
+                            requested_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/cluster/status": {
         parameters: {
             query?: never;
