@@ -1,4 +1,6 @@
 import type { ComponentType } from 'preact';
+import { OrganizationsPage } from './organizations.js';
+import { UsersPage } from './users.js';
 
 /**
  * The console's pages, in navigation order. A page is a component at a hash route
@@ -11,4 +13,7 @@ export interface ConsolePage {
   component: ComponentType;
 }
 
-export const pages: ConsolePage[] = [];
+export const pages: ConsolePage[] = [
+  { path: 'users', title: 'Users', component: UsersPage },
+  { path: 'organizations', title: 'Organizations', component: OrganizationsPage },
+];
