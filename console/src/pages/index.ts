@@ -1,4 +1,5 @@
 import type { ComponentType } from 'preact';
+import { CoordinationPage } from './coordination.js';
 import { OrganizationsPage } from './organizations.js';
 import { UsersPage } from './users.js';
 
@@ -16,4 +17,5 @@ export interface ConsolePage {
 export const pages: ConsolePage[] = [
   { path: 'users', title: 'Users', component: UsersPage },
   { path: 'organizations', title: 'Organizations', component: OrganizationsPage },
+  { path: 'coordination', title: 'Coordination', component: CoordinationPage },
 ];

@@ -49,6 +49,10 @@ export function OrganizationDetail({ id }: { id: string }) {
             </dd>
             <dt>Updated</dt>
             <dd>{when(org.data.updated_at)}</dd>
+            <dt>Coordination</dt>
+            <dd>
+              <a href={`#/coordination/${encodeURIComponent(org.data.org_id)}`}>Locks, waiting rooms, presence and liveness of this organization</a>
+            </dd>
             <dt>Metadata</dt>
             <dd>
               <code>{JSON.stringify(org.data.metadata)}</code>

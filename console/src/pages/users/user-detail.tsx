@@ -96,6 +96,10 @@ export function UserDetail({ id }: { id: string }) {
                     </span>
                   ))}
             </dd>
+            <dt>Coordination</dt>
+            <dd>
+              <a href={`#/coordination/${encodeURIComponent(user.id)}`}>Locks, waiting rooms, presence and liveness of this user</a>
+            </dd>
             <dt>Status</dt>
             <dd>
               {detail.data.ban ? (
