@@ -122,6 +122,8 @@ export type LivenessMessage =
   | { op: 'aggregate'; range_ms: number; bucket_ms: number; aggregation: Aggregation; series: SeriesName }
   | { op: 'latency'; range_ms: number; bucket_ms: number }
   | { op: 'uptime'; windows: { name: string; ms: number }[] }
+  /** The entity's latest latency anomalies (kept for the administrators' list). */
+  | { op: 'anomalies' }
   | { op: 'delete' };
 
 export interface HeartbeatAck {
@@ -197,7 +199,32 @@ export interface BriefView {
   last_seen_ms: number;
 }
 
-export type LivenessReply = HeartbeatAck | StatusView | BriefView | HistoryView | AggregationView | LatencyView | UptimeView | { deleted: true } | undefined;
+/** A latency anomaly as published in `entity.liveness_anomaly`, without the entity fields. */
+export interface AnomalyEntry {
+  timestamp_ms: number;
+  latency_ms: number;
+  mean_ms: number;
+  std_dev_ms: number;
+  z_score: number;
+  direction: 'high' | 'low';
+  window_samples: number;
+}
+
+/** Anomalies an entity keeps (the newest; its events carry them all). */
+export const ANOMALIES_KEPT = 20;
+
+export interface AnomaliesView {
+  entity_id: string;
+  alive: boolean;
+  last_seen_ms: number;
+  labels: Record<string, string>;
+  /** Anomalies since the entity was first seen (this incarnation). */
+  anomaly_count: number;
+  /** The newest ANOMALIES_KEPT, newest first. */
+  anomalies: AnomalyEntry[];
+}
+
+export type LivenessReply = HeartbeatAck | StatusView | BriefView | AnomaliesView | HistoryView | AggregationView | LatencyView | UptimeView | { deleted: true } | undefined;
 
 /** Messages from an entity to its tenant's index (see index-state.ts). */
 export type IndexMessage =

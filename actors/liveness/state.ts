@@ -9,11 +9,13 @@ import {
   type TurnResult,
 } from '../../runtime/index.js';
 import {
+  ANOMALIES_KEPT,
   ANOMALY_EVENT,
   LIVENESS_INDEX_KIND,
   livenessIndexKey,
   livenessPolicy as policy,
   STATUS_CHANGED_EVENT,
+  type AnomalyEntry,
   type BriefView,
   type HeartbeatAck,
   type IndexMessage,
@@ -67,6 +69,8 @@ export const STATUS_ALARM = 'status';
 export const RETENTION_ALARM = 'retention';
 export const META_SUBKEY = 'meta';
 export const INFO_SUBKEY = 'info';
+/** The newest anomalies and their count since first seen, written when one occurs. */
+export const ANOMALIES_SUBKEY = 'anomalies';
 export const OUTAGE_PREFIX = 'o:';
 /** History's default window (spec: from one hour ago). */
 const HISTORY_WINDOW_MS = 3600_000;
@@ -102,6 +106,7 @@ export interface EntityState {
   /** null: no such entity (never seen, or deleted). */
   meta: EntityMeta | null;
   info: EntityInfo;
+  anomalies: AnomalyLog;
   series: EntitySeries;
   outages: OutageLog;
   /** The latest heartbeat (server time) and its network delay (NaN: none). */
@@ -113,6 +118,12 @@ export interface EntityState {
   info_json: { metadata: string; labels: string };
 }
 
+export interface AnomalyLog {
+  count: number;
+  /** Newest first, at most ANOMALIES_KEPT. */
+  latest: AnomalyEntry[];
+}
+
 // ---- activation ----
 
 export function emptyEntity(tenant: string, entity_id: string): EntityState {
@@ -121,6 +132,7 @@ export function emptyEntity(tenant: string, entity_id: string): EntityState {
     entity_id,
     meta: null,
     info: { metadata: {}, labels: {} },
+    anomalies: { count: 0, latest: [] },
     series: new EntitySeries(),
     outages: emptyOutageLog(),
     last_seen_ms: 0,
@@ -144,6 +156,7 @@ export function loadEntity(key: string, records: Iterable<[string, unknown]>): E
   for (const [subkey, value] of records) {
     if (subkey === META_SUBKEY) meta = value as EntityMeta;
     else if (subkey === INFO_SUBKEY) state.info = value as EntityInfo;
+    else if (subkey === ANOMALIES_SUBKEY) state.anomalies = value as AnomalyLog;
     else if (subkey.startsWith(RAW_PREFIX)) seriesRecords.raw.push([parseInt(subkey.slice(RAW_PREFIX.length), 36), value as [number, number | null]]);
     else if (subkey.startsWith(MINUTE_PREFIX)) seriesRecords.minutes.push([parseInt(subkey.slice(MINUTE_PREFIX.length), 36), value as CellRecord]);
     else if (subkey.startsWith(HOUR_PREFIX)) seriesRecords.hours.push([parseInt(subkey.slice(HOUR_PREFIX.length), 36), value as CellRecord]);
@@ -297,7 +310,11 @@ function heartbeat(state: EntityState, message: Extract<LivenessMessage, { op: '
   const latency_ms = latencyOfDelay(delay_ms);
   if (!Number.isNaN(latency_ms)) {
     const anomaly = latencyAnomaly(state.series.recentLatencies(policy.anomaly_window_samples, policy.anomaly_scan_rows_max), latency_ms);
-    if (anomaly) events.push({ type: ANOMALY_EVENT, data: { entity_id: state.entity_id, tenant: state.tenant, labels: state.info.labels, timestamp_ms: now, ...anomaly } });
+    if (anomaly) {
+      events.push({ type: ANOMALY_EVENT, data: { entity_id: state.entity_id, tenant: state.tenant, labels: state.info.labels, timestamp_ms: now, ...anomaly } });
+      state.anomalies = { count: state.anomalies.count + 1, latest: [{ timestamp_ms: now, ...anomaly }, ...state.anomalies.latest].slice(0, ANOMALIES_KEPT) };
+      writes.push({ subkey: ANOMALIES_SUBKEY, value: state.anomalies });
+    }
   }
   state.series.append(now, delay_ms, writes);
   state.last_seen_ms = now;
@@ -390,6 +407,7 @@ function remove(state: EntityState): Result {
   const writes: RecordWrite[] = [
     { subkey: META_SUBKEY, value: undefined },
     { subkey: INFO_SUBKEY, value: undefined },
+    { subkey: ANOMALIES_SUBKEY, value: undefined },
   ];
   state.series.deleteAll(writes);
   for (let i = 0; i < state.outages.pairs.length; i += 2) writes.push({ subkey: outageSubkey(state.outages.pairs[i]), value: undefined });
@@ -526,6 +544,15 @@ function read(state: EntityState, message: Exclude<LivenessMessage, { op: 'heart
       return statusView(state, meta, now);
     case 'brief':
       return { entity_id: state.entity_id, alive: isAlive(state, now), last_seen_ms: state.last_seen_ms };
+    case 'anomalies':
+      return {
+        entity_id: state.entity_id,
+        alive: isAlive(state, now),
+        last_seen_ms: state.last_seen_ms,
+        labels: state.info.labels,
+        anomaly_count: state.anomalies.count,
+        anomalies: state.anomalies.latest,
+      };
     case 'history': {
       const to_ms = message.to_ms ?? now;
       const from_ms = message.from_ms ?? to_ms - HISTORY_WINDOW_MS;

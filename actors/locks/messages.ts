@@ -33,3 +33,34 @@ export interface LockView {
   last_fence_token: number;
   now_ms: number;
 }
+
+/**
+ * The lock directory: one actor per tenant listing every (namespace, key) the tenant has
+ * locked at least once, for the administrators' list (GET /admin/locks). A lock tells it once,
+ * at its first acquisition (through the outbox), so taking and releasing a known lock costs the
+ * directory nothing; the list asks each lock on the page for its live holder.
+ */
+export const LOCK_DIRECTORY_KIND = 'lock-directory';
+
+export function lockDirectoryKey(tenant: string): string {
+  return JSON.stringify([tenant]);
+}
+
+/** Keys a tenant's directory lists; past it, new keys are counted in `unlisted_keys` only. */
+export const LOCK_DIRECTORY_KEYS_MAX = 1_000_000;
+
+export type LockDirectoryMessage =
+  | { op: 'add'; namespace: string; key: string }
+  | { op: 'namespaces'; offset: number; limit: number }
+  | { op: 'keys'; namespace: string; offset: number; limit: number };
+
+export interface LockNamespacesView {
+  total: number;
+  namespaces: { namespace: string; key_count: number }[];
+  unlisted_keys: number;
+}
+
+export interface LockKeysView {
+  total: number;
+  keys: string[];
+}

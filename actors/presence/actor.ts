@@ -1,11 +1,15 @@
 import type { RecordsActorDefinition, SnapshotActorDefinition } from '../../runtime/index.js';
 import { initialMultiplexFlow, stepMultiplexFlow, type MultiplexFlowState } from './flows.js';
+import { loadPresenceDirectory, stepPresenceDirectory, type PresenceDirectoryState } from './directory-state.js';
 import {
   PRESENCE_CONTEXT_KIND,
+  PRESENCE_DIRECTORY_KIND,
   PRESENCE_MULTIPLEX_KIND,
   PRESENCE_SUBJECT_KIND,
   type MultiplexMessage,
   type MultiplexReply,
+  type PresenceDirectoryMessage,
+  type PresenceDirectoryView,
   type PresenceMessage,
   type PresenceReply,
   type SubjectIndexState,
@@ -36,4 +40,12 @@ export const presenceMultiplexActor: SnapshotActorDefinition<MultiplexFlowState 
   storage: 'snapshot',
   initial: initialMultiplexFlow,
   step: stepMultiplexFlow,
+};
+
+/** One per tenant: the tenant's context ids, for the administrators' list. */
+export const presenceDirectoryActor: RecordsActorDefinition<PresenceDirectoryState, PresenceDirectoryMessage, PresenceDirectoryView | undefined> = {
+  kind: PRESENCE_DIRECTORY_KIND,
+  storage: 'records',
+  load: loadPresenceDirectory,
+  step: stepPresenceDirectory,
 };

@@ -309,3 +309,23 @@ export interface SubjectIndexState {
   subject_kind: string | null;
   contexts: Record<string, SubjectContextEntry>;
 }
+
+/**
+ * The presence directory: one actor per tenant listing its context ids, for the
+ * administrators' list (GET /admin/presence/contexts). A context tells it once, through the
+ * outbox, at its creation (an older context at its next change); contexts are never deleted.
+ */
+export const PRESENCE_DIRECTORY_KIND = 'presence-directory';
+
+export function presenceDirectoryKey(tenant: string): string {
+  return JSON.stringify([tenant]);
+}
+
+export type PresenceDirectoryMessage =
+  | { op: 'add'; context_id: string }
+  | { op: 'list'; offset: number; limit: number };
+
+export interface PresenceDirectoryView {
+  total: number;
+  context_ids: string[];
+}

@@ -4,7 +4,10 @@ import {
   activities,
   geoPrecisions,
   overflowPolicies,
+  PRESENCE_DIRECTORY_KIND,
+  presenceDirectoryKey,
   PRESENCE_SUBJECT_KIND,
+  type PresenceDirectoryMessage,
   PRESENCE_MULTIPLEX_KIND,
   presenceLimits,
   presenceSubjectKey,
@@ -57,6 +60,8 @@ import {
 export const ALARM_NAME = 'activity';
 export const ALARM_RESOLUTION_MS = 1000;
 const CONTEXT_SUBKEY = 'context';
+/** Present once the tenant's presence directory was told of the context. */
+const LISTED_SUBKEY = 'listed';
 const SESSION_SUBKEY_PREFIX = 's/';
 
 export const contextDefaults = {
@@ -209,6 +214,8 @@ export interface PresenceState {
   alarmDueMs: number | null;
   /** Highest time seen: turns use max(now, clockMs) so queue order survives a clock step back. */
   clockMs: number;
+  /** The tenant's presence directory was told of this context (record `listed`). */
+  listed: boolean;
 }
 
 interface QueueNode {
@@ -317,6 +324,7 @@ export function emptyPresenceState(tenant: string): PresenceState {
     lastReportedMs: new Map(),
     alarmDueMs: null,
     clockMs: 0,
+    listed: false,
   };
 }
 
@@ -358,6 +366,7 @@ export function loadPresenceState(key: string, records: Iterable<[string, unknow
   const sessions: Session[] = [];
   for (const [subkey, value] of records) {
     if (subkey === CONTEXT_SUBKEY) st.context = value as PresenceContextConfig;
+    else if (subkey === LISTED_SUBKEY) st.listed = true;
     else if (subkey.startsWith(SESSION_SUBKEY_PREFIX)) sessions.push(value as Session);
   }
   // Opening order for listing; queue order (by last heartbeat) follows from
@@ -581,7 +590,28 @@ function alarmChanges(st: PresenceState): TurnResult<PresenceState, PresenceRepl
 
 // ---- the step ----
 
+/** The messages that may change a context: the turns that make sure the directory lists it. */
+const CHANGING_OPS: ReadonlySet<string> = new Set(['create', 'update', 'heartbeat', 'multiplex_heartbeat', 'state', 'leave', 'sweep']);
+
+/**
+ * A context's turn, plus its one message to the tenant's presence directory (through the
+ * outbox, with the `listed` record in the same commit): at creation, or for a context created
+ * before the directory existed, at its first change since.
+ */
 export function stepPresence(st: PresenceState, message: PresenceMessage | AlarmMessage, context: TurnContext): TurnResult<PresenceState, PresenceReply> {
+  const result = stepContextTurn(st, message, context);
+  if (st.listed || !st.context || !CHANGING_OPS.has(message.op)) return result;
+  st.listed = true;
+  const context_id = (JSON.parse(context.key) as [string, string])[1];
+  const add: PresenceDirectoryMessage = { op: 'add', context_id };
+  return {
+    ...result,
+    writes: [...(result.writes ?? []), { subkey: LISTED_SUBKEY, value: 1 }],
+    sends: [...(result.sends ?? []), { kind: PRESENCE_DIRECTORY_KIND, key: presenceDirectoryKey(st.tenant), message: add }],
+  };
+}
+
+function stepContextTurn(st: PresenceState, message: PresenceMessage | AlarmMessage, context: TurnContext): TurnResult<PresenceState, PresenceReply> {
   if (context.now > st.clockMs) st.clockMs = context.now;
   const now = st.clockMs;
   if (isAlarm(message)) {

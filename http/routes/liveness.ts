@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { isServiceError, ServiceError } from '../../runtime/index.js';
 import {
   aggregations,
   LIVENESS_INDEX_KIND,
@@ -12,6 +12,7 @@ import {
   seriesNames,
   type Aggregation,
   type AggregationView,
+  type AnomaliesView,
   type BriefView,
   type HeartbeatAck,
   type HistoryView,
@@ -26,6 +27,7 @@ import {
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { requireAdmin } from './admin.js';
 
 /** Liveness: heartbeats, status, series, uptime (spec doc 1 §4.8; docs/api/liveness.md). */
 
@@ -111,6 +113,39 @@ const ListQuery = Type.Object({
 const ListReply = Type.Object({
   entities: Type.Array(
     Type.Object({ alive: Type.Boolean(), entity_id: Type.String(), last_seen_ms: Type.Integer(), uptime: Type.Number() }),
+  ),
+  total_matched: Type.Integer(),
+});
+
+/** The administrators' list (GET /admin/liveness): each entity on it is also asked for its anomalies. */
+const ADMIN_LIST_LIMIT_MAX = 100;
+const AdminListQuery = Type.Object({
+  tenant: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'The tenant: a user id, or an organization id.' }),
+  uptime_below: ListQuery.properties.uptime_below,
+  range: ListQuery.properties.range,
+  alive: ListQuery.properties.alive,
+  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: ADMIN_LIST_LIMIT_MAX, default: 50 })),
+});
+const AnomalySchema = Type.Object({
+  timestamp_ms: Type.Integer(),
+  latency_ms: Type.Number(),
+  mean_ms: Type.Number(),
+  std_dev_ms: Type.Number(),
+  z_score: Type.Number(),
+  direction: Type.Union([Type.Literal('high'), Type.Literal('low')]),
+  window_samples: Type.Integer(),
+});
+const AdminListReply = Type.Object({
+  entities: Type.Array(
+    Type.Object({
+      entity_id: Type.String(),
+      alive: Type.Boolean(),
+      last_seen_ms: Type.Integer(),
+      uptime: Type.Number(),
+      labels: Type.Record(Type.String(), Type.String()),
+      anomaly_count: Type.Integer({ description: 'Latency anomalies since the entity was first seen.' }),
+      anomalies: Type.Array(AnomalySchema, { description: 'The newest 20, newest first.' }),
+    }),
   ),
   total_matched: Type.Integer(),
 });
@@ -205,6 +240,35 @@ export function livenessRoutes(app: FastifyInstance, services: AppServices): voi
       }),
     );
     return view;
+  });
+
+  app.get<{ Querystring: Static<typeof AdminListQuery> }>('/admin/liveness', {
+    onRequest: authenticate,
+    schema: {
+      ...schema("Admin: a tenant's entities, by entity_id, filtered like the tenant's list, each with its latest latency anomalies.", { querystring: AdminListQuery }, { 200: AdminListReply }, [403]),
+      tags: ['liveness', 'admin'],
+    },
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, range = DAY_S, alive, uptime_below, limit = 50 } = request.query;
+    const query: IndexQuery = { op: 'list', range_ms: range * 1000, alive, uptime_below, limit };
+    const view = await services.actors.ask<IndexListView>(LIVENESS_INDEX_KIND, livenessIndexKey(tenant), query, { readOnly: true });
+    // A scatter-gather of reads: each entity on the page answers its labels, exact last
+    // heartbeat and anomalies. One deleted meanwhile is left out.
+    const entities = await Promise.all(
+      view.entities.map((brief) =>
+        services.actors
+          .ask<AnomaliesView>(LIVENESS_KIND, livenessActorKey(tenant, brief.entity_id), { op: 'anomalies' }, { readOnly: true })
+          .then(
+            (own) => ({ ...own, alive: brief.alive, last_seen_ms: Math.max(brief.last_seen_ms, own.last_seen_ms), uptime: brief.uptime }),
+            (error: unknown) => {
+              if (isServiceError(error) && error.code === 'not_found') return null;
+              throw error;
+            },
+          ),
+      ),
+    );
+    return { entities: entities.filter((entity) => entity !== null), total_matched: view.total_matched };
   });
 
   app.post<{ Body: Static<typeof HeartbeatBody> }>(base, {

@@ -1,10 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { LOCK_KIND, lockActorKey, type LockHolder, type LockMessage, type LockView } from '../../actors/locks/messages.js';
+import { LOCK_DIRECTORY_KIND, LOCK_KIND, lockActorKey, lockDirectoryKey, type LockHolder, type LockKeysView, type LockMessage, type LockNamespacesView, type LockView } from '../../actors/locks/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
-import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { requireAdmin } from './admin.js';
 
 /** Distributed locks with fencing tokens (spec doc 1 §4.7, conventions "Distributed locks"). */
 const NAME = Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
@@ -59,6 +60,27 @@ const ExtendedLock = Type.Object({
 
 type LockParams = Static<typeof Params>;
 
+/** The administrators' list (GET /admin/locks...): a tenant is a user id or an organization id. */
+const TENANT = Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'The tenant: a user id, or an organization id.' });
+const AdminPaging = {
+  page: Type.Optional(Type.Integer({ minimum: 0, description: '1-based; 0 reads as 1.' })),
+  page_size: Type.Optional(Type.Integer({ minimum: 0, description: 'Default 20, capped at 100.' })),
+};
+const NamespacesQuery = Type.Object({ tenant: TENANT, ...AdminPaging });
+const AdminLocksQuery = Type.Object({ tenant: TENANT, namespace: NAME, ...AdminPaging });
+const NamespacesPage = Type.Object({
+  pagination: Pagination,
+  namespaces: Type.Array(Type.Object({ namespace: Type.String(), key_count: Type.Integer({ description: 'Keys of the namespace ever locked.' }) })),
+  unlisted_keys: Type.Integer({ description: 'Keys not listed because the tenant passed 1,000,000 listed keys.' }),
+});
+const AdminLocksPage = Type.Object({ pagination: Pagination, locks: Type.Array(LockStatus) });
+
+function adminPaging(query: { page?: number; page_size?: number }) {
+  const page = Math.max(1, query.page ?? 1);
+  const page_size = Math.min(100, query.page_size || 20);
+  return { page, page_size, offset: (page - 1) * page_size };
+}
+
 function acquiredShape(params: LockParams, holder: LockHolder) {
   return {
     lock_id: holder.lock_id,
@@ -73,12 +95,73 @@ function acquiredShape(params: LockParams, holder: LockHolder) {
   };
 }
 
+function statusShape(params: LockParams, view: LockView) {
+  const holder = view.holder;
+  return {
+    namespace: params.namespace,
+    key: params.key,
+    is_locked: holder !== null,
+    lock_id: holder?.lock_id ?? null,
+    owner_id: holder?.owner_id ?? null,
+    fence_token: holder?.fence_token ?? view.last_fence_token,
+    acquired_at: isoTime(holder?.acquired_at_ms),
+    expires_at: isoTime(holder?.expires_at_ms),
+    time_remaining_ms: holder ? Math.max(0, holder.expires_at_ms - view.now_ms) : 0,
+    metadata: holder?.metadata ?? null,
+  };
+}
+
 export function lockRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const path = '/api/v1/distributed-state/:namespace/:key/lock';
   const ask = (tenant: string, params: LockParams, message: LockMessage) =>
     // A status read is safe to send again if its first delivery's outcome is unknown (cluster failover).
     services.actors.ask<LockView>(LOCK_KIND, lockActorKey(tenant, params.namespace, params.key), message, { readOnly: message.op === 'status' });
+
+  app.get<{ Querystring: Static<typeof NamespacesQuery> }>('/admin/locks/namespaces', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['locks', 'admin'],
+      summary: 'Admin: the namespaces a tenant has locked keys in, with their key counts, in name order.',
+      security: bearerSecurity,
+      querystring: NamespacesQuery,
+      response: { 200: NamespacesPage, ...errorResponses(...bearerErrors, 403) },
+    },
+  }, async (request) => {
+    requireAdmin(request);
+    const { page, page_size, offset } = adminPaging(request.query);
+    const view = await services.actors.ask<LockNamespacesView>(
+      LOCK_DIRECTORY_KIND,
+      lockDirectoryKey(request.query.tenant),
+      { op: 'namespaces', offset, limit: page_size },
+      { readOnly: true },
+    );
+    return { pagination: { page, page_size, total: view.total, has_more: offset + page_size < view.total }, namespaces: view.namespaces, unlisted_keys: view.unlisted_keys };
+  });
+
+  app.get<{ Querystring: Static<typeof AdminLocksQuery> }>('/admin/locks', {
+    onRequest: authenticate,
+    schema: {
+      tags: ['locks', 'admin'],
+      summary: "Admin: a tenant's locks in one namespace, in key order, each with its live holder, fence token and expiry.",
+      security: bearerSecurity,
+      querystring: AdminLocksQuery,
+      response: { 200: AdminLocksPage, ...errorResponses(...bearerErrors, 403) },
+    },
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, namespace } = request.query;
+    const { page, page_size, offset } = adminPaging(request.query);
+    const listed = await services.actors.ask<LockKeysView>(LOCK_DIRECTORY_KIND, lockDirectoryKey(tenant), { op: 'keys', namespace, offset, limit: page_size }, { readOnly: true });
+    // A scatter-gather of reads: each lock on the page answers its live holder.
+    const views = await Promise.all(
+      listed.keys.map((key) => services.actors.ask<LockView>(LOCK_KIND, lockActorKey(tenant, namespace, key), { op: 'status' }, { readOnly: true })),
+    );
+    return {
+      pagination: { page, page_size, total: listed.total, has_more: offset + page_size < listed.total },
+      locks: views.map((view, index) => statusShape({ namespace, key: listed.keys[index]! }, view)),
+    };
+  });
 
   app.get<{ Params: LockParams }>(path, {
     onRequest: authenticate,
@@ -91,20 +174,7 @@ export function lockRoutes(app: FastifyInstance, services: AppServices): void {
     },
   }, async (request) => {
     const principal = requirePrincipal(request);
-    const view = await ask(principal.tenant, request.params, { op: 'status' });
-    const holder = view.holder;
-    return {
-      namespace: request.params.namespace,
-      key: request.params.key,
-      is_locked: holder !== null,
-      lock_id: holder?.lock_id ?? null,
-      owner_id: holder?.owner_id ?? null,
-      fence_token: holder?.fence_token ?? view.last_fence_token,
-      acquired_at: isoTime(holder?.acquired_at_ms),
-      expires_at: isoTime(holder?.expires_at_ms),
-      time_remaining_ms: holder ? Math.max(0, holder.expires_at_ms - view.now_ms) : 0,
-      metadata: holder?.metadata ?? null,
-    };
+    return statusShape(request.params, await ask(principal.tenant, request.params, { op: 'status' }));
   });
 
   app.post<{ Params: LockParams; Body: Static<typeof AcquireBody> }>(path, {

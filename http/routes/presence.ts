@@ -1,13 +1,15 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import type { FastifyInstance } from 'fastify';
-import { randomId, ServiceError } from '../../runtime/index.js';
+import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
 import {
   activities,
   cognitiveStates,
   geoPrecisions,
   overflowPolicies,
   PRESENCE_CONTEXT_KIND,
+  PRESENCE_DIRECTORY_KIND,
+  presenceDirectoryKey,
   PRESENCE_MULTIPLEX_KIND,
   PRESENCE_SUBJECT_KIND,
   presenceContextKey,
@@ -34,10 +36,12 @@ import {
   type SubjectMessage,
   type SubjectPresenceReply,
   type SweepReply,
+  type PresenceDirectoryView,
 } from '../../actors/presence/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
-import { bearerErrors, bearerSecurity, errorResponses, isoTime } from '../schemas.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
+import { requireAdmin } from './admin.js';
 
 /** Presence (spec doc 1 §2 Presence, §3 Presence session, §4.9; docs/api/presence.md). */
 
@@ -259,6 +263,13 @@ function itemErrors(errors: ErrorObject[] | null | undefined, prefix: string) {
 
 type ContextParamsT = Static<typeof ContextParams>;
 
+/** The administrators' list (GET /admin/presence/contexts): a tenant is a user id or an organization id. */
+const AdminContextsQuery = Type.Object({
+  tenant: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'The tenant: a user id, or an organization id.' }),
+  page: Type.Optional(Type.Integer({ minimum: 0, description: '1-based; 0 reads as 1.' })),
+  page_size: Type.Optional(Type.Integer({ minimum: 0, description: 'Default 20, capped at 100.' })),
+});
+
 export function presenceRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const askContext = <Reply>(tenant: string, context_id: string, message: PresenceMessage) =>
@@ -291,6 +302,33 @@ export function presenceRoutes(app: FastifyInstance, services: AppServices): voi
       },
     });
     return reply.code(201).send(contextShape(view.context));
+  });
+
+  app.get<{ Querystring: Static<typeof AdminContextsQuery> }>('/admin/presence/contexts', {
+    ...route("Admin: a tenant's contexts in id order, each with its occupancy now.", { querystring: AdminContextsQuery }, {
+      200: Type.Object({ pagination: Pagination, contexts: Type.Array(ContextWithOccupancy) }),
+      ...errorResponses(...bearerErrors, 403),
+    }),
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant } = request.query;
+    const page = Math.max(1, request.query.page ?? 1);
+    const page_size = Math.min(100, request.query.page_size || 20);
+    const offset = (page - 1) * page_size;
+    const listed = await services.actors.ask<PresenceDirectoryView>(PRESENCE_DIRECTORY_KIND, presenceDirectoryKey(tenant), { op: 'list', offset, limit: page_size }, { readOnly: true });
+    // A scatter-gather of reads: each context on the page answers its settings and occupancy.
+    const views = await Promise.all(
+      listed.context_ids.map((context_id) =>
+        services.actors.ask<ContextView>(PRESENCE_CONTEXT_KIND, presenceContextKey(tenant, context_id), { op: 'get' }, { readOnly: true }).catch((error: unknown) => {
+          if (isServiceError(error) && error.code === 'not_found') return null;
+          throw error;
+        }),
+      ),
+    );
+    return {
+      pagination: { page, page_size, total: listed.total, has_more: offset + page_size < listed.total },
+      contexts: views.filter((view) => view !== null).map((view) => ({ context: contextShape(view.context), occupancy: view.occupancy })),
+    };
   });
 
   app.get<{ Params: ContextParamsT }>('/api/v1/presence/contexts/:context_id', route(

@@ -22,10 +22,12 @@ import {
   type RoomMessage,
   type RoomSummary,
 } from '../../actors/waiting-rooms/messages.js';
+import { isServiceError } from '../../runtime/index.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { parseListFilters } from '../list-filters.js';
+import { requireAdmin } from './admin.js';
 
 /** Waiting rooms (spec doc 1 §2, §3 and §4.10; conventions "Waiting room"). Reference: docs/api/waiting-rooms.md. */
 const ROOM_ID = Type.String({ minLength: 1, maxLength: limits.room_id_length_max, pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]*$' });
@@ -256,6 +258,14 @@ const AnalyticsReply = Type.Object({
 
 type RoomParamsT = Static<typeof RoomParams>;
 
+/** The administrators' list (GET /admin/waiting-rooms): one tenant's rooms with their statistics. */
+const AdminListQuery = Type.Object({
+  tenant: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'The tenant: a user id, or an organization id.' }),
+  q: Type.Optional(Type.String({ maxLength: limits.room_id_length_max, description: 'Case-insensitive substring of room_id.' })),
+  page: Type.Optional(Type.Integer({ minimum: 0 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+
 // ---- shaping (epoch-ms from the actor -> RFC 3339 on the wire) ----
 
 function roomFields(room: RoomConfig) {
@@ -338,6 +348,44 @@ export function waitingRoomRoutes(app: FastifyInstance, services: AppServices): 
     return {
       pagination: { page, page_size, total: view.total, has_more: page * page_size < view.total },
       rooms: view.rooms.map(summaryShape),
+    };
+  });
+
+  app.get<{ Querystring: Static<typeof AdminListQuery> }>('/admin/waiting-rooms', {
+    onRequest: authenticate,
+    schema: {
+      tags: [...tags, 'admin'],
+      summary: "Admin: a tenant's rooms (newest first) with their statistics: waiting, active, admitted, admission rate.",
+      security: bearerSecurity,
+      querystring: AdminListQuery,
+      response: { 200: Type.Object({ pagination: Pagination, rooms: Type.Array(RoomDetail) }), ...errorResponses(...bearerErrors, 403) },
+    },
+  }, async (request) => {
+    requireAdmin(request);
+    const { tenant, q } = request.query;
+    const page = Math.max(1, request.query.page ?? 1);
+    const page_size = Math.min(100, request.query.page_size || 20);
+    const view = await services.actors.ask<RoomListView>(
+      WAITING_ROOM_DIRECTORY_KIND,
+      waitingRoomDirectoryKey(tenant),
+      { op: 'list', query: { q, page, page_size } },
+      { readOnly: true },
+    );
+    // A scatter-gather of reads: each room on the page answers its live statistics. A room
+    // deleted since the directory answered is left out.
+    const details = await Promise.all(
+      view.rooms.map((summary) =>
+        services.actors
+          .ask<RoomDetailView>(WAITING_ROOM_KIND, waitingRoomKey(tenant, summary.room_id), { op: 'get' }, { readOnly: true })
+          .catch((error: unknown) => {
+            if (isServiceError(error) && error.code === 'not_found') return null;
+            throw error;
+          }),
+      ),
+    );
+    return {
+      pagination: { page, page_size, total: view.total, has_more: page * page_size < view.total },
+      rooms: details.filter((detail) => detail !== null).map((detail) => ({ ...roomFields(detail.room), statistics: detail.statistics })),
     };
   });
 

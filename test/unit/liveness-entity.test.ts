@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isServiceError, type AlarmChange, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import {
+  ANOMALIES_KEPT,
   ANOMALY_EVENT,
   LIVENESS_INDEX_KIND,
   livenessActorKey,
@@ -10,6 +11,7 @@ import {
   parseWindow,
   STATUS_CHANGED_EVENT,
   type AggregationView,
+  type AnomaliesView,
   type HistoryView,
   type LatencyView,
   type LivenessMessage,
@@ -508,6 +510,33 @@ describe('liveness entity: anomaly rule', () => {
     const anomalies = (spike.events ?? []).filter((e) => e.type === ANOMALY_EVENT);
     expect(anomalies).toHaveLength(1);
     expect(anomalies[0].data).toMatchObject({ entity_id: 'sensor', tenant: 'tenant-z', latency_ms: 400, direction: 'high', timestamp_ms: T0 + 31 * S });
+  });
+
+  it('keeps the newest anomalies for the administrators\' list, across a reload, and forgets them on delete', () => {
+    const h = new EntityHarness('tenant-z', 'sensor');
+    steady.forEach((latency, i) => h.heartbeatWithLatency(T0 + i * S, latency));
+    h.heartbeatWithLatency(T0 + 30 * S, 400);
+    // Sixty steady samples push the outlier out of the window; then a low one.
+    for (let i = 0; i < 60; i++) h.heartbeatWithLatency(T0 + (31 + i) * S, steady[i % 30]!);
+    h.heartbeatWithLatency(T0 + 91 * S, 1);
+    const view = h.read<AnomaliesView>({ op: 'anomalies' }, T0 + 92 * S);
+    expect(view.anomaly_count).toBe(2);
+    expect(view.anomalies.map((a) => [a.timestamp_ms, a.direction])).toEqual([
+      [T0 + 91 * S, 'low'],
+      [T0 + 30 * S, 'high'],
+    ]);
+    h.reload();
+    expect(h.read<AnomaliesView>({ op: 'anomalies' }, T0 + 92 * S)).toEqual(view);
+    for (let i = 0; i < ANOMALIES_KEPT + 5; i++) {
+      for (let j = 0; j < 60; j++) h.heartbeatWithLatency(T0 + (100 + i * 70 + j) * S, steady[j % 30]!);
+      h.heartbeatWithLatency(T0 + (100 + i * 70 + 65) * S, 900);
+    }
+    const many = h.read<AnomaliesView>({ op: 'anomalies' }, T0 + 2 * H);
+    expect(many.anomalies[0]!.latency_ms).toBe(900);
+    expect(many.anomalies).toHaveLength(ANOMALIES_KEPT);
+    expect(many.anomaly_count).toBeGreaterThanOrEqual(ANOMALIES_KEPT + 5);
+    h.step({ op: 'delete' }, T0 + 2 * H);
+    expect(h.records.has('anomalies')).toBe(false);
   });
 });
 

@@ -14,7 +14,7 @@ import { codeOf, fixedContext } from '../helpers/step.js';
 /** Pure step tests of the lock: a fixed context, no runtime, no disk, no clock. */
 const T0 = Date.UTC(2026, 0, 1);
 
-const contextAt = (now: number): TurnContext => fixedContext(now, 'lock', 'k');
+const contextAt = (now: number): TurnContext => fixedContext(now, 'lock', lockActorKey('t', 'ns', 'k'));
 
 function step(state: LockState, message: LockMessage | { op: '$alarm'; name: string; due_ms: number }, now: number): TurnResult<LockState, LockView> {
   return stepLock(state, message, contextAt(now));
@@ -76,7 +76,7 @@ describe('lock step', () => {
   it('releases: holder gone, fence counter kept, alarm cancelled', () => {
     const held = step(initialLockState(), { op: 'acquire', owner_id: 'a', ttl_seconds: 30 }, T0).state;
     const released = step(held, { op: 'release', lock_id: held.holder!.lock_id, owner_id: 'a' }, T0 + 1);
-    expect(released.state).toEqual({ holder: null, last_fence_token: 1 });
+    expect(released.state).toEqual({ holder: null, last_fence_token: 1, listed: true });
     expect(released.alarms).toEqual([{ name: EXPIRY_ALARM, due_ms: null }]);
   });
 
@@ -104,7 +104,7 @@ describe('lock step', () => {
     const early = step(held, { op: '$alarm', name: EXPIRY_ALARM, due_ms: T0 + 5_000 }, T0 + 5_000);
     expect(early.state).toBe(held);
     const fired = step(held, { op: '$alarm', name: EXPIRY_ALARM, due_ms: T0 + 10_000 }, T0 + 10_000);
-    expect(fired.state).toEqual({ holder: null, last_fence_token: 1 });
+    expect(fired.state).toEqual({ holder: null, last_fence_token: 1, listed: true });
     const onFree = step(fired.state, { op: '$alarm', name: EXPIRY_ALARM, due_ms: T0 + 10_000 }, T0 + 20_000);
     expect(onFree.state).toBe(fired.state);
   });

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { isServiceError, type TurnResult } from '../../runtime/index.js';
 import {
   PRESENCE_CONTEXT_KIND,
+  PRESENCE_DIRECTORY_KIND,
+  presenceDirectoryKey,
   PRESENCE_SUBJECT_KIND,
   presenceContextKey,
   presenceLimits,
@@ -15,6 +17,7 @@ import {
   type LeaveReply,
   type ListReply,
   type NearbyReply,
+  type PresenceDirectoryMessage,
   type PresenceMessage,
   type PresenceReply,
   type StateReply,
@@ -41,6 +44,7 @@ function harness(options: { tenant?: string; id?: string } = {}) {
   let alarm: number | null = null;
   const sends: SubjectSeenMessage[] = [];
   const sendKeys: string[] = [];
+  const directoryAdds: { key: string; message: PresenceDirectoryMessage }[] = [];
 
   function turn<R extends PresenceReply>(message: PresenceMessage | { op: '$alarm'; name: string; due_ms: number }, now: number): TurnResult<PresenceState, R> & { reply: R } {
     const result = stepPresence(state, message, { now, kind: PRESENCE_CONTEXT_KIND, key, request_id: null, newId: (prefix = '') => `${prefix}${++idCounter}` });
@@ -54,6 +58,10 @@ function harness(options: { tenant?: string; id?: string } = {}) {
       alarm = change.due_ms;
     }
     for (const send of result.sends ?? []) {
+      if (send.kind === PRESENCE_DIRECTORY_KIND) {
+        directoryAdds.push(send as { key: string; message: PresenceDirectoryMessage });
+        continue;
+      }
       expect(send.kind).toBe(PRESENCE_SUBJECT_KIND);
       sends.push(send.message as SubjectSeenMessage);
       sendKeys.push(send.key);
@@ -66,6 +74,7 @@ function harness(options: { tenant?: string; id?: string } = {}) {
     records,
     sends,
     sendKeys,
+    directoryAdds,
     get state() {
       return state;
     },
@@ -122,7 +131,23 @@ describe('context create and update', () => {
       version: 1,
     });
     expect(view.occupancy).toMatchObject({ active: 0, total: 0, occupancy_state: 'open', capacity_remaining: 10_000 });
-    expect([...h.records.keys()]).toEqual(['context']);
+    expect([...h.records.keys()]).toEqual(['context', 'listed']);
+    // The creation tells the tenant's directory, once.
+    expect(h.directoryAdds).toEqual([{ kind: PRESENCE_DIRECTORY_KIND, key: presenceDirectoryKey('tenant-a'), message: { op: 'add', context_id: 'room-1' } }]);
+    h.heartbeat({ subject: { id: 'u', kind: 'user' } }, T0);
+    expect(h.directoryAdds).toHaveLength(1);
+  });
+
+  it('a context created before the directory existed is listed at its next change, not on a read', () => {
+    const h = harness();
+    h.create({}, T0);
+    h.records.delete('listed');
+    h.reload();
+    h.count(T0);
+    expect(h.directoryAdds).toHaveLength(1);
+    h.heartbeat({ subject: { id: 'u', kind: 'user' } }, T0);
+    expect(h.directoryAdds).toHaveLength(2);
+    expect(h.records.has('listed')).toBe(true);
   });
 
   it('refuses a second create of the same id', () => {
@@ -301,7 +326,7 @@ describe('activity: idle, stale, expiry (fixed clock)', () => {
     expect(h.sweep(T0 + 25 * S).reply.transitions).toEqual({ [a]: 'stale' });
     const b = h.heartbeat({ subject: user('b') }, T0 + 26 * S).reply.session_id;
     expect(h.sweep(T0 + 26 * S + 40 * S).reply).toMatchObject({ transitions: {}, expired: [a, b] });
-    expect(h.records.size).toBe(1);
+    expect([...h.records.keys()]).toEqual(['context', 'listed']);
   });
 
   it('a heartbeat makes an idle or stale session active again', () => {
@@ -339,7 +364,7 @@ describe('activity: idle, stale, expiry (fixed clock)', () => {
     expect(h.state.sessions.size).toBe(0);
     // Nothing left: the alarm was not re-armed.
     expect(h.alarm).toBeNull();
-    expect(h.records.size).toBe(1);
+    expect([...h.records.keys()]).toEqual(['context', 'listed']);
   });
 
   it('leaves a heartbeat-driven context with at most one alarm write per wake-up', () => {
@@ -511,7 +536,7 @@ describe('leave, list, count', () => {
     expect(h.turn<LeaveReply>({ op: 'leave', session_id: ids.b }, T0 + 13 * S).reply.removed_sessions).toBe(0);
     expect(h.turn<LeaveReply>({ op: 'leave', subject_id: 'alice' }, T0 + 14 * S).reply.removed_sessions).toBe(2);
     expect(h.list(T0 + 14 * S).sessions.map((s) => s.session_id)).toEqual([ids.w]);
-    expect([...h.records.keys()].sort()).toEqual(['context', `s/${ids.w}`]);
+    expect([...h.records.keys()].sort()).toEqual(['context', 'listed', `s/${ids.w}`]);
   });
 
   it('subject_presence answers the exact last heartbeat of a live subject', () => {

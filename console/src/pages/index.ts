@@ -1,6 +1,9 @@
 import type { ComponentType } from 'preact';
 import { ClusterPage } from './cluster.js';
 import { HealthPage } from './health.js';
+import { CoordinationPage } from './coordination.js';
+import { OrganizationsPage } from './organizations.js';
+import { UsersPage } from './users.js';
 import { JobsPage } from './jobs.js';
 import { MessageQueuesPage } from './message-queues.js';
 import { WebhooksPage } from './webhooks.js';
@@ -19,6 +22,9 @@ export interface ConsolePage {
 export const pages: ConsolePage[] = [
   { path: 'cluster', title: 'Cluster', component: ClusterPage },
   { path: 'health', title: 'Health and throughput', component: HealthPage },
+  { path: 'users', title: 'Users', component: UsersPage },
+  { path: 'organizations', title: 'Organizations', component: OrganizationsPage },
+  { path: 'coordination', title: 'Coordination', component: CoordinationPage },
   { path: 'jobs', title: 'Job queues', component: JobsPage },
   { path: 'message-queues', title: 'Message queues', component: MessageQueuesPage },
   { path: 'webhooks', title: 'Webhooks', component: WebhooksPage },

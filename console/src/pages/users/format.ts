@@ -1,0 +1,29 @@
+import { ApiError } from '../../api.js';
+
+/** An error as one line for the page: the API's message with its stable code. */
+export function errorText(error: unknown): string {
+  if (error instanceof ApiError) return `${error.message} (${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** An RFC 3339 time as the browser's local date and time; '-' for none. */
+export function when(iso: string | null | undefined): string {
+  return iso ? new Date(iso).toLocaleString() : '-';
+}
+
+/** A query string from the fields that have a value. */
+export function query(fields: Record<string, string | number | boolean | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) {
+    if (value !== undefined && value !== '') params.set(name, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+export interface Pagination {
+  page: number;
+  page_size: number;
+  total: number;
+  has_more: boolean;
+}
