@@ -66,6 +66,8 @@ export interface NodeConfig {
   webhookAllowPrivateTargets: boolean;
   /** The operator console's static assets at /console/ (CONSOLE_UI=0 turns them off; docs/console.md). */
   consoleUi: boolean;
+  /** The interactive API reference at /docs (DOCS_UI=0 turns it off; /openapi.json stays). */
+  docsUi: boolean;
   /**
    * Vault: the key that seals attestation content keys (VAULT_SEAL_KEY, base64 of 32 bytes).
    * Empty: the embedded node keeps one in DATA_DIR/vault-seal.key; a cluster node needs it set.
@@ -268,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     jobDeliveryConcurrency: intFrom(env, 'JOB_DELIVERY_CONCURRENCY', 256, 1, 4_096),
     webhookAllowPrivateTargets: intFrom(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 0, 0, 1) === 1,
     consoleUi: intFrom(env, 'CONSOLE_UI', 1, 0, 1) === 1,
+    docsUi: intFrom(env, 'DOCS_UI', 1, 0, 1) === 1,
     vaultSealKey: vaultSealKeyFrom(env.VAULT_SEAL_KEY),
     ...x402From(env),
     throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
