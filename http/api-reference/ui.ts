@@ -17,8 +17,9 @@ export async function registerDocsUi(app: FastifyInstance, enabled: boolean): Pr
       docExpansion: 'none',
       // The filter box searches tags: "locks", "mq", ...
       filter: true,
-      // Typed once, the token stays for the tab's operations (it lives in the browser's storage only).
-      persistAuthorization: true,
+      // The token typed into "Authorize" lives in the page only: not kept in the browser's storage
+      // after the tab closes (Swagger UI's persistAuthorization stays off).
+      persistAuthorization: false,
       displayRequestDuration: true,
     },
   });
