@@ -77,9 +77,9 @@ function openApiPath(url: string): string {
  *   (the area's model and "not shown" decisions); docs/api/common.md joins the document's description;
  * - request body examples: the JSON its docs page shows for it, when that JSON is a valid body,
  *   and one built from the body schema (request-example.ts).
- * `app.swagger()` is wrapped: every reader of the JSON document (/openapi.json, /docs/json) gets it
- * enriched, whatever transforms the swagger registration has (the YAML form, /docs/yaml, is not). Registered before the routes: the
- * onRoute hook sees only the routes added after it.
+ * `app.swagger()` is wrapped: every reader of the JSON document (/openapi.json, /docs/json) gets
+ * it enriched, whatever transforms the swagger registration has (the YAML form, /docs/yaml, is
+ * not). Registered before the routes: the onRoute hook sees only the routes added after it.
  */
 export function registerOpenApiEnrichment(app: FastifyInstance): void {
   const facts = new Map<string, RouteFacts>();
@@ -136,13 +136,23 @@ export function registerOpenApiEnrichment(app: FastifyInstance): void {
     }
   };
 
+  /** The body's validator; null for a schema this ajv cannot compile alone (a `$ref` to a shared schema): no page example then. */
+  const compiled = (body: JsonSchema): ValidateFunction | null => {
+    try {
+      return ajv.compile(body);
+    } catch (error) {
+      app.log.debug({ err: error }, 'request body schema not compiled for the API reference');
+      return null;
+    }
+  };
+
   const bodyExamples = (body: JsonSchema, parts: { file: string; text: string }[], written: unknown): Record<string, { summary: string; value: unknown }> => {
     const examples: Record<string, { summary: string; value: unknown }> = {};
     // An example written in the route's schema comes first.
     if (written !== undefined) examples.route = { summary: 'From the route schema', value: written };
     const candidates = parts.flatMap((part) => jsonBlocks(part.text).map((value) => ({ file: part.file, value })));
     // Compiled only where the page shows JSON (compiling all 150 bodies would double the document's build time).
-    const validate = candidates.length > 0 ? ajv.compile(body) : null;
+    const validate = candidates.length > 0 ? compiled(body) : null;
     const fromDocs = validate && candidates.find(({ value }) => isBodyExample(value, body, validate));
     if (fromDocs) examples.docs = { summary: `From docs/api/${fromDocs.file}`, value: fromDocs.value };
     // Valid by construction for the schemas the routes use; test/http/api-reference.test.ts validates every one.
