@@ -6,6 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCpuMeter } from './support/cpu-meter.js';
 import type { RunOneMessage } from './support/run-one.js';
+import { FILE_POSITION_ENV, formatRunProgress, type Position } from './support/progress-format.js';
 import { isFailedRow, progress } from './support/scenarios.js';
 import { formatMarkdownTable, formatTable } from './support/table.js';
 import type { BenchRow } from './types.js';
@@ -28,14 +29,16 @@ const projectRoot = dirname(dirname(benchDir));
 const runOne = join(benchDir, 'support', 'run-one.js');
 const fileTimeout_ms = Number(process.env.BENCH_FILE_TIMEOUT_SECONDS ?? 300) * 1000;
 
-function runFile(file: string): Promise<BenchRow[]> {
+function runFile(file: string, position: Position): Promise<BenchRow[]> {
   const area = basename(file, '.bench.js');
   const failed = (message: string): BenchRow[] => [{ area, scenario: 'run()', value: Number.NaN, unit: '', note: `FAILED: ${message}` }];
   const execArgv = ['--expose-gc'];
   if (process.env.BENCH_CPU_PROF === '1') execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(projectRoot, '.bench-data', 'profiles')}`);
   return new Promise((resolve) => {
     // The child's stdout goes to our stderr: stdout is the table only.
-    const child = fork(runOne, [file], { execArgv, stdio: ['ignore', 2, 2, 'ipc'] });
+    // Its progress lines say where in the run it is ("[3/12] mq 2/6: ...").
+    const env = { ...process.env, [FILE_POSITION_ENV]: `${position.index}/${position.count}` };
+    const child = fork(runOne, [file], { execArgv, env, stdio: ['ignore', 2, 2, 'ipc'] });
     let result: RunOneMessage | undefined;
     const timer = setTimeout(() => {
       process.stderr.write(`[bench] ${area}: no result after ${fileTimeout_ms / 1000} s, killing it\n`);
@@ -77,12 +80,15 @@ async function main(): Promise<number> {
     progress(`warning: other processes used ${other_cores_before_start} cores just before the start; they will skew the figures`);
   }
   const rows: BenchRow[] = [];
-  for (const name of files) {
+  const doneSeconds: number[] = [];
+  for (const [index, name] of files.entries()) {
     const fileStarted_ms = performance.now();
-    progress(`=== ${name}`);
-    const produced = await runFile(join(benchDir, name));
+    const position = { index: index + 1, count: files.length };
+    progress(`=== ${formatRunProgress(position, name, doneSeconds)}`);
+    const produced = await runFile(join(benchDir, name), position);
     rows.push(...produced);
-    progress(`=== ${name}: ${produced.length} rows in ${((performance.now() - fileStarted_ms) / 1000).toFixed(1)} s`);
+    doneSeconds.push((performance.now() - fileStarted_ms) / 1000);
+    progress(`=== ${name}: ${produced.length} rows in ${doneSeconds[index]!.toFixed(1)} s`);
   }
   const failures = rows.filter(isFailedRow);
   const total_s = (performance.now() - started_ms) / 1000;

@@ -4,6 +4,7 @@ import { Etcd3 } from 'etcd3';
 import { clusterKeys, type ClusterConfigRecord, type ClusterKeys, type IsrRecord, type LeaderRecord, type MemberRecord, type NodeStatus } from './etcd-keys.js';
 import { requestDrain } from './drain-request.js';
 import { replicaSet } from './placement.js';
+import { estimateProgress, formatProgress, RATE_WINDOW_MS, shouldPrintLine, type ProgressSample } from './progress.js';
 
 /**
  * The operator CLI: `npm run cluster -- <command>`. Reads (and for drain and
@@ -20,6 +21,8 @@ Commands:
                                    waits until it leads none
   rebalance [--timeout 60]         ask every leader to move partitions to their preferred node;
                                    waits until every partition is led by it
+  drain and rebalance show their progress on stderr while they wait (partitions moved out
+  of the total, time left): redrawn in place on a terminal, as lines otherwise
 
 Environment:
   ETCD_ENDPOINTS   comma-separated etcd client URLs (required), e.g. http://127.0.0.1:2379
@@ -30,12 +33,60 @@ Exit codes: 0 ok, 1 failure or timeout, 2 usage.`;
 export interface CliIo {
   out(line: string): void;
   err(line: string): void;
+  /** Progress of a drain or rebalance (`done` of its total so far); `final` once it ends. Optional: tests may leave it out. */
+  progress?(line: string, done: number, final: boolean): void;
 }
 
-const consoleIo: CliIo = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-};
+/** Off a terminal, a progress line at least this often while the count stands still. */
+const PROGRESS_LINE_PERIOD_MS = 10_000;
+
+/**
+ * stdout keeps the command's results; progress goes to stderr: redrawn in place on a terminal
+ * (cleared before any stdout line, so the two never share a line), as periodic lines otherwise.
+ */
+function consoleIoFor(stderr: NodeJS.WriteStream): CliIo {
+  let drawn = false;
+  let previous: { done: number; at_ms: number } | null = null;
+  const clear = () => {
+    if (drawn) stderr.write('\r\x1b[K');
+    drawn = false;
+  };
+  return {
+    out: (line) => {
+      clear();
+      process.stdout.write(`${line}\n`);
+    },
+    err: (line) => {
+      clear();
+      stderr.write(`${line}\n`);
+    },
+    progress: (line, done, final) => {
+      if (stderr.isTTY) {
+        stderr.write(`\r${line}\x1b[K${final ? '\n' : ''}`);
+        drawn = !final;
+        return;
+      }
+      const now = Date.now();
+      if (!final && !shouldPrintLine(previous, done, now, PROGRESS_LINE_PERIOD_MS)) return;
+      stderr.write(`${line}\n`);
+      previous = { done, at_ms: now };
+    },
+  };
+}
+
+const consoleIo: CliIo = consoleIoFor(process.stderr);
+
+/** Samples the count done at each poll and reports the progress line with its ETA. */
+function progressReporter(io: CliIo, label: string) {
+  const samples: ProgressSample[] = [];
+  return (done: number, total: number, final = false) => {
+    const now = Date.now();
+    samples.push({ at_ms: now, done });
+    // The estimate reads only the last RATE_WINDOW_MS and the first sample.
+    while (samples.length > 2 && samples[1]!.at_ms < now - RATE_WINDOW_MS) samples.splice(1, 1);
+    io.progress?.(formatProgress(label, estimateProgress(samples, total)), done, final);
+  };
+}
 
 class UsageError extends Error {}
 
@@ -310,6 +361,9 @@ async function drain(ctx: Context): Promise<number> {
     return 1;
   }
   ctx.io.out(`drain of ${node} requested`);
+  // Progress: of the partitions the node led when asked, those now led by another node.
+  const handing = [...before.leaders.entries()].filter(([, leader]) => leader.node_id === node).map(([partition]) => partition);
+  const progress = progressReporter(ctx.io, `drain ${node}`);
   const deadline = Date.now() + ctx.args.timeout_s * 1000;
   let lastLine = '';
   for (;;) {
@@ -318,7 +372,13 @@ async function drain(ctx: Context): Promise<number> {
     const member = snapshot.members.find((m) => m.node_id === node);
     // Done when the node leads nothing and every partition it handed over has its new leader.
     const leaderless = led === 0 ? statusReport(snapshot).leaderless : [];
-    if (led === 0 && leaderless.length === 0) {
+    const moved = handing.filter((partition) => {
+      const leader = snapshot.leaders.get(partition);
+      return leader !== undefined && leader.node_id !== node;
+    }).length;
+    const finished = led === 0 && leaderless.length === 0;
+    if (handing.length > 0) progress(moved, handing.length, finished || Date.now() > deadline);
+    if (finished) {
       if (!member) ctx.io.out(`${node} left the cluster; it leads no partition`);
       else ctx.io.out(`${node} leads no partition: drained (it stays up; stop it or restart it to serve again)`);
       return 0;
@@ -350,11 +410,16 @@ async function rebalance(ctx: Context): Promise<number> {
   }
   await ctx.client.put(ctx.keys.rebalance).value(JSON.stringify({ requested_at: new Date().toISOString() }));
   ctx.io.out('rebalance requested');
+  // Progress: of every partition seen off its preferred node since the request, those now on it.
+  const moving = new Set<number>();
+  const progress = progressReporter(ctx.io, 'rebalance');
   const deadline = Date.now() + ctx.args.timeout_s * 1000;
   let lastLine = '';
   for (;;) {
     const report = statusReport(await readSnapshot(ctx.client, ctx.keys));
     const misplaced = report.partition_table.filter((row) => row.leader === null || row.leader !== row.preferred);
+    for (const row of misplaced) moving.add(row.partition);
+    if (moving.size > 0) progress(moving.size - misplaced.length, moving.size, misplaced.length === 0 || Date.now() > deadline);
     if (misplaced.length === 0) {
       ctx.io.out(`every partition is led by its preferred node (${report.members.map((m) => `${m.node_id}: ${m.leads}`).join(', ')})`);
       return 0;

@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import { registerConsole } from './console.js';
+import { registerApiReference } from './api-reference/register.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { randomId } from '../runtime/index.js';
 import { clientErrorHandler } from './plugins/client-errors.js';
@@ -93,6 +94,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
     },
   });
   app.addSchema(ErrorBody);
+  // Descriptions, examples and bearerAuth in /openapi.json, and the interactive reference at /docs (DOCS_UI).
+  await registerApiReference(app, services.config.docsUi);
 
   const debugEnabled = (logger as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('debug') ?? true;
   app.addHook('onResponse', (request, reply, done) => {

@@ -71,6 +71,8 @@ export interface NodeConfig {
   metricsSampleIntervalMs: number;
   /** ...and keeps this much history (METRICS_HISTORY_SECONDS). */
   metricsHistorySeconds: number;
+  /** The interactive API reference at /docs (DOCS_UI=0 turns it off; /openapi.json stays). */
+  docsUi: boolean;
   /**
    * Vault: the key that seals attestation content keys (VAULT_SEAL_KEY, base64 of 32 bytes).
    * Empty: the embedded node keeps one in DATA_DIR/vault-seal.key; a cluster node needs it set.
@@ -282,6 +284,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     formsFieldKey: base64KeyFrom('FORMS_FIELD_KEY', env.FORMS_FIELD_KEY),
     metricsSampleIntervalMs: intFrom(env, 'METRICS_SAMPLE_INTERVAL_MS', 5_000, 250, 60_000),
     metricsHistorySeconds: intFrom(env, 'METRICS_HISTORY_SECONDS', 900, 60, 86_400),
+    docsUi: intFrom(env, 'DOCS_UI', 1, 0, 1) === 1,
     ...x402From(env),
     throttlePlanCacheMs: intFrom(env, 'THROTTLE_PLAN_CACHE_MS', 1_000, 0, 60_000),
     rateLimitsEnabled: intFrom(env, 'RATE_LIMITS_ENABLED', 1, 0, 1) === 1,

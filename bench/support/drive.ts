@@ -1,4 +1,5 @@
 import type { ActorRuntime } from '../../runtime/index.js';
+import { startPhase } from './status-line.js';
 
 /**
  * Load loops against an in-process runtime. Every loop is bounded twice: by
@@ -28,6 +29,7 @@ export async function driveTells(
   message: unknown,
   options: { seconds: number; messagesMax: number; chunk: number; barrier: unknown },
 ): Promise<DriveResult> {
+  const endPhase = startPhase('loop', options.seconds, true);
   const started_ms = performance.now();
   const deadline_ms = started_ms + options.seconds * 1000;
   let sent = 0;
@@ -42,7 +44,7 @@ export async function driveTells(
     }
     await previous;
   }
-  await Promise.all(keys.map(lane));
+  await Promise.all(keys.map(lane)).finally(endPhase);
   return { messages: sent, elapsed_ms: performance.now() - started_ms };
 }
 
@@ -57,7 +59,8 @@ export function driveAsks(
   message: unknown,
   options: { seconds: number; messagesMax: number; inFlightPerKey: number },
 ): Promise<DriveResult> {
-  return new Promise((resolve, reject) => {
+  const endPhase = startPhase('loop', options.seconds, true);
+  return new Promise<DriveResult>((resolve, reject) => {
     const started_ms = performance.now();
     const deadline_ms = started_ms + options.seconds * 1000;
     let completed = 0;
@@ -88,5 +91,5 @@ export function driveAsks(
       runtime.ask(kind, key, message).then(onReply, onError);
     };
     for (const key of keys) for (let i = 0; i < options.inFlightPerKey; i++) slot(key);
-  });
+  }).finally(endPhase);
 }

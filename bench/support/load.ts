@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { startPhase } from './status-line.js';
 
 /**
  * A thin wrapper over autocannon (the load generator of the HTTP
@@ -54,7 +55,8 @@ export interface LoadResult {
 }
 
 export function runLoad(options: LoadOptions): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
+  const endPhase = startPhase('load', options.duration_s);
+  return new Promise<LoadResult>((resolve, reject) => {
     const settings: Record<string, unknown> = { url: options.url, connections: options.connections, duration: options.duration_s };
     // autocannon copies keys as given: an undefined method would replace its default.
     for (const name of ['method', 'path', 'headers', 'body', 'requests'] as const) {
@@ -82,7 +84,7 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
         });
       },
     );
-  });
+  }).finally(endPhase);
 }
 
 /** "p50 4 ms, p99 11 ms" */

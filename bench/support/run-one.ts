@@ -1,4 +1,6 @@
+import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { setArea } from './status-line.js';
 import type { BenchRow } from '../types.js';
 
 /**
@@ -29,6 +31,7 @@ function isRow(value: unknown): value is BenchRow {
 async function main(): Promise<void> {
   const file = process.argv[2];
   if (!file) throw new Error('usage: run-one.js <compiled bench file>');
+  setArea(basename(file, '.bench.js'));
   const module = (await import(pathToFileURL(file).href)) as { run?: () => Promise<unknown> };
   if (typeof module.run !== 'function') throw new Error(`${file} does not export run()`);
   const rows = await module.run();

@@ -1,8 +1,9 @@
 import type { BenchRow } from '../types.js';
+import { printLine, setScenario } from './status-line.js';
 
-/** Progress goes to stderr so stdout carries only the final table. */
+/** Progress goes to stderr so stdout carries only the final table (with the run's position: status-line.ts). */
 export function progress(message: string): void {
-  process.stderr.write(`[bench] ${message}\n`);
+  printLine(message);
 }
 
 export interface Scenario {
@@ -19,16 +20,17 @@ export interface Scenario {
  */
 export async function runScenarios(area: string, scenarios: Scenario[]): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  for (const scenario of scenarios) {
+  for (const [index, scenario] of scenarios.entries()) {
     const started_ms = performance.now();
-    progress(`${area}: ${scenario.name} ...`);
+    setScenario(area, index + 1, scenarios.length, scenario.name);
+    progress(`${area} ${index + 1}/${scenarios.length}: ${scenario.name} ...`);
     try {
       const produced = await scenario.run();
       rows.push(...produced);
-      progress(`${area}: ${scenario.name} done in ${((performance.now() - started_ms) / 1000).toFixed(1)} s`);
+      progress(`${area} ${index + 1}/${scenarios.length}: ${scenario.name} done in ${((performance.now() - started_ms) / 1000).toFixed(1)} s`);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      process.stderr.write(`[bench] ${area}: ${scenario.name} FAILED: ${error instanceof Error ? error.stack : message}\n`);
+      progress(`${area}: ${scenario.name} FAILED: ${error instanceof Error ? error.stack : message}`);
       rows.push({ area: scenario.area ?? area, scenario: scenario.name, value: Number.NaN, unit: '', note: `FAILED: ${message}` });
     }
   }

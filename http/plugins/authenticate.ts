@@ -103,8 +103,17 @@ async function authenticateOAuthClient(services: AppServices, token: string, req
 }
 // ---------------------------------------------------------------------------
 
+/** Every hook made by bearerAuthentication: the API reference marks their routes with `bearerAuth` (http/api-reference/enrich.ts). */
+const bearerHooks = new WeakSet<object>();
+
+export function isBearerAuthentication(hook: unknown): boolean {
+  return typeof hook === 'function' && bearerHooks.has(hook);
+}
+
 export function bearerAuthentication(services: AppServices) {
-  return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  bearerHooks.add(authenticate);
+  return authenticate;
+  async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;
     if (typeof header !== 'string' || !/^Bearer\s+\S/i.test(header)) {
       throw new ServiceError('unauthorized', 'Missing bearer token: send Authorization: Bearer <token>.');
@@ -162,7 +171,7 @@ export function bearerAuthentication(services: AppServices) {
       impersonated_by: session.impersonated_by ?? null,
     };
     request.principal = principal;
-  };
+  }
 }
 
 function isLogout(request: FastifyRequest): boolean {

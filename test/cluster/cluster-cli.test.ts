@@ -14,7 +14,15 @@ const PARTITIONS = 8;
 function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err, text: () => out.join('\n'), errors: () => err.join('\n') };
+  const progress: { line: string; final: boolean }[] = [];
+  return {
+    io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l), progress: (line: string, _done: number, final: boolean) => progress.push({ line, final }) },
+    out,
+    err,
+    progress,
+    text: () => out.join('\n'),
+    errors: () => err.join('\n'),
+  };
 }
 
 describe('cluster CLI', () => {
@@ -133,6 +141,11 @@ describe('cluster CLI', () => {
     expect(result.text()).toContain('n2 leads 1 partition...');
     expect(result.text()).toContain('n2 leads no partition; 1 partition(s) waiting for a new leader: 5...');
     expect(result.text()).toContain('n2 leads no partition: drained');
+    // Progress (stderr in a terminal): partitions moved out of those n2 led when asked, with the time left.
+    const lines = result.progress.map((p) => p.line);
+    expect(lines[0]).toBe('drain n2: 0/2 partitions moved (0%), time left unknown until one moves');
+    expect(lines).toContainEqual(expect.stringMatching(/^drain n2: 1\/2 partitions moved \(50%\), about [\d.]+ (ms|s) left$/));
+    expect(result.progress.at(-1)).toEqual({ line: 'drain n2: 2/2 partitions moved (100%), done', final: true });
   });
 
   it('rebalance: writes the request, waits until every partition is led by its preferred node', async () => {
@@ -153,6 +166,7 @@ describe('cluster CLI', () => {
     const result = await rebalancing;
     expect(result.code).toBe(0);
     expect(result.text()).toContain('every partition is led by its preferred node');
+    expect(result.progress.at(-1)).toEqual({ line: expect.stringMatching(/^rebalance: (\d+)\/\1 partitions moved \(100%\), done$/), final: true });
 
     // A draining member is not a placement candidate.
     await client.put(keys.member('n1')).value(JSON.stringify(member('n1', true)));
