@@ -10,7 +10,33 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: 200 as soon as the node serves requests. */
+        /**
+         * Liveness: 200 as soon as the node serves requests.
+         * @description - `GET /health`: 200 `{"status":"ok"}` once the node serves requests.
+         *     - `GET /health/ready`: 200 `{"status":"ready"}` while the node owns and serves its
+         *       partitions, 503 `{"status":"not_ready"}` before that and while stopping.
+         *     - `GET /metrics`: Prometheus text: `http_requests_total`,
+         *       `http_request_duration_seconds`, `actor_messages_total`,
+         *       `actor_batch_duration_seconds`, `storage_commit_duration_seconds`,
+         *       `actor_activations_total`, `actor_passivations_total`, `actor_active`,
+         *       `actor_alarms_pending`, `actor_mailbox_overflow_total`, `actor_mailbox_messages`
+         *       (messages waiting in the mailboxes of the actors in memory), and Node process metrics;
+         *       in cluster mode also `cluster_partitions_led`, `cluster_in_sync_followers`,
+         *       `cluster_replication_lag_entries`, `cluster_leadership_changes_total{change}`,
+         *       `cluster_partition_moves_total`, `cluster_forwarded_requests_total`,
+         *       `cluster_replication_ack_duration_seconds` (time from a log entry's append on
+         *       the leader to a follower's acknowledgement of it, over the newest entry each
+         *       acknowledgement covers).
+         *     - `GET /cluster/status`: `{mode: "cluster"|"embedded", node_id, draining, members
+         *       [{node_id, http_url, grpc_address, draining}], partitions [{partition, leader,
+         *       epoch, isr [node_id]}]}` as this node sees the cluster (docs/cluster.md). In
+         *       embedded mode the one node leads every partition. No credential, like
+         *       `/metrics`: keep both on the internal network.
+         *     - In cluster mode `GET /health/ready` is 200 only once the node has joined and
+         *       every partition has a leader.
+         *
+         *     *From docs/api/common.md. The area's model, rules and decisions: the **health** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -49,7 +75,33 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: 200 only while the node owns and serves its partitions. */
+        /**
+         * Readiness: 200 only while the node owns and serves its partitions.
+         * @description - `GET /health`: 200 `{"status":"ok"}` once the node serves requests.
+         *     - `GET /health/ready`: 200 `{"status":"ready"}` while the node owns and serves its
+         *       partitions, 503 `{"status":"not_ready"}` before that and while stopping.
+         *     - `GET /metrics`: Prometheus text: `http_requests_total`,
+         *       `http_request_duration_seconds`, `actor_messages_total`,
+         *       `actor_batch_duration_seconds`, `storage_commit_duration_seconds`,
+         *       `actor_activations_total`, `actor_passivations_total`, `actor_active`,
+         *       `actor_alarms_pending`, `actor_mailbox_overflow_total`, `actor_mailbox_messages`
+         *       (messages waiting in the mailboxes of the actors in memory), and Node process metrics;
+         *       in cluster mode also `cluster_partitions_led`, `cluster_in_sync_followers`,
+         *       `cluster_replication_lag_entries`, `cluster_leadership_changes_total{change}`,
+         *       `cluster_partition_moves_total`, `cluster_forwarded_requests_total`,
+         *       `cluster_replication_ack_duration_seconds` (time from a log entry's append on
+         *       the leader to a follower's acknowledgement of it, over the newest entry each
+         *       acknowledgement covers).
+         *     - `GET /cluster/status`: `{mode: "cluster"|"embedded", node_id, draining, members
+         *       [{node_id, http_url, grpc_address, draining}], partitions [{partition, leader,
+         *       epoch, isr [node_id]}]}` as this node sees the cluster (docs/cluster.md). In
+         *       embedded mode the one node leads every partition. No credential, like
+         *       `/metrics`: keep both on the internal network.
+         *     - In cluster mode `GET /health/ready` is 200 only once the node has joined and
+         *       every partition has a leader.
+         *
+         *     *From docs/api/common.md. The area's model, rules and decisions: the **health** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -103,6 +155,47 @@ export interface paths {
         /**
          * This node's recent request rate, errors, latency per route, commit and replication latency, activations and mailbox depth.
          * @description The node samples its own metrics (the counters /metrics serves) every METRICS_SAMPLE_INTERVAL_MS and keeps METRICS_HISTORY_SECONDS of samples in memory; each sample covers the window since the previous one. Poll with `since` set to the last `at_ms` received. Per node: in a cluster, ask each node (its own traffic only). A restarted node starts a new history.
+         *
+         *     `GET /admin/metrics/recent?since=<epoch ms>` (bearer token of a platform
+         *     administrator) gives the node's own recent history of those metrics, for the
+         *     console's health page or any client without a Prometheus server. Every
+         *     `METRICS_SAMPLE_INTERVAL_MS` (5 s) the node reads its registry and keeps the
+         *     sample of the window since the previous reading, `METRICS_HISTORY_SECONDS`
+         *     (15 min) of them, in memory: rates per second (requests, 5xx, 4xx,
+         *     activations), latency quantiles computed from the histogram buckets observed in
+         *     the window (as Prometheus' `histogram_quantile`: linear inside the bucket, the
+         *     highest finite bound for a rank beyond it), the commit and replication latency
+         *     (`storage_commit_duration_seconds`, which in a cluster includes the in-sync
+         *     followers' acknowledgements, and `cluster_replication_ack_duration_seconds`:
+         *     null on an embedded node), actors in memory and mailbox depth at the window's
+         *     end, and the 50 busiest routes of the window. `since` returns only the samples
+         *     whose window ended after it; poll with the last `at_ms` received. It is one
+         *     node's traffic: in a cluster, ask each node. A restart starts a new history.
+         *     The cluster stream (`GET /admin/cluster/stream`) is not a request in these
+         *     counts: it has no response time.
+         *
+         *     ```
+         *     GET /admin/metrics/recent?since=1795186200000
+         *     Authorization: Bearer <admin access token>
+         *
+         *     200
+         *     {"interval_ms":5000,"history_seconds":900,
+         *      "samples":[{"at":"2026-11-25T15:30:05.000Z","at_ms":1795186205000,"window_s":5.001,
+         *        "requests_per_s":41.2,"server_errors_per_s":0,"client_errors_per_s":1.4,
+         *        "p50_ms":1.9,"p99_ms":9.7,"commit_p50_ms":0.6,"commit_p99_ms":2.4,
+         *        "replication_p50_ms":null,"replication_p99_ms":null,
+         *        "activations_per_s":3.2,"actors_active":118,"mailbox_messages":0,
+         *        "routes":[{"route":"POST /api/v1/distributed-state/:namespace/:key/lock","requests_per_s":30.4,
+         *                   "server_errors_per_s":0,"client_errors_per_s":1.4,"p50_ms":2.1,"p99_ms":9.9}]}]}
+         *     ```
+         *
+         *     Cluster mode adds two 503 codes a client may see: `partition_unavailable`
+         *     (no leader could serve the request in time, or the leader changed while a write
+         *     was being replicated so its outcome is unknown; retry after `Retry-After`) and,
+         *     only if something is very wrong, `not_leader` (normally retried inside the
+         *     cluster and never shown).
+         *
+         *     *From docs/api/common.md. The area's model, rules and decisions: the **admin** section's description.*
          */
         get: {
             parameters: {
@@ -257,6 +350,8 @@ export interface paths {
         /**
          * The cluster as this node sees it: members, and each partition with its leader, epoch, in-sync replicas and followers' lag.
          * @description An embedded node (no etcd) answers with one member, `embedded`, leading every partition. Lag comes from what each leader publishes in etcd every 2 s.
+         *
+         *     *No section of docs/api names this operation. The area's model, rules and decisions: the **admin** section's description.*
          */
         get: {
             parameters: {
@@ -389,6 +484,26 @@ export interface paths {
         /**
          * The cluster view (as GET /admin/cluster/status) as server-sent events: `status` when it changes, at least every 5 s.
          * @description A `text/event-stream` response. Each event is `event: status` with the ClusterView as JSON in `data`; `event: error` (`{code, message}`) when a view could not be read (etcd unreachable), the stream going on. The stream ends after 60 s: reconnect with a current token (an expired or revoked token stops receiving within that time). Send the token in the Authorization header (read the stream with fetch, not EventSource).
+         *
+         *     `GET /admin/metrics/recent?since=<epoch ms>` (bearer token of a platform
+         *     administrator) gives the node's own recent history of those metrics, for the
+         *     console's health page or any client without a Prometheus server. Every
+         *     `METRICS_SAMPLE_INTERVAL_MS` (5 s) the node reads its registry and keeps the
+         *     sample of the window since the previous reading, `METRICS_HISTORY_SECONDS`
+         *     (15 min) of them, in memory: rates per second (requests, 5xx, 4xx,
+         *     activations), latency quantiles computed from the histogram buckets observed in
+         *     the window (as Prometheus' `histogram_quantile`: linear inside the bucket, the
+         *     highest finite bound for a rank beyond it), the commit and replication latency
+         *     (`storage_commit_duration_seconds`, which in a cluster includes the in-sync
+         *     followers' acknowledgements, and `cluster_replication_ack_duration_seconds`:
+         *     null on an embedded node), actors in memory and mailbox depth at the window's
+         *     end, and the 50 busiest routes of the window. `since` returns only the samples
+         *     whose window ended after it; poll with the last `at_ms` received. It is one
+         *     node's traffic: in a cluster, ask each node. A restart starts a new history.
+         *     The cluster stream (`GET /admin/cluster/stream`) is not a request in these
+         *     counts: it has no response time.
+         *
+         *     *From docs/api/common.md. The area's model, rules and decisions: the **admin** section's description.*
          */
         get: {
             parameters: {
@@ -493,6 +608,8 @@ export interface paths {
         /**
          * Asks a node to hand every partition over and stay up, empty (as `npm run cluster -- drain`).
          * @description Writes the drain request in etcd; the node watches it and hands its partitions over (watch GET /admin/cluster/status). 202 once the request is written, not once the drain is done. 404 `not_found` for a node that is not a live member; 409 `no_drain_target` on an embedded node, or when no other serving member could take the partitions over.
+         *
+         *     *No section of docs/api names this operation. The area's model, rules and decisions: the **admin** section's description.*
          */
         post: {
             parameters: {
@@ -614,7 +731,33 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Cluster membership and partition leadership as this node sees them. */
+        /**
+         * Cluster membership and partition leadership as this node sees them.
+         * @description - `GET /health`: 200 `{"status":"ok"}` once the node serves requests.
+         *     - `GET /health/ready`: 200 `{"status":"ready"}` while the node owns and serves its
+         *       partitions, 503 `{"status":"not_ready"}` before that and while stopping.
+         *     - `GET /metrics`: Prometheus text: `http_requests_total`,
+         *       `http_request_duration_seconds`, `actor_messages_total`,
+         *       `actor_batch_duration_seconds`, `storage_commit_duration_seconds`,
+         *       `actor_activations_total`, `actor_passivations_total`, `actor_active`,
+         *       `actor_alarms_pending`, `actor_mailbox_overflow_total`, `actor_mailbox_messages`
+         *       (messages waiting in the mailboxes of the actors in memory), and Node process metrics;
+         *       in cluster mode also `cluster_partitions_led`, `cluster_in_sync_followers`,
+         *       `cluster_replication_lag_entries`, `cluster_leadership_changes_total{change}`,
+         *       `cluster_partition_moves_total`, `cluster_forwarded_requests_total`,
+         *       `cluster_replication_ack_duration_seconds` (time from a log entry's append on
+         *       the leader to a follower's acknowledgement of it, over the newest entry each
+         *       acknowledgement covers).
+         *     - `GET /cluster/status`: `{mode: "cluster"|"embedded", node_id, draining, members
+         *       [{node_id, http_url, grpc_address, draining}], partitions [{partition, leader,
+         *       epoch, isr [node_id]}]}` as this node sees the cluster (docs/cluster.md). In
+         *       embedded mode the one node leads every partition. No credential, like
+         *       `/metrics`: keep both on the internal network.
+         *     - In cluster mode `GET /health/ready` is 200 only once the node has joined and
+         *       every partition has a leader.
+         *
+         *     *From docs/api/common.md. The area's model, rules and decisions: the **health** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -673,7 +816,101 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an account and sign in. Duplicate e-mail or username: 409. Throttled per client address: 429. */
+        /**
+         * Create an account and sign in. Duplicate e-mail or username: 409. Throttled per client address: 429.
+         * @description ## `POST /api/v1/auth/register`
+         *
+         *     Body `{email, username, password, display_name?}`.
+         *     - `email`: a valid address, at most 254 characters; unique, case-insensitive.
+         *     - `username`: 3 to 32 of `A-Z a-z 0-9 _ . -`; unique, case-insensitive (the
+         *       case given is kept for display).
+         *     - `password`: 8 to 256 characters (shorter: 400).
+         *     - `display_name`: 1 to 100 characters; defaults to the username.
+         *
+         *     201 `{user: User, access_token, refresh_token, token_type: "Bearer", expires_in}`.
+         *     Duplicate e-mail: 409 `email_taken`; duplicate username: 409 `username_taken`.
+         *     Throttled per client address (20 attempts per 15 minutes by default): 429
+         *     `rate_limited` with `Retry-After`; see Login throttling below. Password hashing
+         *     is capped per node (see Password hashing below): 503 `server_busy` with
+         *     `Retry-After` when the node is saturated.
+         *
+         *     User: `{id, email, username, display_name, role ("user"|"admin"), email_verified,
+         *     two_factor_enabled, banned, created_at}`.
+         *
+         *     - **The delay**: the first lock is 15 s, then 30 s, 1 min, 2 min, ... doubling
+         *       with each failure past the free ones, at most 15 min. Once a lock ends, one
+         *       guess at a time is let through (the next wrong one locks again, twice as
+         *       long). Failures are forgotten 6 hours after the last one, or cleared by a
+         *       right password from that address (the pair's count; the account-wide and
+         *       address counts are not cleared by a success, so an attacker cannot reset
+         *       them by signing in to an account of their own).
+         *     - **Why an attacker cannot lock the owner out**: their failures count on the
+         *       pair (the account *from their address*) and on their address, and on the
+         *       account-wide subject only up to 20. The owner signing in from an address
+         *       the account knows is not subject to the account-wide or the address count:
+         *       an address is known when one of the account's sessions (live, or ended in
+         *       the last 7 days; impersonation sessions aside) was opened from it. An
+         *       account with two-factor on is never locked account-wide: a guessed password
+         *       alone opens nothing, and the second step has its own count. A lockout from a
+         *       new address otherwise ends with its delay, or at once with a password reset
+         *       completed from that address (it clears the account-wide count and that
+         *       address's pair; see Password reset).
+         *       Measured (test/http/accounts-login-throttle.test.ts): an address failing
+         *       1,000 logins against an account gets at most a handful checked (the rest
+         *       429) while the owner signs in from their own address with password and 2FA.
+         *     - **Behind a proxy**: the address is the socket's peer unless `TRUST_PROXY`
+         *       names the proxies (above).
+         *     - Counted: a wrong password or unknown login at `POST /api/v1/auth/login`, and a
+         *       wrong current password at `POST /api/v1/auth/password/change`
+         *       (on every subject the attempt involves); a wrong code at `POST /api/v1/auth/2fa/verify`, and at
+         *       `POST /api/v1/auth/2fa/totp/disable` and `POST /api/v1/auth/2fa/backup/regenerate`
+         *       (second step of the user, and address). The second-step count is
+         *       separate because a correct password clears the account count: with one
+         *       counter, a holder of the password could guess codes without end (each
+         *       challenge also still dies after 5 wrong codes). Without the count on disable
+         *       and regenerate, a stolen access token could guess codes there without end.
+         *     - Places are reserved **before** the check: each attempt reserves a place on
+         *       every subject it involves, atomically (one actor turn each), and the password
+         *       KDF or the code check runs only once it holds all of them. Counted failures
+         *       plus reservations in flight never exceed a subject's free failures (and past
+         *       them, one attempt at a time), so simultaneous
+         *       requests cannot all pass together: of a burst of 30 wrong passwords for one
+         *       account, at most 5 are checked (401) and the others get 429. While a
+         *       subject's places are all taken by attempts in flight, a new attempt waits
+         *       in the throttle actor's queue (first come, first served) and is admitted as
+         *       soon as one ends; after 5 s of waiting it is refused 429 with
+         *       `Retry-After: 1`. So simultaneous right passwords from one address (many
+         *       users behind one NAT) all get in, however many.
+         *     - Each attempt is a login flow (`actors/accounts/flows.ts`, kind
+         *       `login-flow`, one per attempt): it reserves the places in a fixed order
+         *       (pair, account, address; or second step, address), answers the edge
+         *       with what the check needs, and after the check settles the places and opens
+         *       the session. The edge only runs the password KDF between the flow's two
+         *       asks; a code is judged by the user actor inside the flow.
+         *     - How an attempt ends: a wrong password or code is counted on every subject it
+         *       involves; a right one clears its own count (the pair, or the second step) and
+         *       hands the other subjects their places back (the address count is never cleared: an
+         *       address guessing across many accounts stays counted, and successes do not
+         *       use it up). An attempt that judged nothing hands its places back: one
+         *       refused by another subject's limit, a banned user's right password (403
+         *       `forbidden` as before), a two-factor route answering 409 (two-factor is off),
+         *       an SSO refusal, or a request the node failed to serve (5xx, e.g.
+         *       `server_busy` above). A reservation whose end never reaches the throttle
+         *       actor (a crash, an unreachable actor) lapses after 60 s. A window with
+         *       nothing counted and nothing in flight closes at once.
+         *     - Registration (`POST /api/v1/auth/register`): every attempt that passes the
+         *       body's validation counts, successful or not (a duplicate e-mail also ran the
+         *       KDF), except one the node failed to serve (5xx). Past the limit: 429
+         *       `rate_limited` with `Retry-After`, before any hashing. The limit is the node's
+         *       `REGISTRATIONS_PER_ADDRESS_MAX` (default 20 per window; 0 turns this throttle
+         *       off, e.g. behind a gateway that limits sign-ups itself). The bootstrap
+         *       administrator and SCIM provisioning are not counted.
+         *     - Counts, locks and windows are durable (actor state, with an alarm that
+         *       drops it), so a restart does not reset them. Time is the node's clock.
+         *     - A banned user's correct password is not a failure (403 `forbidden` as before).
+         *
+         *     *From docs/api/accounts.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -795,7 +1032,138 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign in with e-mail or username. Unknown user and wrong password give the same 401. With two-factor on: requires_2fa and a two_factor_token instead of tokens. */
+        /**
+         * Sign in with e-mail or username. Unknown user and wrong password give the same 401. With two-factor on: requires_2fa and a two_factor_token instead of tokens.
+         * @description ## `POST /api/v1/auth/login`
+         *
+         *     Body `{login, password}`; `login` is the e-mail or the username (either case).
+         *     200 with the same token body. Unknown login or wrong password: 401
+         *     `invalid_credentials` with the same message, after the same amount of hashing.
+         *
+         *     With two-factor on, a correct password answers 200
+         *     `{requires_2fa: true, two_factor_token}` and no tokens; see below.
+         *     Too many failures: 429 `rate_limited` (Login throttling below); node saturated
+         *     with password hashing: 503 `server_busy` (Password hashing below).
+         *
+         *     - **The delay**: the first lock is 15 s, then 30 s, 1 min, 2 min, ... doubling
+         *       with each failure past the free ones, at most 15 min. Once a lock ends, one
+         *       guess at a time is let through (the next wrong one locks again, twice as
+         *       long). Failures are forgotten 6 hours after the last one, or cleared by a
+         *       right password from that address (the pair's count; the account-wide and
+         *       address counts are not cleared by a success, so an attacker cannot reset
+         *       them by signing in to an account of their own).
+         *     - **Why an attacker cannot lock the owner out**: their failures count on the
+         *       pair (the account *from their address*) and on their address, and on the
+         *       account-wide subject only up to 20. The owner signing in from an address
+         *       the account knows is not subject to the account-wide or the address count:
+         *       an address is known when one of the account's sessions (live, or ended in
+         *       the last 7 days; impersonation sessions aside) was opened from it. An
+         *       account with two-factor on is never locked account-wide: a guessed password
+         *       alone opens nothing, and the second step has its own count. A lockout from a
+         *       new address otherwise ends with its delay, or at once with a password reset
+         *       completed from that address (it clears the account-wide count and that
+         *       address's pair; see Password reset).
+         *       Measured (test/http/accounts-login-throttle.test.ts): an address failing
+         *       1,000 logins against an account gets at most a handful checked (the rest
+         *       429) while the owner signs in from their own address with password and 2FA.
+         *     - **Behind a proxy**: the address is the socket's peer unless `TRUST_PROXY`
+         *       names the proxies (above).
+         *     - Counted: a wrong password or unknown login at `POST /api/v1/auth/login`, and a
+         *       wrong current password at `POST /api/v1/auth/password/change`
+         *       (on every subject the attempt involves); a wrong code at `POST /api/v1/auth/2fa/verify`, and at
+         *       `POST /api/v1/auth/2fa/totp/disable` and `POST /api/v1/auth/2fa/backup/regenerate`
+         *       (second step of the user, and address). The second-step count is
+         *       separate because a correct password clears the account count: with one
+         *       counter, a holder of the password could guess codes without end (each
+         *       challenge also still dies after 5 wrong codes). Without the count on disable
+         *       and regenerate, a stolen access token could guess codes there without end.
+         *     - Places are reserved **before** the check: each attempt reserves a place on
+         *       every subject it involves, atomically (one actor turn each), and the password
+         *       KDF or the code check runs only once it holds all of them. Counted failures
+         *       plus reservations in flight never exceed a subject's free failures (and past
+         *       them, one attempt at a time), so simultaneous
+         *       requests cannot all pass together: of a burst of 30 wrong passwords for one
+         *       account, at most 5 are checked (401) and the others get 429. While a
+         *       subject's places are all taken by attempts in flight, a new attempt waits
+         *       in the throttle actor's queue (first come, first served) and is admitted as
+         *       soon as one ends; after 5 s of waiting it is refused 429 with
+         *       `Retry-After: 1`. So simultaneous right passwords from one address (many
+         *       users behind one NAT) all get in, however many.
+         *     - Each attempt is a login flow (`actors/accounts/flows.ts`, kind
+         *       `login-flow`, one per attempt): it reserves the places in a fixed order
+         *       (pair, account, address; or second step, address), answers the edge
+         *       with what the check needs, and after the check settles the places and opens
+         *       the session. The edge only runs the password KDF between the flow's two
+         *       asks; a code is judged by the user actor inside the flow.
+         *     - How an attempt ends: a wrong password or code is counted on every subject it
+         *       involves; a right one clears its own count (the pair, or the second step) and
+         *       hands the other subjects their places back (the address count is never cleared: an
+         *       address guessing across many accounts stays counted, and successes do not
+         *       use it up). An attempt that judged nothing hands its places back: one
+         *       refused by another subject's limit, a banned user's right password (403
+         *       `forbidden` as before), a two-factor route answering 409 (two-factor is off),
+         *       an SSO refusal, or a request the node failed to serve (5xx, e.g.
+         *       `server_busy` above). A reservation whose end never reaches the throttle
+         *       actor (a crash, an unreachable actor) lapses after 60 s. A window with
+         *       nothing counted and nothing in flight closes at once.
+         *     - Registration (`POST /api/v1/auth/register`): every attempt that passes the
+         *       body's validation counts, successful or not (a duplicate e-mail also ran the
+         *       KDF), except one the node failed to serve (5xx). Past the limit: 429
+         *       `rate_limited` with `Retry-After`, before any hashing. The limit is the node's
+         *       `REGISTRATIONS_PER_ADDRESS_MAX` (default 20 per window; 0 turns this throttle
+         *       off, e.g. behind a gateway that limits sign-ups itself). The bootstrap
+         *       administrator and SCIM provisioning are not counted.
+         *     - Counts, locks and windows are durable (actor state, with an alarm that
+         *       drops it), so a restart does not reset them. Time is the node's clock.
+         *     - A banned user's correct password is not a failure (403 `forbidden` as before).
+         *
+         *     1. The client registers once: `POST /oauth/register`.
+         *     2. The client sends the user's browser (or its own front end calls)
+         *        `GET /oauth/authorize?response_type=code&client_id=…&redirect_uri=…&code_challenge=…&code_challenge_method=S256&scope=…&state=…`.
+         *        A valid request answers **200 JSON** `{login_state, expires_in, client_id, client_name, scope}`
+         *        (the spec's "empty body response" is replaced by this JSON body, which the issue allows;
+         *        we never redirect to a login page because there is none).
+         *     3. The front end logs the user in with the normal auth endpoints (`POST /api/v1/auth/login`,
+         *        two-factor included), shows `client_name` and `scope` for consent, then calls
+         *        `POST /oauth/authorize/complete` with the user's access token and `{login_state}`.
+         *        The reply is `{redirect_to}`: the registered `redirect_uri` with `code`, `state` (when the
+         *        request had one) and `iss`. The front end navigates there.
+         *     4. The client exchanges the code at `POST /oauth/token` with its `code_verifier`.
+         *
+         *     `POST /api/v1/auth/login` with a password: after the password is checked (a wrong
+         *     password is still the plain 401 `invalid_credentials`, so the policy reveals
+         *     nothing without it) and before any session or two-factor challenge is issued,
+         *     the user's organizations are checked. A member of an organization with
+         *     `sso_enforced: true` who is not in its `sso_exempt_user_ids` gets
+         *     **403 `sso_required`**, with a message naming the organization: the user is to
+         *     sign in through the organization's identity provider instead. For a user with
+         *     two-factor, the policy is checked again at `POST /api/v1/auth/2fa/verify`,
+         *     before the code is judged: enforcement switched on while the challenge was
+         *     open (5 minutes) refuses it with the same 403, and the code and the challenge
+         *     are not used up (they work if enforcement is turned off again in time). A
+         *     challenge opened by an admin's impersonation is not gated there (see below). Note that this
+         *     platform does not offer a sign-in through an external identity provider yet
+         *     (linked accounts are recorded, not used to log in: see
+         *     linked-accounts.md); until it does, a non-exempt member of
+         *     an enforcing organization keeps only the sessions they already have, and an
+         *     admin exempts whoever must still use a password.
+         *
+         *     Decisions:
+         *     - **Platform admins are not exempt** unless listed in `sso_exempt_user_ids`
+         *       (as in Auth0, which exempts nobody by default). An admin is only affected as a
+         *       member of such an organization.
+         *     - **Existing sessions keep working**: access tokens, refresh (`/api/v1/auth/refresh`)
+         *       and API keys of a user are not cut off when enforcement is turned on; the
+         *       policy applies to new password logins (as Okta and WorkOS do). To cut a user
+         *       off at once, an admin ends their sessions or bans them.
+         *     - Only password login is gated. Impersonation by an admin, CLI login completion
+         *       and OAuth `authorize/complete` start from an existing session and are not.
+         *     - Leaving the organization, being exempted, or enforcement being turned off
+         *       lets the user sign in with a password again at once; a deleted organization
+         *       enforces nothing.
+         *
+         *     *From docs/api/accounts.md, docs/api/oauth.md, docs/api/organizations.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -927,7 +1295,156 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Second login step: the two_factor_token from login and a TOTP or backup code. Wrong code: 401; five wrong codes end the challenge. */
+        /**
+         * Second login step: the two_factor_token from login and a TOTP or backup code. Wrong code: 401; five wrong codes end the challenge.
+         * @description - **The delay**: the first lock is 15 s, then 30 s, 1 min, 2 min, ... doubling
+         *       with each failure past the free ones, at most 15 min. Once a lock ends, one
+         *       guess at a time is let through (the next wrong one locks again, twice as
+         *       long). Failures are forgotten 6 hours after the last one, or cleared by a
+         *       right password from that address (the pair's count; the account-wide and
+         *       address counts are not cleared by a success, so an attacker cannot reset
+         *       them by signing in to an account of their own).
+         *     - **Why an attacker cannot lock the owner out**: their failures count on the
+         *       pair (the account *from their address*) and on their address, and on the
+         *       account-wide subject only up to 20. The owner signing in from an address
+         *       the account knows is not subject to the account-wide or the address count:
+         *       an address is known when one of the account's sessions (live, or ended in
+         *       the last 7 days; impersonation sessions aside) was opened from it. An
+         *       account with two-factor on is never locked account-wide: a guessed password
+         *       alone opens nothing, and the second step has its own count. A lockout from a
+         *       new address otherwise ends with its delay, or at once with a password reset
+         *       completed from that address (it clears the account-wide count and that
+         *       address's pair; see Password reset).
+         *       Measured (test/http/accounts-login-throttle.test.ts): an address failing
+         *       1,000 logins against an account gets at most a handful checked (the rest
+         *       429) while the owner signs in from their own address with password and 2FA.
+         *     - **Behind a proxy**: the address is the socket's peer unless `TRUST_PROXY`
+         *       names the proxies (above).
+         *     - Counted: a wrong password or unknown login at `POST /api/v1/auth/login`, and a
+         *       wrong current password at `POST /api/v1/auth/password/change`
+         *       (on every subject the attempt involves); a wrong code at `POST /api/v1/auth/2fa/verify`, and at
+         *       `POST /api/v1/auth/2fa/totp/disable` and `POST /api/v1/auth/2fa/backup/regenerate`
+         *       (second step of the user, and address). The second-step count is
+         *       separate because a correct password clears the account count: with one
+         *       counter, a holder of the password could guess codes without end (each
+         *       challenge also still dies after 5 wrong codes). Without the count on disable
+         *       and regenerate, a stolen access token could guess codes there without end.
+         *     - Places are reserved **before** the check: each attempt reserves a place on
+         *       every subject it involves, atomically (one actor turn each), and the password
+         *       KDF or the code check runs only once it holds all of them. Counted failures
+         *       plus reservations in flight never exceed a subject's free failures (and past
+         *       them, one attempt at a time), so simultaneous
+         *       requests cannot all pass together: of a burst of 30 wrong passwords for one
+         *       account, at most 5 are checked (401) and the others get 429. While a
+         *       subject's places are all taken by attempts in flight, a new attempt waits
+         *       in the throttle actor's queue (first come, first served) and is admitted as
+         *       soon as one ends; after 5 s of waiting it is refused 429 with
+         *       `Retry-After: 1`. So simultaneous right passwords from one address (many
+         *       users behind one NAT) all get in, however many.
+         *     - Each attempt is a login flow (`actors/accounts/flows.ts`, kind
+         *       `login-flow`, one per attempt): it reserves the places in a fixed order
+         *       (pair, account, address; or second step, address), answers the edge
+         *       with what the check needs, and after the check settles the places and opens
+         *       the session. The edge only runs the password KDF between the flow's two
+         *       asks; a code is judged by the user actor inside the flow.
+         *     - How an attempt ends: a wrong password or code is counted on every subject it
+         *       involves; a right one clears its own count (the pair, or the second step) and
+         *       hands the other subjects their places back (the address count is never cleared: an
+         *       address guessing across many accounts stays counted, and successes do not
+         *       use it up). An attempt that judged nothing hands its places back: one
+         *       refused by another subject's limit, a banned user's right password (403
+         *       `forbidden` as before), a two-factor route answering 409 (two-factor is off),
+         *       an SSO refusal, or a request the node failed to serve (5xx, e.g.
+         *       `server_busy` above). A reservation whose end never reaches the throttle
+         *       actor (a crash, an unreachable actor) lapses after 60 s. A window with
+         *       nothing counted and nothing in flight closes at once.
+         *     - Registration (`POST /api/v1/auth/register`): every attempt that passes the
+         *       body's validation counts, successful or not (a duplicate e-mail also ran the
+         *       KDF), except one the node failed to serve (5xx). Past the limit: 429
+         *       `rate_limited` with `Retry-After`, before any hashing. The limit is the node's
+         *       `REGISTRATIONS_PER_ADDRESS_MAX` (default 20 per window; 0 turns this throttle
+         *       off, e.g. behind a gateway that limits sign-ups itself). The bootstrap
+         *       administrator and SCIM provisioning are not counted.
+         *     - Counts, locks and windows are durable (actor state, with an alarm that
+         *       drops it), so a restart does not reset them. Time is the node's clock.
+         *     - A banned user's correct password is not a failure (403 `forbidden` as before).
+         *
+         *     No body. Signs the admin in as the user, for support. 200 ImpersonationTokens:
+         *     - Target without two-factor: `{requires_2fa: false, user, access_token,
+         *       refresh_token, token_type: "Bearer", expires_in}`, a new session of the
+         *       target whose `impersonated_by` is the admin's user id (shown in
+         *       `GET /admin/auth/sessions`).
+         *     - Target with two-factor: `{requires_2fa: true, two_factor_token, user}` and no
+         *       tokens. The target's TOTP or backup code completes it at
+         *       `POST /api/v1/auth/2fa/verify` (same body and rules as a normal second login
+         *       step, valid 5 minutes); the session opened there records `impersonated_by`.
+         *       The user actor remembers which challenges an impersonation opened (the last
+         *       10, until they expire), so a normal login of the same user is not marked.
+         *
+         *     `POST /api/v1/auth/login` with a password: after the password is checked (a wrong
+         *     password is still the plain 401 `invalid_credentials`, so the policy reveals
+         *     nothing without it) and before any session or two-factor challenge is issued,
+         *     the user's organizations are checked. A member of an organization with
+         *     `sso_enforced: true` who is not in its `sso_exempt_user_ids` gets
+         *     **403 `sso_required`**, with a message naming the organization: the user is to
+         *     sign in through the organization's identity provider instead. For a user with
+         *     two-factor, the policy is checked again at `POST /api/v1/auth/2fa/verify`,
+         *     before the code is judged: enforcement switched on while the challenge was
+         *     open (5 minutes) refuses it with the same 403, and the code and the challenge
+         *     are not used up (they work if enforcement is turned off again in time). A
+         *     challenge opened by an admin's impersonation is not gated there (see below). Note that this
+         *     platform does not offer a sign-in through an external identity provider yet
+         *     (linked accounts are recorded, not used to log in: see
+         *     linked-accounts.md); until it does, a non-exempt member of
+         *     an enforcing organization keeps only the sessions they already have, and an
+         *     admin exempts whoever must still use a password.
+         *
+         *     Decisions:
+         *     - **Platform admins are not exempt** unless listed in `sso_exempt_user_ids`
+         *       (as in Auth0, which exempts nobody by default). An admin is only affected as a
+         *       member of such an organization.
+         *     - **Existing sessions keep working**: access tokens, refresh (`/api/v1/auth/refresh`)
+         *       and API keys of a user are not cut off when enforcement is turned on; the
+         *       policy applies to new password logins (as Okta and WorkOS do). To cut a user
+         *       off at once, an admin ends their sessions or bans them.
+         *     - Only password login is gated. Impersonation by an admin, CLI login completion
+         *       and OAuth `authorize/complete` start from an existing session and are not.
+         *     - Leaving the organization, being exempted, or enforcement being turned off
+         *       lets the user sign in with a password again at once; a deleted organization
+         *       enforces nothing.
+         *
+         *     - `POST /api/v1/auth/2fa/totp/setup` (B, no body): 200 TwoFactorSetup
+         *       `{secret, qr_code_uri (otpauth://totp/...), backup_codes [10]}`. Nothing is on
+         *       yet. Already enabled: 409 `conflict`. Calling it again before verifying
+         *       replaces the pending secret and codes.
+         *     - `POST /api/v1/auth/2fa/totp/verify-setup` (B) `{code}`: a current code for the
+         *       pending secret turns two-factor on: 200 Message. Wrong code: 400
+         *       `invalid_two_factor_code`; no pending set-up: 409 `conflict`.
+         *     - `GET /api/v1/auth/2fa/status` (B): `{enabled, backup_codes_remaining}`.
+         *     - `POST /api/v1/auth/2fa/totp/disable` (B) `{code}`: a TOTP code or a backup
+         *       code turns it off and forgets the secret and codes. Wrong: 400
+         *       `invalid_two_factor_code`; not enabled: 409.
+         *     - `POST /api/v1/auth/2fa/backup/regenerate` (B) `{code}`: a TOTP code (not a
+         *       backup code) replaces all ten backup codes: 200 `{backup_codes}`.
+         *     - Wrong codes at disable and regenerate count towards the user's second-step
+         *       throttle, shared with `/auth/2fa/verify` (10 per 15 minutes, see Login
+         *       throttling): past it, 429 `rate_limited` with `Retry-After`, even for a right
+         *       code. A right code clears the count.
+         *     - `POST /api/v1/auth/2fa/verify` `{two_factor_token, code}`: the second login
+         *       step. A TOTP code or a backup code gives the token body. The
+         *       `two_factor_token` is valid for 5 minutes and for one successful use; after
+         *       5 wrong codes it stops working. Every failure is 401 `invalid_credentials`.
+         *       The organizations' SSO policy is checked again here (it may have been
+         *       switched on since the password step): 403 `sso_required`, before the code is
+         *       judged, so nothing is used up (see organizations.md; an admin's impersonation
+         *       challenge is not gated).
+         *
+         *     Backup codes look like `abcde-fghjk` (no look-alike characters); case, spaces
+         *     and dashes are ignored. They are single-use and stored only as SHA-256 hashes.
+         *     The TOTP secret is stored in the user's record (not encrypted at rest).
+         *
+         *     *From docs/api/accounts.md, docs/api/admin.md, docs/api/organizations.md, docs/api/two-factor.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1055,7 +1572,83 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** New tokens for a refresh token; the old refresh token stops working. Reusing a rotated token ends the session, except by the client that rotated it within 5 s (two concurrent refreshes): 401 only. */
+        /**
+         * New tokens for a refresh token; the old refresh token stops working. Reusing a rotated token ends the session, except by the client that rotated it within 5 s (two concurrent refreshes): 401 only.
+         * @description ## `POST /api/v1/auth/refresh`
+         *
+         *     Body `{refresh_token}`. 200 with a new token body; the refresh token presented
+         *     stops working (rotation) and the session's lifetime restarts. An unknown,
+         *     expired or ended session's token: 401 `invalid_refresh_token`. Presenting a
+         *     refresh token that was already rotated out ends the whole session (both the
+         *     thief's and the owner's copies stop working) and answers 401.
+         *
+         *     **Reuse grace.** A client that refreshes the same token twice at once (two
+         *     tabs, a retried request) would otherwise end its own session. So the token
+         *     rotated out less than **5 s** ago (`REFRESH_REUSE_GRACE_MS`), presented again
+         *     **by the client whose refresh rotated it** (same client address and
+         *     `User-Agent`), is answered 401 `invalid_refresh_token` *without* ending the
+         *     session: the client's other request got the new pair, and keeps using it.
+         *
+         *     ```
+         *     POST /api/v1/auth/refresh {"refresh_token": "rt.usr_1.ses_usr_1~a.X"}   -> 200 {..., "refresh_token": "rt.usr_1.ses_usr_1~a.Y"}
+         *     POST /api/v1/auth/refresh {"refresh_token": "rt.usr_1.ses_usr_1~a.X"}   (same client, 40 ms later)
+         *     -> 401 {"statusCode": 401, "code": "invalid_refresh_token",
+         *             "message": "The refresh token was just rotated by another refresh of this client; use the newer one."}
+         *        (the session, and the token ending in Y, still work)
+         *     ```
+         *
+         *     Decisions, modelled on Auth0's rotation "reuse interval" (leeway):
+         *     - The grace answers 401, it does not hand out the first rotation's pair again:
+         *       tokens are stored only as hashes, so the first answer cannot be repeated;
+         *       a client that lost the race uses the pair its other request received.
+         *     - Reuse detection is unchanged outside that case: the same token after the
+         *       5 s, or within them from another address or `User-Agent`, ends the whole
+         *       session as before. A thief would have to present the token from the owner's
+         *       address and `User-Agent` within 5 s of the owner's refresh, and even then
+         *       gets no tokens, only a 401.
+         *     - Only the token just rotated out is recognised (one generation back, as
+         *       before); an older one is answered 401 as unknown.
+         *     - OAuth refresh tokens (`grant_type=refresh_token`, oauth.md) get no
+         *       grace.
+         *
+         *     Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     *From docs/api/accounts.md, docs/api/admin.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1163,7 +1756,51 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End the session of this access token: it and its refresh token stop working at once. */
+        /**
+         * End the session of this access token: it and its refresh token stop working at once.
+         * @description ## `POST /api/v1/auth/logout` (B)
+         *
+         *     Ends the session of the access token: 200 `{message}`. The access token and
+         *     the session's refresh token stop working at once (every request checks the
+         *     session). An OAuth client's user access token may call it too: it ends that
+         *     grant's session only (see oauth.md). API keys are refused.
+         *
+         *       Reads stay allowed (`/api/v1/auth/me`, the API key list, two-factor status,
+         *       linked accounts, sessions...), as do the user's ordinary actions and
+         *       `POST /api/v1/auth/logout`. There is no password-change route to refuse.
+         *
+         *     - **User tokens** (authorization_code, refresh_token) belong to a real user session
+         *       (EdDSA JWT, `typ: at+jwt`, `sub` = user id, `sid` = session id, like a login's token, so
+         *       logout, session deletion, ban and user deletion cut them off at once) and also carry the
+         *       granted `scope` claim. The scope is enforced per route exactly like API key scopes
+         *       (`auth:read` for `GET /api/v1/auth/me`, `locks:read` for a GET under
+         *       `/api/v1/distributed-state/`, …): a route outside the granted scope, any route outside the
+         *       catalog (admin, `/oauth/authorize/complete`, …) and every credential-management route under
+         *       `/api/v1/auth/` (API keys, two-factor, sessions) answer 403 `insufficient_scope`.
+         *       A third-party client therefore never gets the user's full rights. The one exception is
+         *       `POST /api/v1/auth/logout`: with a user token it ends that grant's session (its access
+         *       and refresh tokens stop working at once; the user's other sessions are untouched), which
+         *       is how a client signs the user out (RFC 7009 revocation is not built).
+         *     - **Refresh tokens** given to a client are its own: `ort.<client_id>.<session_id>.<secret>`
+         *       (only sha256(secret) is stored, in the client's actor). The session's normal refresh token
+         *       (`rt.…`) never leaves the server (only its hash is kept next to the client's binding), so a
+         *       client cannot trade its grant for an unscoped token at `/api/v1/auth/refresh` (which refuses
+         *       `ort.` tokens). A refresh first rotates the client's token in the client actor, then rotates
+         *       the user session in the user actor (which refuses an ended, expired or banned session). The
+         *       two turns are not atomic: a crash between them leaves the binding one rotation ahead of the
+         *       session, and the next refresh then fails closed (the user actor sees an unknown hash); the
+         *       user authorizes again.
+         *     - **Client tokens** (client_credentials): EdDSA JWT, `typ: at+jwt`, `sub` = `client:<client_id>`,
+         *       claims `client_id` and `scope`, same TTL as session tokens (`ACCESS_TOKEN_TTL_SECONDS`).
+         *       The principal is the client itself: `user_id` and `tenant` are `client:<client_id>` (its
+         *       locks, presence etc. are its own, apart from every user's), `role: user`. Scopes are
+         *       enforced per route exactly like API key scopes (`locks:write` for a POST under
+         *       `/api/v1/distributed-state/`, …); routes outside the catalog and every `/api/v1/auth/`
+         *       route refuse it with 403 `insufficient_scope`. Each request asks the client's actor that
+         *       the client still exists. Signature checks are cached like session tokens.
+         *
+         *     *From docs/api/accounts.md, docs/api/admin.md, docs/api/oauth.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1255,7 +1892,121 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Change the password with the current one. Every other session of the user ends at once; this one stays. Wrong current password: 401 invalid_credentials, counted like a wrong login (429 when locked). Impersonation sessions: 403; API keys and OAuth tokens: 403. */
+        /**
+         * Change the password with the current one. Every other session of the user ends at once; this one stays. Wrong current password: 401 invalid_credentials, counted like a wrong login (429 when locked). Impersonation sessions: 403; API keys and OAuth tokens: 403.
+         * @description ## Password change: `POST /api/v1/auth/password/change` (B)
+         *
+         *     Body `{current_password, new_password}`; `new_password` follows the rules of
+         *     registration (8 to 256 characters; shorter: 400 `BAD_REQUEST`).
+         *
+         *     ```
+         *     POST /api/v1/auth/password/change
+         *     Authorization: Bearer <access token>
+         *     {"current_password": "correct horse battery", "new_password": "a brand new password"}
+         *
+         *     200 {"message": "Password changed. Every other session has been signed out."}
+         *     ```
+         *
+         *     - **Every other session ends at once**: their access tokens get 401 on their
+         *       next request on any node (the change drops the user's cached session checks
+         *       everywhere before it answers, as logout does), their refresh tokens 401
+         *       `invalid_refresh_token`; impersonation sessions of the user end too. The
+         *       caller's session goes on, with its access and refresh tokens (sign out of it
+         *       too with logout). A pending password reset link stops working.
+         *     - **The current password is checked like a login** (a login flow, see Login
+         *       throttling): a wrong one answers 401 `invalid_credentials`
+         *       (`"The current password is not correct."`) and counts as a wrong password on
+         *       the same subjects as a login of the account from the caller's address: the
+         *       pair `pair:<user id>|<address>` always, and, from an address the account has
+         *       not signed in from, `acct:<user id>` (no two-factor) and `ip:<address>`. So a
+         *       stolen access token cannot be used to guess the password faster than a login
+         *       could, and a lock from failed logins applies here too: 429 `rate_limited` with
+         *       `Retry-After`, before any hashing. A right current password clears the pair's
+         *       count.
+         *     - Refused with 403 `impersonation_forbidden` for an impersonation session (an
+         *       admin cannot set a user's password by impersonating them; see
+         *       admin.md), and 403 `insufficient_scope` for an API key or an OAuth
+         *       access token, like every credential route.
+         *     - Two-factor is not asked for: the current password is. An account without a
+         *       usable password (SCIM-provisioned, or signed in only through a linked
+         *       account) has no current password to give: it sets one with a reset.
+         *     - Password hashing is capped per node like a login's (two KDF runs: the check
+         *       and the new hash); 503 `server_busy` when saturated, not counted.
+         *
+         *     - **The delay**: the first lock is 15 s, then 30 s, 1 min, 2 min, ... doubling
+         *       with each failure past the free ones, at most 15 min. Once a lock ends, one
+         *       guess at a time is let through (the next wrong one locks again, twice as
+         *       long). Failures are forgotten 6 hours after the last one, or cleared by a
+         *       right password from that address (the pair's count; the account-wide and
+         *       address counts are not cleared by a success, so an attacker cannot reset
+         *       them by signing in to an account of their own).
+         *     - **Why an attacker cannot lock the owner out**: their failures count on the
+         *       pair (the account *from their address*) and on their address, and on the
+         *       account-wide subject only up to 20. The owner signing in from an address
+         *       the account knows is not subject to the account-wide or the address count:
+         *       an address is known when one of the account's sessions (live, or ended in
+         *       the last 7 days; impersonation sessions aside) was opened from it. An
+         *       account with two-factor on is never locked account-wide: a guessed password
+         *       alone opens nothing, and the second step has its own count. A lockout from a
+         *       new address otherwise ends with its delay, or at once with a password reset
+         *       completed from that address (it clears the account-wide count and that
+         *       address's pair; see Password reset).
+         *       Measured (test/http/accounts-login-throttle.test.ts): an address failing
+         *       1,000 logins against an account gets at most a handful checked (the rest
+         *       429) while the owner signs in from their own address with password and 2FA.
+         *     - **Behind a proxy**: the address is the socket's peer unless `TRUST_PROXY`
+         *       names the proxies (above).
+         *     - Counted: a wrong password or unknown login at `POST /api/v1/auth/login`, and a
+         *       wrong current password at `POST /api/v1/auth/password/change`
+         *       (on every subject the attempt involves); a wrong code at `POST /api/v1/auth/2fa/verify`, and at
+         *       `POST /api/v1/auth/2fa/totp/disable` and `POST /api/v1/auth/2fa/backup/regenerate`
+         *       (second step of the user, and address). The second-step count is
+         *       separate because a correct password clears the account count: with one
+         *       counter, a holder of the password could guess codes without end (each
+         *       challenge also still dies after 5 wrong codes). Without the count on disable
+         *       and regenerate, a stolen access token could guess codes there without end.
+         *     - Places are reserved **before** the check: each attempt reserves a place on
+         *       every subject it involves, atomically (one actor turn each), and the password
+         *       KDF or the code check runs only once it holds all of them. Counted failures
+         *       plus reservations in flight never exceed a subject's free failures (and past
+         *       them, one attempt at a time), so simultaneous
+         *       requests cannot all pass together: of a burst of 30 wrong passwords for one
+         *       account, at most 5 are checked (401) and the others get 429. While a
+         *       subject's places are all taken by attempts in flight, a new attempt waits
+         *       in the throttle actor's queue (first come, first served) and is admitted as
+         *       soon as one ends; after 5 s of waiting it is refused 429 with
+         *       `Retry-After: 1`. So simultaneous right passwords from one address (many
+         *       users behind one NAT) all get in, however many.
+         *     - Each attempt is a login flow (`actors/accounts/flows.ts`, kind
+         *       `login-flow`, one per attempt): it reserves the places in a fixed order
+         *       (pair, account, address; or second step, address), answers the edge
+         *       with what the check needs, and after the check settles the places and opens
+         *       the session. The edge only runs the password KDF between the flow's two
+         *       asks; a code is judged by the user actor inside the flow.
+         *     - How an attempt ends: a wrong password or code is counted on every subject it
+         *       involves; a right one clears its own count (the pair, or the second step) and
+         *       hands the other subjects their places back (the address count is never cleared: an
+         *       address guessing across many accounts stays counted, and successes do not
+         *       use it up). An attempt that judged nothing hands its places back: one
+         *       refused by another subject's limit, a banned user's right password (403
+         *       `forbidden` as before), a two-factor route answering 409 (two-factor is off),
+         *       an SSO refusal, or a request the node failed to serve (5xx, e.g.
+         *       `server_busy` above). A reservation whose end never reaches the throttle
+         *       actor (a crash, an unreachable actor) lapses after 60 s. A window with
+         *       nothing counted and nothing in flight closes at once.
+         *     - Registration (`POST /api/v1/auth/register`): every attempt that passes the
+         *       body's validation counts, successful or not (a duplicate e-mail also ran the
+         *       KDF), except one the node failed to serve (5xx). Past the limit: 429
+         *       `rate_limited` with `Retry-After`, before any hashing. The limit is the node's
+         *       `REGISTRATIONS_PER_ADDRESS_MAX` (default 20 per window; 0 turns this throttle
+         *       off, e.g. behind a gateway that limits sign-ups itself). The bootstrap
+         *       administrator and SCIM provisioning are not counted.
+         *     - Counts, locks and windows are durable (actor state, with an alarm that
+         *       drops it), so a restart does not reset them. Time is the node's clock.
+         *     - A banned user's correct password is not a failure (403 `forbidden` as before).
+         *
+         *     *From docs/api/accounts.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1364,7 +2115,59 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Ask for a password reset link (no bearer). Always 202, whether or not the e-mail is an account's; the account's address gets a single-use link valid 30 minutes (at most one a minute). Throttled per client address: 429. */
+        /**
+         * Ask for a password reset link (no bearer). Always 202, whether or not the e-mail is an account's; the account's address gets a single-use link valid 30 minutes (at most one a minute). Throttled per client address: 429.
+         * @description ### `POST /api/v1/auth/password/reset/request`
+         *
+         *     Body `{email, redirect_url?}`.
+         *
+         *     ```
+         *     POST /api/v1/auth/password/reset/request
+         *     {"email": "alice@example.com"}
+         *
+         *     202 {"message": "If an account uses this e-mail address, a password reset link is on its way."}
+         *     ```
+         *
+         *     - **Always 202**, with the same body, whether or not an account uses the
+         *       address (no account enumeration), and **in the same time**: the node answers
+         *       as soon as the client address's throttle place is held, before it looks the
+         *       e-mail up; the lookup, the token and the mail follow after the answer. A
+         *       banned account gets no mail either.
+         *     - When an account uses the address (case-insensitive): a **single-use token**
+         *       (32 random bytes; only its SHA-256 hash is kept, in the user's actor) valid
+         *       **30 minutes** (`PASSWORD_RESET_TTL_MS`) is mailed through the node's mail
+         *       transport (the one e-mail verification uses), to the account's address. A new
+         *       request replaces the previous token, but **at most one mail a minute** goes to
+         *       an account (`PASSWORD_RESET_RESEND_MS`): later requests within the minute
+         *       answer the same 202 and send nothing, and the link already sent stays valid.
+         *     - The link: `redirect_url` with the token added as its `token` query parameter,
+         *       or by default `<PUBLIC_BASE_URL>/api/v1/auth/password/reset/confirm?token=prt.<user id>.<secret>`
+         *       (the public base URL, never the request's `Host`). The default link is for
+         *       API clients (read `token` from it and POST it below); a browser needs a page
+         *       of the application, named by `redirect_url`.
+         *     - The mail is sent after the answer: a transport failure is logged (component
+         *       of the request, `password reset: no mail sent`) and the stored token stays
+         *       valid; the user may ask again after a minute.
+         *     - `redirect_url` must be an absolute http(s) URL **on the public base URL's
+         *       origin or one of `PASSWORD_RESET_REDIRECT_ORIGINS`** (comma-separated
+         *       origins); any other is 400 `BAD_REQUEST` (details name `redirect_url`),
+         *       whatever the e-mail. Unlike e-mail verification's (sent by the signed-in
+         *       user), anyone can ask for a reset of anyone's account: an arbitrary
+         *       `redirect_url` would mail the victim a genuine link that hands their token to
+         *       the asker's site.
+         *
+         *       ```
+         *       {"email": "alice@example.com", "redirect_url": "https://app.example.com/reset"}
+         *       -> mail link https://app.example.com/reset?token=prt.usr_1.Zm9v...
+         *       ```
+         *
+         *     - **Throttled per client address**: 10 attempts per 15-minute window
+         *       (`PASSWORD_RESETS_PER_ADDRESS_MAX`, throttle subject `pwreset:<address>`):
+         *       every request counts, whatever the e-mail. Past it: 429 `rate_limited` with
+         *       `Retry-After`. It tells nothing about accounts.
+         *
+         *     *From docs/api/accounts.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1456,7 +2259,44 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a new password with the token from the reset link (no bearer). Every session of the user ends; the e-mail counts as verified; login locks of the account and this address are lifted. Unknown, expired or used token: 400 invalid_reset_token. */
+        /**
+         * Set a new password with the token from the reset link (no bearer). Every session of the user ends; the e-mail counts as verified; login locks of the account and this address are lifted. Unknown, expired or used token: 400 invalid_reset_token.
+         * @description ### `POST /api/v1/auth/password/reset/confirm`
+         *
+         *     Body `{token, new_password}`; `new_password` follows the rules of registration.
+         *
+         *     ```
+         *     POST /api/v1/auth/password/reset/confirm
+         *     {"token": "prt.usr_1.Zm9v...", "new_password": "a brand new password"}
+         *
+         *     200 {"message": "Password changed. Sign in with the new password."}
+         *     ```
+         *
+         *     - The token must be the account's latest one, unused, less than 30 minutes
+         *       old, and sent to the address the account still has; otherwise 400
+         *       `invalid_reset_token` (the same answer for a malformed, unknown, replaced,
+         *       used or expired token). The comparison of hashes is constant-time. It is
+         *       checked before the new password is hashed, and used up in the turn that sets
+         *       the password: of two confirmations with one token, one wins.
+         *     - **Every session of the user ends**, refresh tokens included, at once on every
+         *       node (as for a change). The user signs in again with the new password; no
+         *       tokens are returned.
+         *     - **The e-mail address counts as verified** if it was not: opening the link
+         *       proves control of the address (a pending verification link is dropped).
+         *     - **Login locks are lifted** for the account from anywhere and from the
+         *       confirming address: the counts of `acct:<user id>` and
+         *       `pair:<user id>|<address>` are cleared (see Login throttling). A lock on the
+         *       pair of another address stays until its delay ends.
+         *     - Throttled on the same `pwreset:<address>` subject: a confirmation with a
+         *       token that is not valid counts (a valid one does not); past the limit 429
+         *       `rate_limited` before any checking or hashing.
+         *     - Password hashing is capped per node (503 `server_busy`, not counted).
+         *     - The pending reset lives in the user's actor (`password_reset`: the hash, the
+         *       address, sent and expiry times); a password change or a newer request
+         *       replaces it, a confirmation uses it up.
+         *
+         *     *From docs/api/accounts.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1545,7 +2385,52 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The authenticated user. */
+        /**
+         * The authenticated user.
+         * @description ## `GET /api/v1/auth/me` (B)
+         *
+         *     200 User.
+         *
+         *     200 `{pagination: {page, page_size, total, has_more}, users: [User]}`, oldest
+         *     account first (creation time, then id). User is the shape of
+         *     `GET /api/v1/auth/me`.
+         *
+         *     | scope | grants |
+         *     |---|---|
+         *     | `auth:read` | `GET /api/v1/auth/me` |
+         *
+         *     - **User tokens** (authorization_code, refresh_token) belong to a real user session
+         *       (EdDSA JWT, `typ: at+jwt`, `sub` = user id, `sid` = session id, like a login's token, so
+         *       logout, session deletion, ban and user deletion cut them off at once) and also carry the
+         *       granted `scope` claim. The scope is enforced per route exactly like API key scopes
+         *       (`auth:read` for `GET /api/v1/auth/me`, `locks:read` for a GET under
+         *       `/api/v1/distributed-state/`, …): a route outside the granted scope, any route outside the
+         *       catalog (admin, `/oauth/authorize/complete`, …) and every credential-management route under
+         *       `/api/v1/auth/` (API keys, two-factor, sessions) answer 403 `insufficient_scope`.
+         *       A third-party client therefore never gets the user's full rights. The one exception is
+         *       `POST /api/v1/auth/logout`: with a user token it ends that grant's session (its access
+         *       and refresh tokens stop working at once; the user's other sessions are untouched), which
+         *       is how a client signs the user out (RFC 7009 revocation is not built).
+         *     - **Refresh tokens** given to a client are its own: `ort.<client_id>.<session_id>.<secret>`
+         *       (only sha256(secret) is stored, in the client's actor). The session's normal refresh token
+         *       (`rt.…`) never leaves the server (only its hash is kept next to the client's binding), so a
+         *       client cannot trade its grant for an unscoped token at `/api/v1/auth/refresh` (which refuses
+         *       `ort.` tokens). A refresh first rotates the client's token in the client actor, then rotates
+         *       the user session in the user actor (which refuses an ended, expired or banned session). The
+         *       two turns are not atomic: a crash between them leaves the binding one rotation ahead of the
+         *       session, and the next refresh then fails closed (the user actor sees an unknown hash); the
+         *       user authorizes again.
+         *     - **Client tokens** (client_credentials): EdDSA JWT, `typ: at+jwt`, `sub` = `client:<client_id>`,
+         *       claims `client_id` and `scope`, same TTL as session tokens (`ACCESS_TOKEN_TTL_SECONDS`).
+         *       The principal is the client itself: `user_id` and `tenant` are `client:<client_id>` (its
+         *       locks, presence etc. are its own, apart from every user's), `role: user`. Scopes are
+         *       enforced per route exactly like API key scopes (`locks:write` for a POST under
+         *       `/api/v1/distributed-state/`, …); routes outside the catalog and every `/api/v1/auth/`
+         *       route refuse it with 403 `insufficient_scope`. Each request asks the client's actor that
+         *       the client still exists. Signature checks are cached like session tokens.
+         *
+         *     *From docs/api/accounts.md, docs/api/admin.md, docs/api/api-keys.md, docs/api/oauth.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -1649,7 +2534,76 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start TOTP set-up: a new secret, its QR code URI and backup codes. Already enabled: 409. */
+        /**
+         * Start TOTP set-up: a new secret, its QR code URI and backup codes. Already enabled: 409.
+         * @description Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     - `POST /api/v1/auth/2fa/totp/setup` (B, no body): 200 TwoFactorSetup
+         *       `{secret, qr_code_uri (otpauth://totp/...), backup_codes [10]}`. Nothing is on
+         *       yet. Already enabled: 409 `conflict`. Calling it again before verifying
+         *       replaces the pending secret and codes.
+         *     - `POST /api/v1/auth/2fa/totp/verify-setup` (B) `{code}`: a current code for the
+         *       pending secret turns two-factor on: 200 Message. Wrong code: 400
+         *       `invalid_two_factor_code`; no pending set-up: 409 `conflict`.
+         *     - `GET /api/v1/auth/2fa/status` (B): `{enabled, backup_codes_remaining}`.
+         *     - `POST /api/v1/auth/2fa/totp/disable` (B) `{code}`: a TOTP code or a backup
+         *       code turns it off and forgets the secret and codes. Wrong: 400
+         *       `invalid_two_factor_code`; not enabled: 409.
+         *     - `POST /api/v1/auth/2fa/backup/regenerate` (B) `{code}`: a TOTP code (not a
+         *       backup code) replaces all ten backup codes: 200 `{backup_codes}`.
+         *     - Wrong codes at disable and regenerate count towards the user's second-step
+         *       throttle, shared with `/auth/2fa/verify` (10 per 15 minutes, see Login
+         *       throttling): past it, 429 `rate_limited` with `Retry-After`, even for a right
+         *       code. A right code clears the count.
+         *     - `POST /api/v1/auth/2fa/verify` `{two_factor_token, code}`: the second login
+         *       step. A TOTP code or a backup code gives the token body. The
+         *       `two_factor_token` is valid for 5 minutes and for one successful use; after
+         *       5 wrong codes it stops working. Every failure is 401 `invalid_credentials`.
+         *       The organizations' SSO policy is checked again here (it may have been
+         *       switched on since the password step): 403 `sso_required`, before the code is
+         *       judged, so nothing is used up (see organizations.md; an admin's impersonation
+         *       challenge is not gated).
+         *
+         *     Backup codes look like `abcde-fghjk` (no look-alike characters); case, spaces
+         *     and dashes are ignored. They are single-use and stored only as SHA-256 hashes.
+         *     The TOTP secret is stored in the user's record (not encrypted at rest).
+         *
+         *     *From docs/api/admin.md, docs/api/two-factor.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1764,7 +2718,40 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Turn two-factor on with a current code for the secret from setup. */
+        /**
+         * Turn two-factor on with a current code for the secret from setup.
+         * @description - `POST /api/v1/auth/2fa/totp/setup` (B, no body): 200 TwoFactorSetup
+         *       `{secret, qr_code_uri (otpauth://totp/...), backup_codes [10]}`. Nothing is on
+         *       yet. Already enabled: 409 `conflict`. Calling it again before verifying
+         *       replaces the pending secret and codes.
+         *     - `POST /api/v1/auth/2fa/totp/verify-setup` (B) `{code}`: a current code for the
+         *       pending secret turns two-factor on: 200 Message. Wrong code: 400
+         *       `invalid_two_factor_code`; no pending set-up: 409 `conflict`.
+         *     - `GET /api/v1/auth/2fa/status` (B): `{enabled, backup_codes_remaining}`.
+         *     - `POST /api/v1/auth/2fa/totp/disable` (B) `{code}`: a TOTP code or a backup
+         *       code turns it off and forgets the secret and codes. Wrong: 400
+         *       `invalid_two_factor_code`; not enabled: 409.
+         *     - `POST /api/v1/auth/2fa/backup/regenerate` (B) `{code}`: a TOTP code (not a
+         *       backup code) replaces all ten backup codes: 200 `{backup_codes}`.
+         *     - Wrong codes at disable and regenerate count towards the user's second-step
+         *       throttle, shared with `/auth/2fa/verify` (10 per 15 minutes, see Login
+         *       throttling): past it, 429 `rate_limited` with `Retry-After`, even for a right
+         *       code. A right code clears the count.
+         *     - `POST /api/v1/auth/2fa/verify` `{two_factor_token, code}`: the second login
+         *       step. A TOTP code or a backup code gives the token body. The
+         *       `two_factor_token` is valid for 5 minutes and for one successful use; after
+         *       5 wrong codes it stops working. Every failure is 401 `invalid_credentials`.
+         *       The organizations' SSO policy is checked again here (it may have been
+         *       switched on since the password step): 403 `sso_required`, before the code is
+         *       judged, so nothing is used up (see organizations.md; an admin's impersonation
+         *       challenge is not gated).
+         *
+         *     Backup codes look like `abcde-fghjk` (no look-alike characters); case, spaces
+         *     and dashes are ignored. They are single-use and stored only as SHA-256 hashes.
+         *     The TOTP secret is stored in the user's record (not encrypted at rest).
+         *
+         *     *From docs/api/two-factor.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1878,7 +2865,40 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether two-factor is on, and how many backup codes are left. */
+        /**
+         * Whether two-factor is on, and how many backup codes are left.
+         * @description - `POST /api/v1/auth/2fa/totp/setup` (B, no body): 200 TwoFactorSetup
+         *       `{secret, qr_code_uri (otpauth://totp/...), backup_codes [10]}`. Nothing is on
+         *       yet. Already enabled: 409 `conflict`. Calling it again before verifying
+         *       replaces the pending secret and codes.
+         *     - `POST /api/v1/auth/2fa/totp/verify-setup` (B) `{code}`: a current code for the
+         *       pending secret turns two-factor on: 200 Message. Wrong code: 400
+         *       `invalid_two_factor_code`; no pending set-up: 409 `conflict`.
+         *     - `GET /api/v1/auth/2fa/status` (B): `{enabled, backup_codes_remaining}`.
+         *     - `POST /api/v1/auth/2fa/totp/disable` (B) `{code}`: a TOTP code or a backup
+         *       code turns it off and forgets the secret and codes. Wrong: 400
+         *       `invalid_two_factor_code`; not enabled: 409.
+         *     - `POST /api/v1/auth/2fa/backup/regenerate` (B) `{code}`: a TOTP code (not a
+         *       backup code) replaces all ten backup codes: 200 `{backup_codes}`.
+         *     - Wrong codes at disable and regenerate count towards the user's second-step
+         *       throttle, shared with `/auth/2fa/verify` (10 per 15 minutes, see Login
+         *       throttling): past it, 429 `rate_limited` with `Retry-After`, even for a right
+         *       code. A right code clears the count.
+         *     - `POST /api/v1/auth/2fa/verify` `{two_factor_token, code}`: the second login
+         *       step. A TOTP code or a backup code gives the token body. The
+         *       `two_factor_token` is valid for 5 minutes and for one successful use; after
+         *       5 wrong codes it stops working. Every failure is 401 `invalid_credentials`.
+         *       The organizations' SSO policy is checked again here (it may have been
+         *       switched on since the password step): 403 `sso_required`, before the code is
+         *       judged, so nothing is used up (see organizations.md; an admin's impersonation
+         *       challenge is not gated).
+         *
+         *     Backup codes look like `abcde-fghjk` (no look-alike characters); case, spaces
+         *     and dashes are ignored. They are single-use and stored only as SHA-256 hashes.
+         *     The TOTP secret is stored in the user's record (not encrypted at rest).
+         *
+         *     *From docs/api/two-factor.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -1973,7 +2993,112 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Turn two-factor off. Needs a current TOTP code or a backup code. Wrong codes count towards the second-step throttle (429). */
+        /**
+         * Turn two-factor off. Needs a current TOTP code or a backup code. Wrong codes count towards the second-step throttle (429).
+         * @description - **The delay**: the first lock is 15 s, then 30 s, 1 min, 2 min, ... doubling
+         *       with each failure past the free ones, at most 15 min. Once a lock ends, one
+         *       guess at a time is let through (the next wrong one locks again, twice as
+         *       long). Failures are forgotten 6 hours after the last one, or cleared by a
+         *       right password from that address (the pair's count; the account-wide and
+         *       address counts are not cleared by a success, so an attacker cannot reset
+         *       them by signing in to an account of their own).
+         *     - **Why an attacker cannot lock the owner out**: their failures count on the
+         *       pair (the account *from their address*) and on their address, and on the
+         *       account-wide subject only up to 20. The owner signing in from an address
+         *       the account knows is not subject to the account-wide or the address count:
+         *       an address is known when one of the account's sessions (live, or ended in
+         *       the last 7 days; impersonation sessions aside) was opened from it. An
+         *       account with two-factor on is never locked account-wide: a guessed password
+         *       alone opens nothing, and the second step has its own count. A lockout from a
+         *       new address otherwise ends with its delay, or at once with a password reset
+         *       completed from that address (it clears the account-wide count and that
+         *       address's pair; see Password reset).
+         *       Measured (test/http/accounts-login-throttle.test.ts): an address failing
+         *       1,000 logins against an account gets at most a handful checked (the rest
+         *       429) while the owner signs in from their own address with password and 2FA.
+         *     - **Behind a proxy**: the address is the socket's peer unless `TRUST_PROXY`
+         *       names the proxies (above).
+         *     - Counted: a wrong password or unknown login at `POST /api/v1/auth/login`, and a
+         *       wrong current password at `POST /api/v1/auth/password/change`
+         *       (on every subject the attempt involves); a wrong code at `POST /api/v1/auth/2fa/verify`, and at
+         *       `POST /api/v1/auth/2fa/totp/disable` and `POST /api/v1/auth/2fa/backup/regenerate`
+         *       (second step of the user, and address). The second-step count is
+         *       separate because a correct password clears the account count: with one
+         *       counter, a holder of the password could guess codes without end (each
+         *       challenge also still dies after 5 wrong codes). Without the count on disable
+         *       and regenerate, a stolen access token could guess codes there without end.
+         *     - Places are reserved **before** the check: each attempt reserves a place on
+         *       every subject it involves, atomically (one actor turn each), and the password
+         *       KDF or the code check runs only once it holds all of them. Counted failures
+         *       plus reservations in flight never exceed a subject's free failures (and past
+         *       them, one attempt at a time), so simultaneous
+         *       requests cannot all pass together: of a burst of 30 wrong passwords for one
+         *       account, at most 5 are checked (401) and the others get 429. While a
+         *       subject's places are all taken by attempts in flight, a new attempt waits
+         *       in the throttle actor's queue (first come, first served) and is admitted as
+         *       soon as one ends; after 5 s of waiting it is refused 429 with
+         *       `Retry-After: 1`. So simultaneous right passwords from one address (many
+         *       users behind one NAT) all get in, however many.
+         *     - Each attempt is a login flow (`actors/accounts/flows.ts`, kind
+         *       `login-flow`, one per attempt): it reserves the places in a fixed order
+         *       (pair, account, address; or second step, address), answers the edge
+         *       with what the check needs, and after the check settles the places and opens
+         *       the session. The edge only runs the password KDF between the flow's two
+         *       asks; a code is judged by the user actor inside the flow.
+         *     - How an attempt ends: a wrong password or code is counted on every subject it
+         *       involves; a right one clears its own count (the pair, or the second step) and
+         *       hands the other subjects their places back (the address count is never cleared: an
+         *       address guessing across many accounts stays counted, and successes do not
+         *       use it up). An attempt that judged nothing hands its places back: one
+         *       refused by another subject's limit, a banned user's right password (403
+         *       `forbidden` as before), a two-factor route answering 409 (two-factor is off),
+         *       an SSO refusal, or a request the node failed to serve (5xx, e.g.
+         *       `server_busy` above). A reservation whose end never reaches the throttle
+         *       actor (a crash, an unreachable actor) lapses after 60 s. A window with
+         *       nothing counted and nothing in flight closes at once.
+         *     - Registration (`POST /api/v1/auth/register`): every attempt that passes the
+         *       body's validation counts, successful or not (a duplicate e-mail also ran the
+         *       KDF), except one the node failed to serve (5xx). Past the limit: 429
+         *       `rate_limited` with `Retry-After`, before any hashing. The limit is the node's
+         *       `REGISTRATIONS_PER_ADDRESS_MAX` (default 20 per window; 0 turns this throttle
+         *       off, e.g. behind a gateway that limits sign-ups itself). The bootstrap
+         *       administrator and SCIM provisioning are not counted.
+         *     - Counts, locks and windows are durable (actor state, with an alarm that
+         *       drops it), so a restart does not reset them. Time is the node's clock.
+         *     - A banned user's correct password is not a failure (403 `forbidden` as before).
+         *
+         *     - `POST /api/v1/auth/2fa/totp/setup` (B, no body): 200 TwoFactorSetup
+         *       `{secret, qr_code_uri (otpauth://totp/...), backup_codes [10]}`. Nothing is on
+         *       yet. Already enabled: 409 `conflict`. Calling it again before verifying
+         *       replaces the pending secret and codes.
+         *     - `POST /api/v1/auth/2fa/totp/verify-setup` (B) `{code}`: a current code for the
+         *       pending secret turns two-factor on: 200 Message. Wrong code: 400
+         *       `invalid_two_factor_code`; no pending set-up: 409 `conflict`.
+         *     - `GET /api/v1/auth/2fa/status` (B): `{enabled, backup_codes_remaining}`.
+         *     - `POST /api/v1/auth/2fa/totp/disable` (B) `{code}`: a TOTP code or a backup
+         *       code turns it off and forgets the secret and codes. Wrong: 400
+         *       `invalid_two_factor_code`; not enabled: 409.
+         *     - `POST /api/v1/auth/2fa/backup/regenerate` (B) `{code}`: a TOTP code (not a
+         *       backup code) replaces all ten backup codes: 200 `{backup_codes}`.
+         *     - Wrong codes at disable and regenerate count towards the user's second-step
+         *       throttle, shared with `/auth/2fa/verify` (10 per 15 minutes, see Login
+         *       throttling): past it, 429 `rate_limited` with `Retry-After`, even for a right
+         *       code. A right code clears the count.
+         *     - `POST /api/v1/auth/2fa/verify` `{two_factor_token, code}`: the second login
+         *       step. A TOTP code or a backup code gives the token body. The
+         *       `two_factor_token` is valid for 5 minutes and for one successful use; after
+         *       5 wrong codes it stops working. Every failure is 401 `invalid_credentials`.
+         *       The organizations' SSO policy is checked again here (it may have been
+         *       switched on since the password step): 403 `sso_required`, before the code is
+         *       judged, so nothing is used up (see organizations.md; an admin's impersonation
+         *       challenge is not gated).
+         *
+         *     Backup codes look like `abcde-fghjk` (no look-alike characters); case, spaces
+         *     and dashes are ignored. They are single-use and stored only as SHA-256 hashes.
+         *     The TOTP secret is stored in the user's record (not encrypted at rest).
+         *
+         *     *From docs/api/accounts.md, docs/api/two-factor.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -2089,7 +3214,112 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace every backup code. Needs a current TOTP code. Wrong codes count towards the second-step throttle (429). */
+        /**
+         * Replace every backup code. Needs a current TOTP code. Wrong codes count towards the second-step throttle (429).
+         * @description - **The delay**: the first lock is 15 s, then 30 s, 1 min, 2 min, ... doubling
+         *       with each failure past the free ones, at most 15 min. Once a lock ends, one
+         *       guess at a time is let through (the next wrong one locks again, twice as
+         *       long). Failures are forgotten 6 hours after the last one, or cleared by a
+         *       right password from that address (the pair's count; the account-wide and
+         *       address counts are not cleared by a success, so an attacker cannot reset
+         *       them by signing in to an account of their own).
+         *     - **Why an attacker cannot lock the owner out**: their failures count on the
+         *       pair (the account *from their address*) and on their address, and on the
+         *       account-wide subject only up to 20. The owner signing in from an address
+         *       the account knows is not subject to the account-wide or the address count:
+         *       an address is known when one of the account's sessions (live, or ended in
+         *       the last 7 days; impersonation sessions aside) was opened from it. An
+         *       account with two-factor on is never locked account-wide: a guessed password
+         *       alone opens nothing, and the second step has its own count. A lockout from a
+         *       new address otherwise ends with its delay, or at once with a password reset
+         *       completed from that address (it clears the account-wide count and that
+         *       address's pair; see Password reset).
+         *       Measured (test/http/accounts-login-throttle.test.ts): an address failing
+         *       1,000 logins against an account gets at most a handful checked (the rest
+         *       429) while the owner signs in from their own address with password and 2FA.
+         *     - **Behind a proxy**: the address is the socket's peer unless `TRUST_PROXY`
+         *       names the proxies (above).
+         *     - Counted: a wrong password or unknown login at `POST /api/v1/auth/login`, and a
+         *       wrong current password at `POST /api/v1/auth/password/change`
+         *       (on every subject the attempt involves); a wrong code at `POST /api/v1/auth/2fa/verify`, and at
+         *       `POST /api/v1/auth/2fa/totp/disable` and `POST /api/v1/auth/2fa/backup/regenerate`
+         *       (second step of the user, and address). The second-step count is
+         *       separate because a correct password clears the account count: with one
+         *       counter, a holder of the password could guess codes without end (each
+         *       challenge also still dies after 5 wrong codes). Without the count on disable
+         *       and regenerate, a stolen access token could guess codes there without end.
+         *     - Places are reserved **before** the check: each attempt reserves a place on
+         *       every subject it involves, atomically (one actor turn each), and the password
+         *       KDF or the code check runs only once it holds all of them. Counted failures
+         *       plus reservations in flight never exceed a subject's free failures (and past
+         *       them, one attempt at a time), so simultaneous
+         *       requests cannot all pass together: of a burst of 30 wrong passwords for one
+         *       account, at most 5 are checked (401) and the others get 429. While a
+         *       subject's places are all taken by attempts in flight, a new attempt waits
+         *       in the throttle actor's queue (first come, first served) and is admitted as
+         *       soon as one ends; after 5 s of waiting it is refused 429 with
+         *       `Retry-After: 1`. So simultaneous right passwords from one address (many
+         *       users behind one NAT) all get in, however many.
+         *     - Each attempt is a login flow (`actors/accounts/flows.ts`, kind
+         *       `login-flow`, one per attempt): it reserves the places in a fixed order
+         *       (pair, account, address; or second step, address), answers the edge
+         *       with what the check needs, and after the check settles the places and opens
+         *       the session. The edge only runs the password KDF between the flow's two
+         *       asks; a code is judged by the user actor inside the flow.
+         *     - How an attempt ends: a wrong password or code is counted on every subject it
+         *       involves; a right one clears its own count (the pair, or the second step) and
+         *       hands the other subjects their places back (the address count is never cleared: an
+         *       address guessing across many accounts stays counted, and successes do not
+         *       use it up). An attempt that judged nothing hands its places back: one
+         *       refused by another subject's limit, a banned user's right password (403
+         *       `forbidden` as before), a two-factor route answering 409 (two-factor is off),
+         *       an SSO refusal, or a request the node failed to serve (5xx, e.g.
+         *       `server_busy` above). A reservation whose end never reaches the throttle
+         *       actor (a crash, an unreachable actor) lapses after 60 s. A window with
+         *       nothing counted and nothing in flight closes at once.
+         *     - Registration (`POST /api/v1/auth/register`): every attempt that passes the
+         *       body's validation counts, successful or not (a duplicate e-mail also ran the
+         *       KDF), except one the node failed to serve (5xx). Past the limit: 429
+         *       `rate_limited` with `Retry-After`, before any hashing. The limit is the node's
+         *       `REGISTRATIONS_PER_ADDRESS_MAX` (default 20 per window; 0 turns this throttle
+         *       off, e.g. behind a gateway that limits sign-ups itself). The bootstrap
+         *       administrator and SCIM provisioning are not counted.
+         *     - Counts, locks and windows are durable (actor state, with an alarm that
+         *       drops it), so a restart does not reset them. Time is the node's clock.
+         *     - A banned user's correct password is not a failure (403 `forbidden` as before).
+         *
+         *     - `POST /api/v1/auth/2fa/totp/setup` (B, no body): 200 TwoFactorSetup
+         *       `{secret, qr_code_uri (otpauth://totp/...), backup_codes [10]}`. Nothing is on
+         *       yet. Already enabled: 409 `conflict`. Calling it again before verifying
+         *       replaces the pending secret and codes.
+         *     - `POST /api/v1/auth/2fa/totp/verify-setup` (B) `{code}`: a current code for the
+         *       pending secret turns two-factor on: 200 Message. Wrong code: 400
+         *       `invalid_two_factor_code`; no pending set-up: 409 `conflict`.
+         *     - `GET /api/v1/auth/2fa/status` (B): `{enabled, backup_codes_remaining}`.
+         *     - `POST /api/v1/auth/2fa/totp/disable` (B) `{code}`: a TOTP code or a backup
+         *       code turns it off and forgets the secret and codes. Wrong: 400
+         *       `invalid_two_factor_code`; not enabled: 409.
+         *     - `POST /api/v1/auth/2fa/backup/regenerate` (B) `{code}`: a TOTP code (not a
+         *       backup code) replaces all ten backup codes: 200 `{backup_codes}`.
+         *     - Wrong codes at disable and regenerate count towards the user's second-step
+         *       throttle, shared with `/auth/2fa/verify` (10 per 15 minutes, see Login
+         *       throttling): past it, 429 `rate_limited` with `Retry-After`, even for a right
+         *       code. A right code clears the count.
+         *     - `POST /api/v1/auth/2fa/verify` `{two_factor_token, code}`: the second login
+         *       step. A TOTP code or a backup code gives the token body. The
+         *       `two_factor_token` is valid for 5 minutes and for one successful use; after
+         *       5 wrong codes it stops working. Every failure is 401 `invalid_credentials`.
+         *       The organizations' SSO policy is checked again here (it may have been
+         *       switched on since the password step): 403 `sso_required`, before the code is
+         *       judged, so nothing is used up (see organizations.md; an admin's impersonation
+         *       challenge is not gated).
+         *
+         *     Backup codes look like `abcde-fghjk` (no look-alike characters); case, spaces
+         *     and dashes are ignored. They are single-use and stored only as SHA-256 hashes.
+         *     The TOTP secret is stored in the user's record (not encrypted at rest).
+         *
+         *     *From docs/api/accounts.md, docs/api/two-factor.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -2205,7 +3435,95 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Link an external account: exchanges the authorization code at the provider and records the provider user. One external account links to one user only. */
+        /**
+         * Link an external account: exchanges the authorization code at the provider and records the provider user. One external account links to one user only.
+         * @description Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     ## `POST /api/v1/auth/account/link` → 200 LinkedAccount
+         *
+         *     Body: `code` (1–2048), `provider` (a configured name), `redirect_uri` (the one the
+         *     authorization request used), and optionally **`code_verifier`** (43–128
+         *     characters of `[A-Za-z0-9._~-]`): the spec lists three fields; the verifier is
+         *     our addition, needed for providers that require PKCE (this platform's own
+         *     OAuth server requires it for every client).
+         *
+         *     Steps:
+         *     1. The code is exchanged at `token_endpoint` (`grant_type=authorization_code`,
+         *        RFC 6749 §4.1.3, client authentication as configured), 10 s time-out,
+         *        replies above 256 KiB refused, redirects not followed.
+         *     2. `userinfo_endpoint` is called with the access token. The provider user's id is
+         *        `sub` (OIDC) or else `id` (GitHub-style APIs; a number is turned into a string;
+         *        a reply shaped `{user: {...}}` is read inside `user`); the e-mail is `email`
+         *        (`""` when absent).
+         *     3. The external identity (provider + id) is claimed in the `identity-index`
+         *        actor: **one external account links to one platform user only**.
+         *     4. The link is recorded in the user's `identity-links` actor: **one linked
+         *        account per provider per user** (unlink names only the provider).
+         *
+         *     Steps 1-2 are the edge's I/O; steps 3-4 are one ask of the user's
+         *     `identity-links` actor, which runs them as a flow through the outbox
+         *     (`actors/linked-accounts/flows.ts`) and answers when it ends; a link refused
+         *     at step 4 releases its claim.
+         *
+         *     Reply: LinkedAccount `{id ("lnk_…"), linked_at, provider, provider_display_name,
+         *     provider_email}`. `provider_display_name` is the provider's configured display
+         *     name (e.g. "GitHub"), not the user's name at the provider.
+         *
+         *     Linking the same external account again to the same user is idempotent (200,
+         *     same `id`, nothing changes).
+         *
+         *     Errors:
+         *     - 400 `BAD_REQUEST`: missing/invalid field; `provider` not configured
+         *       (`details[{field: "body.provider"}]` lists the configured names).
+         *     - 400 `link_failed`: the provider refused the code (wrong, used or expired code,
+         *       wrong `redirect_uri` or `code_verifier`; the message carries the provider's
+         *       `error`), did not answer within 10 s, could not be reached, or answered
+         *       without an access token or a user id. Never a 5xx.
+         *     - 409 `account_already_linked`: the external account is linked to another user,
+         *       or this user already has an account of this provider linked.
+         *     - 401 / 403 as above.
+         *
+         *     A claim left behind by a link that stopped half-way (a crash between steps 3
+         *     and 4), held by a user that was deleted since, or by a user whose unlink has
+         *     not yet released it, is detected (the holder no
+         *     longer has the link) and taken over, so it never blocks the account for good.
+         *
+         *     *From docs/api/admin.md, docs/api/linked-accounts.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -2332,7 +3650,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Unlink the user's account of a provider: the external account can then be linked again (to any user). */
+        /**
+         * Unlink the user's account of a provider: the external account can then be linked again (to any user).
+         * @description ## `POST /api/v1/auth/account/unlink` → 200 Message
+         *
+         *     Body `{provider}`. Removes the link and frees the external account (it can be
+         *     linked again, to any user). Not linked: 404 `not_found`.
+         *
+         *     *From docs/api/linked-accounts.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -2446,7 +3772,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The user's linked external accounts, oldest first. */
+        /**
+         * The user's linked external accounts, oldest first.
+         * @description ## `GET /api/v1/auth/accounts` → 200 `{accounts: [LinkedAccount]}`
+         *
+         *     The user's links, oldest first (at most one per provider).
+         *
+         *     *From docs/api/linked-accounts.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -2556,7 +3889,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's SCIM tokens, oldest first, without their secrets. */
+        /**
+         * The organization's SCIM tokens, oldest first, without their secrets.
+         * @description ### `GET /api/v1/orgs/{org_id}/scim-tokens` (B) → 200 `{tokens: [ScimToken]}`
+         *
+         *     Oldest first, without secrets: `{id, name, org_id, created_by, created_at,
+         *     expires_at, minted_with}`. Same access rules. The list shows tokens as
+         *     stored: one whose minting credential has ended is still listed (and refused
+         *     at use) until revoked.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -2668,7 +4011,63 @@ export interface paths {
             };
         };
         put?: never;
-        /** Issue a SCIM provisioning token for the organization (owner/admin): the full token is shown only in this reply. */
+        /**
+         * Issue a SCIM provisioning token for the organization (owner/admin): the full token is shown only in this reply.
+         * @description ### `POST /api/v1/orgs/{org_id}/scim-tokens` (B) → 201 ScimTokenCreated
+         *
+         *     Body (all optional): `name` (1–100 characters, default `"SCIM token"`, e.g. the
+         *     IdP's name), `expires_in_days` (1–365; absent or `null`: **90**; 0, above 365
+         *     or not an integer: 400 `BAD_REQUEST`). There is no token without expiry: the
+         *     IdP is given a new token before the old one expires (Okta and Azure AD take
+         *     a new bearer in the connector's settings without re-provisioning).
+         *
+         *     Reply: `{id, name, org_id, created_by, created_at, expires_at, minted_with, token}`;
+         *     `minted_with` is `"session"` or `"api_key"` (below).
+         *     **`token` is shown only in this reply**; the server keeps only sha256 of its
+         *     secret. Format: `scim_<base64url(org_id)>.<id: 24 hex>.<secret: 43 base64url>`;
+         *     the organization is part of the credential, which is how SCIM requests find
+         *     their organization (§5.7).
+         *
+         *     Who: an `owner` or `admin` of the organization (its member record), or a
+         *     platform admin (`role: admin`). An API key needs the `*` scope. An
+         *     impersonation session may not (403 `impersonation_forbidden`), nor an OAuth
+         *     client's own access token (403 `forbidden`: it has neither a session nor a key).
+         *     Errors: 400 `BAD_REQUEST`; 401; 403 `forbidden` (a plain member of the
+         *     organization); 404 `not_found` (unknown organization, or the caller is not a
+         *     member: the organization's existence is not revealed); 409 `conflict` (the
+         *     organization already holds 20 tokens: revoke one first).
+         *
+         *     **Bound to the minting credential.** The token records what issued it: the
+         *     session of the access token (`minted_with: "session"`; an OAuth user token
+         *     counts as its grant's session), or the API key (`"api_key"`). Every SCIM
+         *     request checks, besides the token itself, that this credential is still live:
+         *     - a session: not logged out, not ended by an admin, not expired (a session
+         *       lasts `REFRESH_TOKEN_TTL_SECONDS`, 30 days by default, renewed on each
+         *       refresh), and its user not banned or deleted;
+         *     - an API key: not deleted, not revoked, not expired, and its user not banned
+         *       or deleted.
+         *
+         *     Otherwise the request gets **401** (SCIM error, `detail` naming the reason)
+         *     at once: logging out, deleting or revoking the key, or banning the person who
+         *     issued the token cuts the IdP off on the next request, as access tokens die
+         *     with a ban. The check is a read of the user actor (sessions: through the
+         *     node's session cache, which every logout, ban and deletion empties on every
+         *     node before it answers, `http/auth/session-cache.ts`) or of the key and user
+         *     actors (API keys: not cached). The minter leaving the organization or losing
+         *     its admin role does **not** end the token (it belongs to the organization's
+         *     integration; revoke it). Recommendation: issue the token for a long-lived IdP
+         *     connection with an API key of `*` scope kept for that purpose, rather than
+         *     from a browser session that ends at logout.
+         *
+         *     **Tokens issued before this rule** (no credential recorded, no expiry) are
+         *     **refused** with 401 (`detail`: issued before tokens were bound ...; issue a
+         *     new one). They are still listed, with `expires_at: null` and
+         *     `minted_with: null`, until revoked. Decision: refusing is the safe choice; a
+         *     grace period would keep alive exactly the tokens whose issuer may already be
+         *     gone.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -2813,7 +4212,14 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a SCIM token: it stops working at once. */
+        /**
+         * Revoke a SCIM token: it stops working at once.
+         * @description ### `DELETE /api/v1/orgs/{org_id}/scim-tokens/{token_id}` (B) → 200 Message
+         *
+         *     Revokes the token: **the next SCIM request with it gets 401**. Unknown id: 404.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -2925,7 +4331,103 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Dynamic client registration (RFC 7591). Confidential clients get a client_secret, shown only here. A client with the client_credentials grant needs a user's bearer (its owner); other clients register without one. */
+        /**
+         * Dynamic client registration (RFC 7591). Confidential clients get a client_secret, shown only here. A client with the client_credentials grant needs a user's bearer (its owner); other clients register without one.
+         * @description Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     **This platform as a provider** (no internet needed): register a confidential
+         *     client with `POST /oauth/register` (`redirect_uris` of your front end,
+         *     `scope: "auth:read"`), then configure `token_endpoint: <base>/oauth/token`,
+         *     `userinfo_endpoint: <base>/api/v1/auth/me`, and the client's id and secret.
+         *     The front end gets the code through `/oauth/authorize` + `/oauth/authorize/complete`
+         *     (docs/api/oauth.md) with PKCE, and passes its `code_verifier` to the link call.
+         *
+         *     1. The client registers once: `POST /oauth/register`.
+         *     2. The client sends the user's browser (or its own front end calls)
+         *        `GET /oauth/authorize?response_type=code&client_id=…&redirect_uri=…&code_challenge=…&code_challenge_method=S256&scope=…&state=…`.
+         *        A valid request answers **200 JSON** `{login_state, expires_in, client_id, client_name, scope}`
+         *        (the spec's "empty body response" is replaced by this JSON body, which the issue allows;
+         *        we never redirect to a login page because there is none).
+         *     3. The front end logs the user in with the normal auth endpoints (`POST /api/v1/auth/login`,
+         *        two-factor included), shows `client_name` and `scope` for consent, then calls
+         *        `POST /oauth/authorize/complete` with the user's access token and `{login_state}`.
+         *        The reply is `{redirect_to}`: the registered `redirect_uri` with `code`, `state` (when the
+         *        request had one) and `iss`. The front end navigates there.
+         *     4. The client exchanges the code at `POST /oauth/token` with its `code_verifier`.
+         *
+         *     ### `POST /oauth/register` (no bearer; B for `client_credentials`) → 201 OAuthClient
+         *
+         *     JSON body, every field optional (RFC 7591 §2):
+         *
+         *     | field | default | rules |
+         *     |---|---|---|
+         *     | `client_name` | `"Unnamed client"` | ≤ 200 characters |
+         *     | `redirect_uris` | `[]` | ≤ 10, each ≤ 2000 characters, absolute, no fragment, no user info; `https:` anywhere, `http:` only on `127.0.0.1`, `[::1]` or `localhost`. Required (≥ 1) with the `authorization_code` grant. |
+         *     | `grant_types` | `["authorization_code"]` | any of `authorization_code`, `refresh_token`, `client_credentials` |
+         *     | `response_types` | `["code"]` with `authorization_code`, else `[]` | only `code`, and only with `authorization_code` |
+         *     | `token_endpoint_auth_method` | `client_secret_basic` | `none` (public client), `client_secret_basic`, `client_secret_post`. `none` cannot have `client_credentials`. |
+         *     | `scope` | every client scope | space-separated, from: `auth:read locks:read locks:write liveness:read liveness:write presence:read presence:write waiting_rooms:read waiting_rooms:write` (the API key catalog without `*`). `auth:read` (read the user's profile) is user-only: never granted to a client_credentials token. |
+         *
+         *     Reply (201, as RFC 7591 §3.2.1): `client_id` (`oc_` + 32 hex), `client_id_issued_at` (epoch
+         *     seconds), `client_name`, `grant_types`, `redirect_uris`, `response_types`,
+         *     `token_endpoint_auth_method`, `scope` (space-separated), and for confidential clients
+         *     `client_secret` (43 base64url characters, **shown only here**, stored as sha256) and
+         *     `client_secret_expires_at: 0` (never expires).
+         *
+         *     Errors: 400 `BAD_REQUEST` with `details[{field, message}]` (our error shape, not RFC 7591's
+         *     `invalid_client_metadata`: only the token endpoint uses the OAuth error shape).
+         *
+         *     Who may register:
+         *     - A client **without** the `client_credentials` grant (authorization code, public or
+         *       confidential): open registration, no bearer, as the spec marks it (RFC 7591 §3). Such a
+         *       client only acts for users who approve it one by one. A bearer sent with it is ignored.
+         *     - A client **with** the `client_credentials` grant gets tokens of its own (a tenant of its
+         *       own, no user's consent), so it needs a **logged-in user**: `Authorization: Bearer <session
+         *       access token>`. That user becomes the client's owner (recorded in the client's actor, not
+         *       shown in the reply). No bearer or a bad one: 401 `unauthorized`; an API key (even `*`):
+         *       403 `forbidden`; an OAuth or client token: 403 `insufficient_scope`; an impersonation
+         *       session: 403 `impersonation_forbidden` (see admin.md). The body is validated first, so an
+         *       invalid body is 400 even without a bearer.
+         *
+         *     Each client is one `oauth-client` actor. Clients cannot be read or updated (RFC 7592 is not
+         *     built); a platform admin deletes one with `DELETE /admin/oauth/clients/{client_id}` (below).
+         *
+         *     *From docs/api/admin.md, docs/api/linked-accounts.md, docs/api/oauth.md. The area's model, rules and decisions: the **oauth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -3046,7 +4548,63 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Start an authorization code request. Valid: 200 with login_state. Bad client or redirect_uri: 400. Other errors: 302 to redirect_uri with error. */
+        /**
+         * Start an authorization code request. Valid: 200 with login_state. Bad client or redirect_uri: 400. Other errors: 302 to redirect_uri with error.
+         * @description 1. The client registers once: `POST /oauth/register`.
+         *     2. The client sends the user's browser (or its own front end calls)
+         *        `GET /oauth/authorize?response_type=code&client_id=…&redirect_uri=…&code_challenge=…&code_challenge_method=S256&scope=…&state=…`.
+         *        A valid request answers **200 JSON** `{login_state, expires_in, client_id, client_name, scope}`
+         *        (the spec's "empty body response" is replaced by this JSON body, which the issue allows;
+         *        we never redirect to a login page because there is none).
+         *     3. The front end logs the user in with the normal auth endpoints (`POST /api/v1/auth/login`,
+         *        two-factor included), shows `client_name` and `scope` for consent, then calls
+         *        `POST /oauth/authorize/complete` with the user's access token and `{login_state}`.
+         *        The reply is `{redirect_to}`: the registered `redirect_uri` with `code`, `state` (when the
+         *        request had one) and `iss`. The front end navigates there.
+         *     4. The client exchanges the code at `POST /oauth/token` with its `code_verifier`.
+         *
+         *     Deletes a client, for good:
+         *     - its `client_credentials` access tokens get 401 on their very next request (each request
+         *       asks the client's actor, which now answers as for an unknown client);
+         *     - the token endpoint answers `invalid_client` for it (so no new token, no refresh, no code
+         *       redemption), and `GET /oauth/authorize` 400 (unknown client);
+         *     - its pending codes and its refresh-token bindings are dropped, and every user session
+         *       opened through it is ended (so their access tokens get 401 at once too). The message
+         *       says how many sessions were ended. A session whose ending fails (a node unreachable) is
+         *       logged and not retried: its access token works until it expires (`ACCESS_TOKEN_TTL_SECONDS`)
+         *       and cannot be refreshed.
+         *
+         *     ### `GET /oauth/authorize` (no bearer)
+         *
+         *     Query (all optional strings): `response_type`, `client_id`, `redirect_uri`, `code_challenge`,
+         *     `code_challenge_method`, `scope`, `state` (≤ 1000 characters).
+         *
+         *     Checked in this order:
+         *
+         *     1. `client_id` unknown or malformed → **400** `BAD_REQUEST` (JSON, no redirect).
+         *     2. `redirect_uri` not an **exact** string match of a registered URI → **400** (no redirect,
+         *        so an unregistered URI never receives anything). Omitted `redirect_uri` is allowed only
+         *        when the client registered exactly one.
+         *     3. Everything else fails with a **302** to the redirect URI carrying `error`,
+         *        `error_description`, `state` and `iss` (RFC 6749 §4.1.2.1):
+         *        - `response_type` ≠ `code` → `unsupported_response_type`;
+         *        - the client lacks the `authorization_code` grant → `unauthorized_client`;
+         *        - no `code_challenge` → `invalid_request` (**PKCE is required for every client**, public
+         *          or confidential, as in OAuth 2.1);
+         *        - `code_challenge_method` other than `S256`/`plain` → `invalid_request`; absent means
+         *          `plain` (RFC 7636 §4.3), so a public client must send `S256`;
+         *        - `plain` from a public client → `invalid_request` (confidential clients may use `plain`);
+         *        - a challenge that is not 43–128 characters of `[A-Za-z0-9-._~]` → `invalid_request`;
+         *        - a `scope` not within the client's registered scope → `invalid_scope`. Omitted scope
+         *          means the whole registered scope.
+         *     4. Valid → **200** `{login_state, expires_in: 600, client_id, client_name, scope}`.
+         *
+         *     `login_state` is a signed JWT (the node's Ed25519 key, `typ: oauth-login+jwt`, 10 minutes)
+         *     holding the pending request (client, redirect_uri, challenge, method, scope, state). It is
+         *     opaque to callers; nothing is stored until the user completes it.
+         *
+         *     *From docs/api/oauth.md. The area's model, rules and decisions: the **oauth** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -3133,7 +4691,76 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The logged-in user approves a pending authorization request: returns redirect_to with code, state and iss. */
+        /**
+         * The logged-in user approves a pending authorization request: returns redirect_to with code, state and iss.
+         * @description Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     1. The client registers once: `POST /oauth/register`.
+         *     2. The client sends the user's browser (or its own front end calls)
+         *        `GET /oauth/authorize?response_type=code&client_id=…&redirect_uri=…&code_challenge=…&code_challenge_method=S256&scope=…&state=…`.
+         *        A valid request answers **200 JSON** `{login_state, expires_in, client_id, client_name, scope}`
+         *        (the spec's "empty body response" is replaced by this JSON body, which the issue allows;
+         *        we never redirect to a login page because there is none).
+         *     3. The front end logs the user in with the normal auth endpoints (`POST /api/v1/auth/login`,
+         *        two-factor included), shows `client_name` and `scope` for consent, then calls
+         *        `POST /oauth/authorize/complete` with the user's access token and `{login_state}`.
+         *        The reply is `{redirect_to}`: the registered `redirect_uri` with `code`, `state` (when the
+         *        request had one) and `iss`. The front end navigates there.
+         *     4. The client exchanges the code at `POST /oauth/token` with its `code_verifier`.
+         *
+         *     ### `POST /oauth/authorize/complete` (B) → `{redirect_to}`
+         *
+         *     Body `{login_state}`. The bearer must be a **user session** access token (an API key or a
+         *     client_credentials token is 403 `forbidden` / `insufficient_scope`). The logged-in user is the
+         *     one who approves: calling this endpoint is the consent, so the front end must show
+         *     `client_name` and `scope` first.
+         *
+         *     Issues an authorization code (32 random bytes, base64url), stores only its sha256 in the
+         *     client's actor, bound to the client, the user, the redirect_uri, the PKCE challenge and
+         *     method, and the scope; single-use; valid **60 s** (a durable alarm sweeps expired codes; a
+         *     late code is refused before the alarm too). Replies
+         *     `{redirect_to: "<redirect_uri>?code=…&state=…&iss=…"}` (existing query parameters of the
+         *     registered URI are kept).
+         *
+         *     Errors: 400 `BAD_REQUEST` (`login_state` forged, expired, or names a client/redirect that is
+         *     no longer registered), 401, 403, 429 `rate_limited` (more than 1000 live codes for one client).
+         *
+         *     *From docs/api/admin.md, docs/api/oauth.md. The area's model, rules and decisions: the **oauth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -3241,7 +4868,37 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete an OAuth client (platform admin): its client_credentials tokens, codes and refresh tokens stop working at once, and the user sessions opened through it end. */
+        /**
+         * Delete an OAuth client (platform admin): its client_credentials tokens, codes and refresh tokens stop working at once, and the user sessions opened through it end.
+         * @description Spec doc 1 §4.1, the user and session part: users list, user detail, PATCH,
+         *     DELETE, ban and unban, sessions list and session DELETE, impersonation (at the
+         *     end). Organizations and the SSO policy (`/admin/auth/orgs`, `/admin/auth/org/{id}`...)
+         *     are in organizations.md; deleting an OAuth client
+         *     (`DELETE /admin/oauth/clients/{client_id}`) is in oauth.md.
+         *
+         *     Each client is one `oauth-client` actor. Clients cannot be read or updated (RFC 7592 is not
+         *     built); a platform admin deletes one with `DELETE /admin/oauth/clients/{client_id}` (below).
+         *
+         *     ### `DELETE /admin/oauth/clients/{client_id}` (B, platform admin) → 200 `{message}`
+         *
+         *     Deletes a client, for good:
+         *     - its `client_credentials` access tokens get 401 on their very next request (each request
+         *       asks the client's actor, which now answers as for an unknown client);
+         *     - the token endpoint answers `invalid_client` for it (so no new token, no refresh, no code
+         *       redemption), and `GET /oauth/authorize` 400 (unknown client);
+         *     - its pending codes and its refresh-token bindings are dropped, and every user session
+         *       opened through it is ended (so their access tokens get 401 at once too). The message
+         *       says how many sessions were ended. A session whose ending fails (a node unreachable) is
+         *       logged and not retried: its access token works until it expires (`ACCESS_TOKEN_TTL_SECONDS`)
+         *       and cannot be refreshed.
+         *
+         *     The client's actor keeps a tombstone (registration without the secret hash, deletion time
+         *     and admin), so the id is never reused. Not an admin: 403 `forbidden`; unknown, malformed or
+         *     already deleted id: 404 `not_found`. Owners cannot delete their own client yet (no RFC 7592
+         *     endpoint): they ask a platform admin.
+         *
+         *     *From docs/api/admin.md, docs/api/oauth.md. The area's model, rules and decisions: the **oauth** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -3350,7 +5007,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authorization server metadata (RFC 8414). */
+        /**
+         * Authorization server metadata (RFC 8414).
+         * @description ### `GET /.well-known/oauth-authorization-server` (RFC 8414)
+         *
+         *     `issuer`, `authorization_endpoint`, `token_endpoint`, `registration_endpoint`, `jwks_uri`,
+         *     `scopes_supported`, `response_types_supported: ["code"]`, `response_modes_supported:
+         *     ["query"]`, `grant_types_supported`, `token_endpoint_auth_methods_supported`,
+         *     `code_challenge_methods_supported: ["S256","plain"]`,
+         *     `authorization_response_iss_parameter_supported: true`.
+         *
+         *     *From docs/api/oauth.md. The area's model, rules and decisions: the **oauth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -3388,7 +5056,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The public key that signs access tokens (JWK Set, Ed25519). */
+        /**
+         * The public key that signs access tokens (JWK Set, Ed25519).
+         * @description ### `GET /.well-known/jwks.json`
+         *
+         *     `{keys: [<public JWK>]}`: the cluster's Ed25519 signing key (`kty: OKP`, `crv: Ed25519`,
+         *     `alg: EdDSA`, `use: sig`, `kid`). It verifies every access token we issue.
+         *
+         *     *From docs/api/oauth.md. The area's model, rules and decisions: the **oauth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -3430,7 +5106,73 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a verification link (valid 24 h, single-use) to the account e-mail. Already verified: 409; more than one per minute: 429. */
+        /**
+         * Send a verification link (valid 24 h, single-use) to the account e-mail. Already verified: 409; more than one per minute: 429.
+         * @description Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     ## `POST /api/v1/auth/email/verify/send` (B)
+         *
+         *     Body optional: `{redirect_url?}` (no body is the same as `{}`). Sends a
+         *     verification message to the account's current e-mail and answers 200
+         *     `{message}`.
+         *     - The message carries a link with a token `evt.<user id>.<secret>` (32 random
+         *       bytes). The user stores only the SHA-256 of the secret, with the address it
+         *       was sent to; the token is valid 24 hours and once. A new send replaces the
+         *       previous token (the old link stops working).
+         *     - Link: without `redirect_url`,
+         *       `<scheme>://<host>/api/v1/auth/email/verify/confirm?token=...` (the GET form
+         *       below); with `redirect_url` (an absolute `http`/`https` URL, at most 2048
+         *       characters, its own query kept), that URL with `token` added as a query
+         *       parameter; the page there is expected to POST the token to the confirm
+         *       endpoint. Another scheme or a malformed URL: 400 `BAD_REQUEST` on `redirect_url`.
+         *     - Already verified: 409 `conflict`. At most one send per user per minute:
+         *       429 `rate_limited` with `Retry-After`.
+         *     - API keys are refused (403 `insufficient_scope`), like the other credential
+         *       routes of `/api/v1/auth`.
+         *     - Delivery goes through the node's mail transport (`services.mail`, interface
+         *       `MailTransport` in `http/auth/mail.ts`). The default, `LogMailTransport`,
+         *       writes `{to, subject, link}` at info level to the log (component `mail`):
+         *       in development the link is read from the log. A deployment replaces it with
+         *       a real transport; tests use `CapturingMailTransport`. If the transport throws,
+         *       the request fails with 500 and the stored token stays valid (the user may
+         *       ask again after a minute).
+         *
+         *     *From docs/api/admin.md, docs/api/email-verification.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -3545,7 +5287,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The same confirmation for the default link opened in a browser (token in the query). */
+        /**
+         * The same confirmation for the default link opened in a browser (token in the query).
+         * @description ## `GET /api/v1/auth/email/verify/confirm?token=...` (no bearer)
+         *
+         *     The same, for the default link opened in a browser; JSON reply. The request
+         *     log shows this route's URL without its query string (`...?[redacted]`), so the
+         *     token is never logged.
+         *
+         *     *From docs/api/email-verification.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query: {
@@ -3589,7 +5340,20 @@ export interface paths {
             };
         };
         put?: never;
-        /** Confirm an e-mail address with the token from the link (no bearer). Unknown, expired or used token: 400 invalid_verification_token. */
+        /**
+         * Confirm an e-mail address with the token from the link (no bearer). Unknown, expired or used token: 400 invalid_verification_token.
+         * @description ## `POST /api/v1/auth/email/verify/confirm` (no bearer)
+         *
+         *     Body `{token}`. 200 `{message}`: the user's `email_verified` becomes true (in
+         *     `/me` and in the admin list, whose summary is updated at once). An unknown,
+         *     malformed, expired or already used token, or one sent to an address the
+         *     account no longer has (the e-mail changed since): 400
+         *     `invalid_verification_token`.
+         *     A completed password reset also marks the address verified (the reset link
+         *     reached it; see accounts.md, Password reset).
+         *
+         *     *From docs/api/email-verification.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -3669,7 +5433,23 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a CLI login (no bearer): an id, a user_code, a verification_uri and a secret poll_token, valid 10 minutes. */
+        /**
+         * Start a CLI login (no bearer): an id, a user_code, a verification_uri and a secret poll_token, valid 10 minutes.
+         * @description ## `POST /api/v1/auth/cli/session` (no bearer)
+         *
+         *     No body. 201 `{id, user_code, verification_uri, poll_token, expires_in: 600, interval: 5}`.
+         *     - `id`: `cli_<random>`. `poll_token`: a secret (32 random bytes) that only the
+         *       creating CLI knows; the server keeps its SHA-256.
+         *     - `user_code`: `XXXX-XXXX` (consonants only), for the user to check that the
+         *       browser page and the terminal show the same session.
+         *     - `verification_uri`: `<scheme>://<host>/api/v1/auth/cli/session/<id>/complete`,
+         *       the endpoint a signed-in web client POSTs to (a web UI builds its confirmation
+         *       page around `id` and `user_code`).
+         *     - The session expires 10 minutes after creation (durable alarm; before the alarm
+         *       fires, reads compare with the clock).
+         *
+         *     *From docs/api/cli-login.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -3751,7 +5531,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What a browser page shows before approving: the user_code and status of a CLI login. Unknown or expired: 404. */
+        /**
+         * What a browser page shows before approving: the user_code and status of a CLI login. Unknown or expired: 404.
+         * @description ## `GET /api/v1/auth/cli/session/{id}` (B)
+         *
+         *     For the browser page before approving: 200 `{id, user_code, status ("pending"
+         *     or "completed"), expires_at}`. Unknown or expired: 404 `not_found`. Reveals
+         *     nothing that lets the caller collect the tokens (that needs the poll_token).
+         *
+         *     *From docs/api/cli-login.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -3860,7 +5649,52 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a CLI login as the signed-in user. Unknown or expired: 404; already completed: 409. Empty 204 response. */
+        /**
+         * Approve a CLI login as the signed-in user. Unknown or expired: 404; already completed: 409. Empty 204 response.
+         * @description Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     ## `POST /api/v1/auth/cli/session/{id}/complete` (B)
+         *
+         *     No body. Approves the session as the caller: 204, empty. Unknown or expired
+         *     session: 404 `not_found`; already completed: 409 `conflict`. API keys are
+         *     refused (403 `insufficient_scope`).
+         *
+         *     *From docs/api/admin.md, docs/api/cli-login.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -3977,7 +5811,32 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Poll a CLI login with its poll_token (no bearer): pending, or the tokens exactly once. Wrong token, unknown or expired: 404; tokens already delivered: 409; faster than interval: 429. */
+        /**
+         * Poll a CLI login with its poll_token (no bearer): pending, or the tokens exactly once. Wrong token, unknown or expired: 404; tokens already delivered: 409; faster than interval: 429.
+         * @description ## `POST /api/v1/auth/cli/session/{id}/poll` (no bearer)
+         *
+         *     Body `{poll_token}`.
+         *     - Not yet completed: 200 `{status: "pending", interval: 5}`.
+         *     - Completed: 200 `{status: "complete", user, access_token, refresh_token,
+         *       token_type: "Bearer", expires_in}`: a new ordinary session of the approving
+         *       user. The tokens are delivered exactly once; a later poll: 409 `conflict`.
+         *     - A wrong `poll_token`, an unknown or an expired session: 404 `not_found` (the
+         *       same answer, so an id alone reveals nothing).
+         *     - Polling again sooner than `interval` seconds after the previous poll: 429
+         *       `rate_limited` with `Retry-After`.
+         *     - The poll that finds the login completed marks it delivered and asks the
+         *       user actor (through the outbox) to open the session; it answers when the
+         *       session is open (a banned user: 403). If the node fails in between, the
+         *       CLI starts a new session (the tokens were never issued).
+         *
+         *     **Storage.** One actor per session (kind `cli-login`, key = session id, snapshot):
+         *     `{poll_hash, user_code, created/expires times, status (pending, completed,
+         *     delivered), user_id, last_poll}`; the expiry alarm clears it. CLI sessions
+         *     are not tenant-scoped: they exist before anyone is signed in, and the session
+         *     they open belongs to the approving user.
+         *
+         *     *From docs/api/cli-login.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -4108,7 +5967,39 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Users, oldest first, filtered by q, role, banned and email_verified. */
+        /**
+         * Users, oldest first, filtered by q, role, banned and email_verified.
+         * @description ## `GET /admin/auth/users`
+         *
+         *     Query (all optional):
+         *     - `q`: case-insensitive substring of the e-mail, username or display name, at
+         *       most 100 characters, no control characters (otherwise 400). Blank is no filter. It does not match ids:
+         *       use `GET /admin/auth/users/{id}` for an id.
+         *     - `role`: `user` or `admin`; several separated by `,` or `|` (any of them).
+         *       Another value: 400.
+         *     - `banned`, `email_verified`: `true` or `false`.
+         *     - `page` (1-based, 0 reads as 1), `page_size` (default 20, capped at 100).
+         *
+         *     200 `{pagination: {page, page_size, total, has_more}, users: [User]}`, oldest
+         *     account first (creation time, then id). User is the shape of
+         *     `GET /api/v1/auth/me`.
+         *
+         *     How it stays correct without scanning storage: the user directory actor keeps
+         *     one summary record per user (`p:<user id>`, with a revision number). The user
+         *     actor sends its new summary through the persisted outbox whenever a listed
+         *     field changes (creation, PATCH, ban, unban, two-factor on/off, delete); the
+         *     directory applies a summary only if its revision is newer than the stored one,
+         *     so a repeated or late message never undoes a newer change. The directory keeps
+         *     the listed users in memory in list order (rebuilt from the records at load), so
+         *     a page costs one pass over the users in memory and no storage reads. Admin changes (PATCH,
+         *     ban, unban, DELETE) and an e-mail confirmation are answered only once the
+         *     directory has applied their summary (the user actor holds its reply until the
+         *     directory acknowledges it through the outbox), so the list shows them at once; a self-service change (registration, two-factor) shows
+         *     within milliseconds, when the outbox delivers. Users created before the list
+         *     existed publish their summary at their next request or login.
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -4236,7 +6127,37 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One user with session count and ban. */
+        /**
+         * One user with session count and ban.
+         * @description Query (all optional):
+         *     - `q`: case-insensitive substring of the e-mail, username or display name, at
+         *       most 100 characters, no control characters (otherwise 400). Blank is no filter. It does not match ids:
+         *       use `GET /admin/auth/users/{id}` for an id.
+         *     - `role`: `user` or `admin`; several separated by `,` or `|` (any of them).
+         *       Another value: 400.
+         *     - `banned`, `email_verified`: `true` or `false`.
+         *     - `page` (1-based, 0 reads as 1), `page_size` (default 20, capped at 100).
+         *
+         *     ## `GET /admin/auth/users/{id}`
+         *
+         *     200 UserDetail:
+         *
+         *     ```
+         *     { user: User,
+         *       active_session_count,   // live sessions: not ended, not expired
+         *       api_key_count,          // API keys the user holds (revoked/expired ones until deleted)
+         *       passkey_count,          // always 0: passkeys are not offered
+         *       identities: [LinkedAccount],  // linked external accounts, oldest first (linked-accounts.md)
+         *       org_memberships: [{org_id, org_name, role}],  // joining order; see organizations.md
+         *       ban: null | {reason, banned_at, banned_by} }   // banned_by: the admin's user id, or scim:<org_id> for a SCIM deactivation
+         *     ```
+         *
+         *     Unknown or deleted user: 404 `not_found`.
+         *
+         *     `GET /admin/auth/users/{id}` fills `identities` with the same LinkedAccount list.
+         *
+         *     *From docs/api/admin.md, docs/api/linked-accounts.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -4376,7 +6297,22 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a user: its sessions and tokens stop working at once and its e-mail and username are free again. Yourself: 409. */
+        /**
+         * Delete a user: its sessions and tokens stop working at once and its e-mail and username are free again. Yourself: 409.
+         * @description ## `DELETE /admin/auth/users/{id}`
+         *
+         *     200 `{message}`. At once: every session of the user ends (its access and
+         *     refresh tokens are refused with 401), its API keys are refused (401: their
+         *     owner no longer exists; the key records themselves are not removed), the user disappears from the list and
+         *     its detail is 404, and its e-mail and username are free: registering again
+         *     with them creates a new user with a new id. The deleted user's actor stays as
+         *     a tombstone so that a late message cannot bring it back.
+         *
+         *     An admin deleting their own account: 409 `conflict` (ask another admin).
+         *     Unknown or already deleted user: 404 `not_found`.
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -4484,7 +6420,34 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change display_name, role, email_verified, email or username (all optional). A name in use by another user, or demoting yourself: 409. */
+        /**
+         * Change display_name, role, email_verified, email or username (all optional). A name in use by another user, or demoting yourself: 409.
+         * @description ## `PATCH /admin/auth/users/{id}`
+         *
+         *     Body, every field optional (an empty object changes nothing and returns the
+         *     user; unknown fields are ignored):
+         *     - `display_name`: 1 to 100 characters, not blank;
+         *     - `role`: `user` or `admin`;
+         *     - `email_verified`: boolean;
+         *     - `email`: a valid address, at most 254 characters;
+         *     - `username`: 3 to 32 of `A-Z a-z 0-9 _ . -`.
+         *
+         *     200 User. E-mail and username stay unique (case-insensitive) through the
+         *     directory: a name held by another user is 409 `email_taken` /
+         *     `username_taken`, and nothing changes. The new names are claimed first, then
+         *     the user changes and the old names are freed (they can be registered by
+         *     someone else, and no longer log in): the user actor runs this as a flow, the
+         *     directory's claim and answer travelling through the outbox, so a crash in
+         *     between finishes it after restart; a user deleted meanwhile gets its claimed
+         *     names freed again. The reply (of this route, and of ban, unban and delete)
+         *     waits until the admin list shows the change.
+         *     An admin cannot set their own role to `user` (409 `conflict`), so the last
+         *     admin cannot lock everyone out by mistake; another admin can demote them.
+         *     Changing the e-mail does not reset `email_verified` (send `email_verified`
+         *     in the same PATCH to do so). Bad field: 400 `BAD_REQUEST`; unknown user: 404.
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -4623,7 +6586,28 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Ban a user: every access and refresh token of theirs stops working at once, and login is refused (403). Yourself: 409. */
+        /**
+         * Ban a user: every access and refresh token of theirs stops working at once, and login is refused (403). Yourself: 409.
+         * @description ## `POST /admin/auth/users/{id}/ban`
+         *
+         *     Body `{reason}`: 1 to 500 characters, not blank (required; otherwise 400).
+         *     200 `{message}`. At once:
+         *     - every access token of the user is refused (401 `unauthorized`): each request
+         *       asks the user actor, which refuses banned users;
+         *     - every refresh token is refused (401 `invalid_refresh_token`);
+         *     - every API key of the user is refused (401 `unauthorized`): each request with
+         *       a key asks the owner's user actor, which reports the ban;
+         *     - login answers 403 `forbidden` (after a correct password, as before).
+         *
+         *     The ban also ends every session of the user (the detail's
+         *     `active_session_count` drops to 0), so an unban does not bring the old tokens
+         *     back.
+         *
+         *     Banning a banned user is not an error: 200, and the first ban (reason, time,
+         *     admin) is kept. An admin banning themselves: 409 `conflict`. Unknown user: 404.
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -4750,7 +6734,18 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Lift a ban: the user can log in again. Sessions the ban ended stay ended (the user signs in anew); API keys work again. */
+        /**
+         * Lift a ban: the user can log in again. Sessions the ban ended stay ended (the user signs in anew); API keys work again.
+         * @description ## `POST /admin/auth/users/{id}/unban`
+         *
+         *     No body. 200 `{message}`; login works again. The sessions the ban ended stay
+         *     ended: the user signs in anew. API keys are refused during a ban, not revoked:
+         *     they work again after the unban (revoke them with the API key endpoints if
+         *     that is not wanted). Unbanning a user who is not banned: 200.
+         *     Unknown user: 404.
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -4862,7 +6857,78 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign in as a user: a session (at most 1 h) recording impersonated_by. Target with two-factor: requires_2fa and a two_factor_token for /api/v1/auth/2fa/verify. Yourself: 409; another admin or a banned user: 403. */
+        /**
+         * Sign in as a user: a session (at most 1 h) recording impersonated_by. Target with two-factor: requires_2fa and a two_factor_token for /api/v1/auth/2fa/verify. Yourself: 409; another admin or a banned user: 403.
+         * @description ## `POST /admin/auth/users/{id}/impersonate` (B, admin)
+         *
+         *     No body. Signs the admin in as the user, for support. 200 ImpersonationTokens:
+         *     - Target without two-factor: `{requires_2fa: false, user, access_token,
+         *       refresh_token, token_type: "Bearer", expires_in}`, a new session of the
+         *       target whose `impersonated_by` is the admin's user id (shown in
+         *       `GET /admin/auth/sessions`).
+         *     - Target with two-factor: `{requires_2fa: true, two_factor_token, user}` and no
+         *       tokens. The target's TOTP or backup code completes it at
+         *       `POST /api/v1/auth/2fa/verify` (same body and rules as a normal second login
+         *       step, valid 5 minutes); the session opened there records `impersonated_by`.
+         *       The user actor remembers which challenges an impersonation opened (the last
+         *       10, until they expire), so a normal login of the same user is not marked.
+         *
+         *     Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *       Reads stay allowed (`/api/v1/auth/me`, the API key list, two-factor status,
+         *       linked accounts, sessions...), as do the user's ordinary actions and
+         *       `POST /api/v1/auth/logout`. There is no password-change route to refuse.
+         *
+         *     | status | code | when |
+         *     |---|---|---|
+         *     | 401 | `unauthorized` | no or bad token |
+         *     | 403 | `forbidden` | caller is not an admin, uses an API key; target is an admin or banned |
+         *     | 404 | `not_found` | unknown or deleted user |
+         *     | 409 | `conflict` | impersonating yourself; the target turned two-factor on during the request |
+         *
+         *     With the impersonation token itself:
+         *
+         *     | status | code | when |
+         *     |---|---|---|
+         *     | 401 | `unauthorized` | the session ended or passed its hour; the impersonating admin was banned, deleted or demoted |
+         *     | 403 | `impersonation_forbidden` | a route that creates or changes credentials (list above) |
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -5021,7 +7087,39 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Sessions of the given users (user_id required), newest first, active and recently ended. */
+        /**
+         * Sessions of the given users (user_id required), newest first, active and recently ended.
+         * @description ## `GET /admin/auth/sessions`
+         *
+         *     Query:
+         *     - `user_id`: **required** in this implementation: one or more user ids
+         *       separated by `,` or `|`, at most 50 (missing, empty or more: 400
+         *       `BAD_REQUEST`). Listing every session of every user is not offered: sessions
+         *       live with their user, and no global index is kept.
+         *     - `page`, `page_size` as for users.
+         *
+         *     200 `{pagination, sessions: [Session]}`, newest first, over all the users
+         *     given. Session: `{id, user_id, active, created_at, expires_at, ip_address,
+         *     user_agent, impersonated_by}`; `active` is false once ended or expired;
+         *     `impersonated_by` is the impersonating admin's user id, null for the user's own
+         *     sessions (see impersonation below). Ended and expired
+         *     sessions stay listed for 7 days (see accounts.md). Unknown and deleted
+         *     users contribute no sessions (no error).
+         *
+         *     No body. Signs the admin in as the user, for support. 200 ImpersonationTokens:
+         *     - Target without two-factor: `{requires_2fa: false, user, access_token,
+         *       refresh_token, token_type: "Bearer", expires_in}`, a new session of the
+         *       target whose `impersonated_by` is the admin's user id (shown in
+         *       `GET /admin/auth/sessions`).
+         *     - Target with two-factor: `{requires_2fa: true, two_factor_token, user}` and no
+         *       tokens. The target's TOTP or backup code completes it at
+         *       `POST /api/v1/auth/2fa/verify` (same body and rules as a normal second login
+         *       step, valid 5 minutes); the session opened there records `impersonated_by`.
+         *       The user actor remembers which challenges an impersonation opened (the last
+         *       10, until they expire), so a normal login of the same user is not marked.
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -5147,7 +7245,23 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** End a session: its access and refresh tokens stop working at once. Already ended: 200. Unknown: 404. */
+        /**
+         * End a session: its access and refresh tokens stop working at once. Already ended: 200. Unknown: 404.
+         * @description ## `DELETE /admin/auth/sessions/{id}`
+         *
+         *     200 `{message}`: the session's access tokens and refresh token stop working at
+         *     once; the user's other sessions are untouched. Ending an already ended session:
+         *     200. Unknown session: 404 `not_found`.
+         *
+         *     Session ids carry their user: new sessions have ids `ses_<user id>~<random>`
+         *     (`~` appears in neither user ids nor random parts, and `.` is avoided because
+         *     refresh tokens use it as separator), so the session is found without an index.
+         *     Sessions opened before this format (`ses_<random>`) keep working for their
+         *     user, but cannot be ended by id here (404): end them by banning or deleting
+         *     the user, or they expire within the refresh token lifetime.
+         *
+         *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -5256,7 +7370,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every organization, oldest first, filtered by q (name or slug) and sso_enforced. */
+        /**
+         * Every organization, oldest first, filtered by q (name or slug) and sso_enforced.
+         * @description ### `GET /admin/auth/orgs`
+         *
+         *     Query: `q?` (case-insensitive substring of name or slug, at most 100 characters),
+         *     `sso_enforced?` (bool), `page?` (1-based, 0 reads as 1), `page_size?` (default
+         *     20, capped at 100). 200 `{pagination, organizations: [Organization]}`, oldest
+         *     first (creation time, then id).
+         *
+         *     The list is served by the `org-directory` actor, which keeps one summary per
+         *     organization with a revision number; the organization actor sends its summary
+         *     through the outbox after every change (create, PATCH, SSO, membership count,
+         *     delete) and replies only once the directory has it, so the list shows a change
+         *     at once. Older revisions are ignored.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -5369,7 +7499,16 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create an organization; owner_user_id (default: the calling admin) becomes its first owner. Slug taken: 409 org_slug_taken. */
+        /**
+         * Create an organization; owner_user_id (default: the calling admin) becomes its first owner. Slug taken: 409 org_slug_taken.
+         * @description ### `POST /admin/auth/orgs`
+         *
+         *     Body: `{name (1-100), slug?, logo_url?, metadata?, owner_user_id?}`.
+         *     `owner_user_id` (default: the calling admin) becomes the first owner; an unknown
+         *     user is 404. `created_by` is the admin. 201 Organization. Slug taken: 409 `org_slug_taken`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -5513,7 +7652,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One organization. */
+        /**
+         * One organization.
+         * @description ### `GET /admin/auth/org/{id}` -> 200 Organization; 404 `not_found`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -5624,7 +7768,18 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete an organization: every member loses the membership, pending invitations die, the slug is free again. */
+        /**
+         * Delete an organization: every member loses the membership, pending invitations die, the slug is free again.
+         * @description ### `DELETE /admin/auth/org/{id}` -> 200 Message
+         *
+         *     Every member loses the membership at once (the organization and its member
+         *     records are gone; `GET /api/v1/orgs` and `UserDetail.org_memberships` no longer
+         *     list it; the SSO policy no longer applies to them), pending invitations die,
+         *     the slug is free again. The id is never reused (a tombstone stays). 404 if unknown
+         *     or already deleted.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -5723,7 +7878,15 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change name, logo_url or metadata (all optional; the slug is fixed). */
+        /**
+         * Change name, logo_url or metadata (all optional; the slug is fixed).
+         * @description ### `PATCH /admin/auth/org/{id}`
+         *
+         *     Body, all optional: `{name?, logo_url? (null clears), metadata? (replaces)}`.
+         *     200 Organization; 404.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -5853,7 +8016,24 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set SSO enforcement: when on, members not in sso_exempt_user_ids cannot sign in with a password (403 sso_required). */
+        /**
+         * Set SSO enforcement: when on, members not in sso_exempt_user_ids cannot sign in with a password (403 sso_required).
+         * @description Spec doc 1: §2 (Organization, `UserDetail.org_memberships`), §4.1
+         *     (`PUT /admin/auth/org/{id}/sso`), §4.2 (`GET /api/v1/auth/invitations` and "any
+         *     further endpoints of the auth area after it: not shown"). Everything else on this
+         *     page is designed here, after Auth0 Organizations, WorkOS and Keycloak; the
+         *     decisions are listed at the end.
+         *
+         *     ### `PUT /admin/auth/org/{id}/sso` (spec §4.1)
+         *
+         *     Body: `{sso_enforced: bool (required), sso_exempt_user_ids?: [user id] (at most 1000)}`.
+         *     `sso_exempt_user_ids` **replaces** the exempt list when present and keeps it when
+         *     absent; duplicates are dropped; ids need not be members yet (an exemption can be
+         *     set up before the user joins). 200 Organization. Missing or non-boolean
+         *     `sso_enforced`: 400. Unknown organization: 404.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -5984,7 +8164,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Members, in joining order. */
+        /**
+         * Members, in joining order.
+         * @description ### `GET /admin/auth/org/{id}/members`
+         *
+         *     Query `page?`, `page_size?` (as above). 200 `{pagination, members: [OrganizationMember]}`,
+         *     joining order (then user id).
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -6103,7 +8291,16 @@ export interface paths {
             };
         };
         put?: never;
-        /** Add an existing user (role default member); an existing member gets the given role. Demoting the last owner: 409 last_owner. */
+        /**
+         * Add an existing user (role default member); an existing member gets the given role. Demoting the last owner: 409 last_owner.
+         * @description ### `POST /admin/auth/org/{id}/members`
+         *
+         *     Body `{user_id, role? (default member)}`. Adds an existing user (404 for an
+         *     unknown user or organization); a user who is already a member gets the given
+         *     role (the last owner cannot be demoted: 409 `last_owner`). 201 OrganizationMembership.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -6237,7 +8434,14 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a member. The last owner: 409 last_owner. */
+        /**
+         * Remove a member. The last owner: 409 last_owner.
+         * @description ### `DELETE /admin/auth/org/{id}/members/{user_id}`
+         *
+         *     200 Message; 404 not a member; 409 `last_owner`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -6346,7 +8550,14 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change a member's role. Demoting the last owner: 409 last_owner. */
+        /**
+         * Change a member's role. Demoting the last owner: 409 last_owner.
+         * @description ### `PATCH /admin/auth/org/{id}/members/{user_id}`
+         *
+         *     Body `{role}`. 200 OrganizationMembership; 404 not a member; 409 `last_owner`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -6473,7 +8684,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's domains, pending and verified, oldest first. */
+        /**
+         * The organization's domains, pending and verified, oldest first.
+         * @description Also `GET /admin/auth/org/{id}/domains`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -6586,7 +8802,13 @@ export interface paths {
             };
         };
         put?: never;
-        /** Add a domain to verify (201, pending, with the DNS TXT record to publish); a domain the organization has already: 200 as it is. At most 20: 409 conflict. */
+        /**
+         * Add a domain to verify (201, pending, with the DNS TXT record to publish); a domain the organization has already: 200 as it is. At most 20: 409 conflict.
+         * @description Body `{domain}`. Also `POST /admin/auth/org/{id}/domains` (platform admin,
+         *     acting as an owner, like the members routes).
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -6751,7 +8973,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Look up the DNS TXT record and verify the domain. Not found: 409 domain_not_verified; verified by another organization: 409 domain_taken. */
+        /**
+         * Look up the DNS TXT record and verify the domain. Not found: 409 domain_not_verified; verified by another organization: 409 domain_taken.
+         * @description No body. Also `POST /admin/auth/org/{id}/domains/{domain}/verify`. `{domain}`
+         *     is compared lower-cased.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -6887,7 +9115,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a domain; a verified one is free for other organizations again. */
+        /**
+         * Remove a domain; a verified one is free for other organizations again.
+         * @description Also `DELETE /admin/auth/org/{id}/domains/{domain}`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **admin** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -7006,7 +9239,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's organizations with the caller's role, in joining order. */
+        /**
+         * The caller's organizations with the caller's role, in joining order.
+         * @description Every member loses the membership at once (the organization and its member
+         *     records are gone; `GET /api/v1/orgs` and `UserDetail.org_memberships` no longer
+         *     list it; the SSO policy no longer applies to them), pending invitations die,
+         *     the slug is free again. The id is never reused (a tombstone stays). 404 if unknown
+         *     or already deleted.
+         *
+         *     ### `GET /api/v1/orgs`
+         *
+         *     Query `page?`, `page_size?`. 200 `{pagination, organizations: [MyOrganization]}`:
+         *     the caller's organizations, in joining order.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -7118,7 +9365,39 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create an organization; the caller becomes its owner. Slug taken: 409 org_slug_taken. */
+        /**
+         * Create an organization; the caller becomes its owner. Slug taken: 409 org_slug_taken.
+         * @description ### `POST /api/v1/orgs`
+         *
+         *     Body `{name, slug?, logo_url?, metadata?}`. The caller becomes the owner.
+         *     201 Organization; 409 `org_slug_taken`; 409 `conflict` when the caller already
+         *     belongs to 100 organizations.
+         *
+         *     The caps that span organizations are counted and taken in one turn of the
+         *     actor that holds the count, so concurrent requests cannot both take the last
+         *     place:
+         *     - creating an organization: the organization first holds a slot in the
+         *       owner's `user-orgs` (at most 100 memberships and slots for `POST /api/v1/orgs`;
+         *       an admin's create is not capped), then claims the slug in `org-directory`
+         *       (a derived slug is retried with a random suffix, three times), then exists.
+         *       A slug that stays taken gives the slot back before the 409 `org_slug_taken`.
+         *     - accepting an invitation: a new member's slot is held the same way (100); when
+         *       the invitation was revoked, used or expired meanwhile, the slot is given back.
+         *     - inviting: the address's `org-invitation-index` adds the invitation in the
+         *       turn that counts its pending invitations from other organizations (100); a
+         *       refused invitation is dropped from the organization again.
+         *     - verifying a domain: after the organization's own comparison, the domain's
+         *       `org-domain` actor takes it in one turn if it is free or already this
+         *       organization's (`claim`, a flow-call answered through the outbox; a domain
+         *       held by another organization is `ok: false`, 409 `domain_taken`); the
+         *       organization then marks it verified and answers. A claim that lands after the
+         *       organization was deleted is released again (compensation). Removing a
+         *       domain or deleting the organization sends `release` (a flow-call of step
+         *       `ack` when someone waits for the answer), which frees the domain only if
+         *       this organization holds it; removal answers once it is applied.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -7251,7 +9530,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One organization the caller belongs to (404 for anyone else). */
+        /**
+         * One organization the caller belongs to (404 for anyone else).
+         * @description ### `GET /api/v1/orgs/{id}` -> 200 MyOrganization (members only; 404 otherwise).
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -7364,7 +9648,12 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete the organization (owner only). */
+        /**
+         * Delete the organization (owner only).
+         * @description ### `DELETE /api/v1/orgs/{id}` (owner) -> 200 Message, as the admin DELETE.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -7463,7 +9752,14 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change name, logo_url or metadata (owner or admin). */
+        /**
+         * Change name, logo_url or metadata (owner or admin).
+         * @description ### `PATCH /api/v1/orgs/{id}` (owner, admin)
+         *
+         *     Body as the admin PATCH. 200 Organization.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -7592,7 +9888,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Members, in joining order (any member may list). */
+        /**
+         * Members, in joining order (any member may list).
+         * @description ### `GET /api/v1/orgs/{id}/members` (any member)
+         *
+         *     As the admin members list.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -7728,7 +10031,15 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a member (owner: anyone; admin: admins and members) or, with your own id, leave. Last owner: 409 last_owner. */
+        /**
+         * Remove a member (owner: anyone; admin: admins and members) or, with your own id, leave. Last owner: 409 last_owner.
+         * @description ### `DELETE /api/v1/orgs/{id}/members/{user_id}`
+         *
+         *     Removes a member (role rules above); with the caller's own id it is "leave".
+         *     200 Message; 403; 404 (not a member); 409 `last_owner`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -7837,7 +10148,14 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change a member's role: an owner changes any role; an admin only between member and admin, never an owner's. Last owner: 409 last_owner. */
+        /**
+         * Change a member's role: an owner changes any role; an admin only between member and admin, never an owner's. Last owner: 409 last_owner.
+         * @description ### `PATCH /api/v1/orgs/{id}/members/{user_id}` (role rules above)
+         *
+         *     Body `{role}`. 200 OrganizationMembership; 403; 404; 409 `last_owner`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -7966,7 +10284,16 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Leave the organization. The last owner: 409 last_owner. */
+        /**
+         * Leave the organization. The last owner: 409 last_owner.
+         * @description ### `POST /api/v1/orgs/{id}/leave` -> 200 Message; 409 `last_owner`.
+         *
+         *     There is no direct "add member" for members: users join through invitations
+         *     (platform admins may add directly, see above). SCIM provisioning adds members
+         *     too (see scim.md).
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -8085,7 +10412,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's domains, pending and verified, oldest first (any member). */
+        /**
+         * The organization's domains, pending and verified, oldest first (any member).
+         * @description ### `GET /api/v1/orgs/{id}/domains` (any member)
+         *
+         *     Also `GET /admin/auth/org/{id}/domains`.
+         *
+         *     ```
+         *     200
+         *     {"domains": [ OrganizationDomain, ... ]}     // oldest first
+         *     ```
+         *
+         *     Members see the records to publish too (they are public once published).
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -8198,7 +10539,47 @@ export interface paths {
             };
         };
         put?: never;
-        /** Add a domain to verify (owner or admin): 201, pending, with the DNS TXT record to publish; a domain the organization has already: 200 as it is. At most 20: 409 conflict. */
+        /**
+         * Add a domain to verify (owner or admin): 201, pending, with the DNS TXT record to publish; a domain the organization has already: 200 as it is. At most 20: 409 conflict.
+         * @description ### `POST /api/v1/orgs/{id}/domains` (owner, admin)
+         *
+         *     Body `{domain}`. Also `POST /admin/auth/org/{id}/domains` (platform admin,
+         *     acting as an owner, like the members routes).
+         *
+         *     ```
+         *     POST /api/v1/orgs/org_7Qd.../domains
+         *     {"domain": "Acme.com"}
+         *
+         *     201
+         *     {"domain": "acme.com", "status": "pending",
+         *      "verification": {"method": "dns_txt",
+         *                       "record_name": "_platform-verification.acme.com",
+         *                       "record_value": "platform-verification=9f86d081884c7d659a2feaa0c55ad015"},
+         *      "created_at": "2024-05-01T10:00:00.000Z", "verified_at": null}
+         *     ```
+         *
+         *     Publish a TXT record named `record_name` with the value `record_value`, then
+         *     call verify. The token (32 hex digits, 128 random bits) is drawn once per
+         *     domain and not secret: anyone can read it in DNS once published.
+         *
+         *     - **Validation** (400 `BAD_REQUEST`, `details: [{field: "domain", message}]`):
+         *       lower-cased; ASCII only, so an internationalized domain is given in its
+         *       punycode form (`xn--bcher-kva.example`, not `bücher.example`); labels of
+         *       letters, digits and inner hyphens, 1 to 63 characters (RFC 1035 §2.3.1,
+         *       with RFC 1123's leading digit: `3com.com`); at least two labels; at most
+         *       253 characters; no trailing dot; no IP address (`10.0.0.1`: an all-digit
+         *       last label is refused; `2001:db8::1`: `:` never passes). Whitespace is not
+         *       trimmed: it is refused. There is no public-suffix check: claiming `co.uk`
+         *       would need control of its DNS, which is the proof.
+         *     - **The same domain again** answers 200 with the existing record as it is
+         *       (pending or verified, same token): adding is idempotent.
+         *     - **At most 20 domains** per organization, pending and verified together
+         *       (409 `conflict`); remove one first.
+         *     - Two organizations may both have the same domain **pending** (each with its
+         *       own token); only verification is exclusive.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -8363,7 +10744,66 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Look up the DNS TXT record and verify the domain (owner or admin). Not found: 409 domain_not_verified; verified by another organization: 409 domain_taken. */
+        /**
+         * Look up the DNS TXT record and verify the domain (owner or admin). Not found: 409 domain_not_verified; verified by another organization: 409 domain_taken.
+         * @description ### `POST /api/v1/orgs/{id}/domains/{domain}/verify` (owner, admin)
+         *
+         *     No body. Also `POST /admin/auth/org/{id}/domains/{domain}/verify`. `{domain}`
+         *     is compared lower-cased.
+         *
+         *     The node looks up the TXT records at `record_name` (see "How it is checked"
+         *     below) and the organization compares: a record whose strings, joined and
+         *     trimmed, equal `record_value` exactly is a match (other TXT records beside it
+         *     do not matter; `record_value` is case-sensitive).
+         *
+         *     ```
+         *     POST /api/v1/orgs/org_7Qd.../domains/acme.com/verify
+         *
+         *     200
+         *     {"domain": "acme.com", "status": "verified", "verification": {...},
+         *      "created_at": "2024-05-01T10:00:00.000Z", "verified_at": "2024-05-01T10:20:00.000Z"}
+         *     ```
+         *
+         *     ```
+         *     409
+         *     {"statusCode": 409, "code": "domain_not_verified", "error": "Conflict",
+         *      "message": "No TXT record _platform-verification.acme.com with the value platform-verification=9f86... was found; publish it and try again (DNS changes can take a while to show).",
+         *      "details": {"method": "dns_txt",
+         *                  "record_name": "_platform-verification.acme.com",
+         *                  "record_value": "platform-verification=9f86d081884c7d659a2feaa0c55ad015",
+         *                  "found": ["v=spf1 include:_spf.example.net -all"]}}
+         *     ```
+         *
+         *     - No match: 409 `domain_not_verified`; `details.found` echoes up to 10 of the
+         *       TXT values seen (each cut at 255 characters), so a typo shows. Nothing
+         *       changes: the domain stays pending and can be verified again at any time.
+         *     - A match when another organization has verified the domain: 409
+         *       `domain_taken` (which organization is not revealed); this one stays pending.
+         *       When that organization removes the domain or is deleted, verifying here
+         *       succeeds.
+         *     - Already verified: 200 with the record unchanged, without looking at DNS
+         *       again (`verified_at` stays the first verification).
+         *     - Unknown domain: 404 `not_found`. A non-member: 404 (the organization is not
+         *       revealed); a member: 403. Both are answered before any DNS query, so
+         *       strangers cannot make the node query DNS.
+         *     - Verification is once: the node does not re-check the record later, and
+         *       the record may be taken down afterwards (as in Auth0; WorkOS re-checks
+         *       periodically). Removing and adding the domain again draws a new token.
+         *
+         *     **How it is checked.** The route makes a read of the domain (role check, and
+         *     the record name), then the DNS lookup, then one ask that carries what DNS
+         *     showed; the organization decides. On a match it claims the domain in the
+         *     `org-domain` index (a flow, below) and answers when the claim is held. DNS
+         *     is reached through `services.domainResolver` (`DomainResolver` in
+         *     `http/domain-resolver.ts`, `{resolveTxt(name): Promise<string[][]>}`): by
+         *     default `node:dns/promises` with the system's resolvers, one try, 5 s at
+         *     most. Any failure (NXDOMAIN, no TXT data, SERVFAIL, timeout) counts as "no
+         *     record", so the answer is `domain_not_verified`, never a 5xx. At most 100
+         *     records of 64 strings each are passed on. Tests inject a resolver
+         *     (`startTestNode({domainResolver})`).
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -8499,7 +10939,26 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a domain (owner or admin); a verified one is free for other organizations again. */
+        /**
+         * Remove a domain (owner or admin); a verified one is free for other organizations again.
+         * @description ### `DELETE /api/v1/orgs/{id}/domains/{domain}` (owner, admin)
+         *
+         *     Also `DELETE /admin/auth/org/{id}/domains/{domain}`.
+         *
+         *     ```
+         *     200
+         *     {"message": "Domain removed."}
+         *     ```
+         *
+         *     A verified domain is released and is free for other organizations as soon as
+         *     the answer comes. 404 `not_found` for an unknown domain. While the domain's
+         *     verification is in flight (a claim not yet answered, normally milliseconds):
+         *     409 `conflict`, try again.
+         *
+         *     Deleting the organization removes its domains and releases their claims.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -8618,7 +11077,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Pending (unexpired) invitations of the organization, oldest first (owner or admin). */
+        /**
+         * Pending (unexpired) invitations of the organization, oldest first (owner or admin).
+         * @description ### `GET /api/v1/orgs/{id}/invitations` (owner, admin)
+         *
+         *     200 `{invitations: [OrganizationInvitation]}`: pending, unexpired, oldest first.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -8728,7 +11194,28 @@ export interface paths {
             };
         };
         put?: never;
-        /** Invite an e-mail address (owner or admin; only an owner invites owners). The token is returned once and mailed; valid ttl_sec (default 7 days). Re-inviting replaces the pending invitation. */
+        /**
+         * Invite an e-mail address (owner or admin; only an owner invites owners). The token is returned once and mailed; valid ttl_sec (default 7 days). Re-inviting replaces the pending invitation.
+         * @description ### `POST /api/v1/orgs/{id}/invitations` (owner, admin)
+         *
+         *     Body `{email, role? (default member), ttl_sec? (60 to 2592000, default 604800 = 7 days), redirect_url?}`.
+         *     Only an owner may invite an owner. 201 OrganizationInvitation plus:
+         *     - `token`: `oit_...`, single-use, returned **only here** (only its SHA-256 is stored);
+         *     - `invitation_url`: the link that is also mailed.
+         *
+         *     The invitation e-mail goes through the node's mail transport (`services.mail`,
+         *     the same as e-mail verification; the default transport writes it to the log).
+         *     The link is `redirect_url` with `invitation_id` and `token` added as query
+         *     parameters, or by default `<origin>/api/v1/auth/invitations/{id}/accept?token=...`
+         *     (a front end turns it into the authenticated POST below).
+         *
+         *     Re-inviting an address that has a pending invitation to the same organization
+         *     replaces it (new token and expiry; the old token stops working). An address that
+         *     already belongs to a member: 409 `conflict`. At most 1000 pending invitations per
+         *     organization and 100 per address (409 `conflict`).
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -8876,7 +11363,14 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a pending invitation (owner or admin): its token stops working. */
+        /**
+         * Revoke a pending invitation (owner or admin): its token stops working.
+         * @description ### `DELETE /api/v1/orgs/{id}/invitations/{invitation_id}` (owner, admin)
+         *
+         *     Revokes: the token stops working. 200 Message; 404 `invitation_not_found`.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **organizations** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -8986,7 +11480,61 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's pending organization invitations (to the account's e-mail, verified or not), newest first. */
+        /**
+         * The caller's pending organization invitations (to the account's e-mail, verified or not), newest first.
+         * @description Spec doc 1: §2 (Organization, `UserDetail.org_memberships`), §4.1
+         *     (`PUT /admin/auth/org/{id}/sso`), §4.2 (`GET /api/v1/auth/invitations` and "any
+         *     further endpoints of the auth area after it: not shown"). Everything else on this
+         *     page is designed here, after Auth0 Organizations, WorkOS and Keycloak; the
+         *     decisions are listed at the end.
+         *
+         *     ### `GET /api/v1/auth/invitations` (spec §4.2)
+         *
+         *     200 `{invitations: [OrganizationInvitation]}`: the pending, unexpired invitations
+         *     addressed to the caller's account e-mail (compared normalized), newest first,
+         *     **whether or not that e-mail is verified** (listing only shows them; accepting
+         *     needs proof, below). Invitations of an organization deleted since are left out.
+         *
+         *     Definitions: `actors/organizations/messages.ts` (kinds, messages, views, caps);
+         *     one state file per kind (the domain rules in `domains.ts`); the flows in
+         *     `actors/organizations/flows.ts`.
+         *     - `organization` (key `org_id`, `records`): the `meta` record, one `m:<user_id>`
+         *       record per member, one `i:<invitation_id>` per invitation, one `d:<domain>`
+         *       per domain and one `f:<flow_id>` per flow in progress, so a membership change writes one record
+         *       however large the organization (at most 100 000 members). It owns every rule
+         *       above (roles, checked in its own turn from the caller passed along; last
+         *       owner; proof; expiry) and coordinates every change: each route makes one ask,
+         *       and the organization answers it once the indexes below have acknowledged
+         *       the change through the outbox (read-your-writes). It talks to the other
+         *       kinds with the codebase's one call-and-answer mechanism,
+         *       `actors/flow-call.ts` (`flow-call` out, `flow-answer` back, a refusal as
+         *       `ok: false`). What it needs from the accounts area is asked in the flow,
+         *       not read by the route beforehand: an admin's create and add-member ask the
+         *       user actor that the account exists (404), invite asks the accounts
+         *       directory for the address's account (409 `conflict` for a member), accept
+         *       and decline ask the user actor for the e-mail and whether it is verified
+         *       (the proof). A caller whose answer does not come within 10 s (node
+         *       restart, failover) gets 503 `flow_interrupted`; the change itself goes on
+         *       to its end. Accept and decline still read the caller's e-mail and the
+         *       address's `org-invitation-index` at the edge, only to find the
+         *       organization: those reads guard nothing.
+         *     - `user-orgs` (key user id, `records`): the user's memberships, each with a
+         *       copy of the organization's name and SSO policy for this user (so the login's
+         *       SSO check and `UserDetail.org_memberships` are one read), and the slots held
+         *       for memberships in the making. The organization sends each change through
+         *       its outbox with a per-organization sequence number (membership) and
+         *       revision (name, policy); an older or repeated message is ignored. A rename,
+         *       an SSO change or a deletion is sent to every member.
+         *     - `org-invitation-index` (key normalized e-mail, `records`): pending invitations
+         *       by address, for `GET /api/v1/auth/invitations`; kept in step the same way
+         *       (removals leave a tombstone until expiry, so a late add cannot revive one).
+         *     - `org-directory` (key `global`, `records`): slug uniqueness and the admin list.
+         *     - `org-domain` (key a domain, `records`): the organization that verified it
+         *       (`owner` record, absent when free). The organization's own domains are its
+         *       `d:<domain>` records.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -9101,7 +11649,33 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Accept an invitation to your e-mail address: with a verified e-mail, or with the token from the invitation e-mail. Expired: 409 invitation_expired. */
+        /**
+         * Accept an invitation to your e-mail address: with a verified e-mail, or with the token from the invitation e-mail. Expired: 409 invitation_expired.
+         * @description ### `POST /api/v1/auth/invitations/{id}/accept`
+         *
+         *     Body (optional) `{token?}`. The caller must be signed in with an account whose
+         *     e-mail is the invitation's address, and prove control of that address:
+         *     - either the account e-mail is **verified**,
+         *     - or the body carries the invitation's `token` (it was mailed to that address).
+         *
+         *     A token, when given, must be right. Answers:
+         *     - 200 `{organization: Organization, membership: OrganizationMembership}`; the
+         *       caller joins with the invited role. Someone already a member keeps their role
+         *       (an invitation never demotes); the invitation is used up either way.
+         *     - 404 `invitation_not_found`: unknown, revoked, already used, or addressed to
+         *       another e-mail (another user cannot accept it, even with the token).
+         *     - 403 `forbidden`: unverified e-mail and no token, or a wrong token.
+         *     - 409 `invitation_expired`: past `expires_at`.
+         *     - 409 `conflict`: the caller already belongs to 100 organizations (the
+         *       invitation stays pending).
+         *
+         *     Why an unverified e-mail alone may not accept: anyone can register an account
+         *     with someone else's address; without the proof, that account could take the
+         *     victim's invitation (and its role). The token, which only the mailbox receives,
+         *     is that proof.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -9251,7 +11825,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Decline an invitation to your e-mail address (same proof as accept). */
+        /**
+         * Decline an invitation to your e-mail address (same proof as accept).
+         * @description ### `POST /api/v1/auth/invitations/{id}/decline`
+         *
+         *     Body (optional) `{token?}`; the same checks as accept. 200 Message; the invitation
+         *     is gone.
+         *
+         *     *From docs/api/organizations.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -9376,7 +11958,38 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's API keys, newest first (deleted keys are not listed; revoked and expired ones are). */
+        /**
+         * The caller's API keys, newest first (deleted keys are not listed; revoked and expired ones are).
+         * @description **Endpoints** (all B, and all refuse API keys: use an access token):
+         *     - `GET /api/v1/auth/api-keys?page&page_size`: 200 `{api_keys [ApiKey],
+         *       pagination}`, newest first. `page` is 1-based (0 is 1), `page_size` defaults
+         *       to 20 and is capped at 100. Revoked and expired keys are listed (with
+         *       `revoked: true` / a past `expires_at`); deleted keys are not.
+         *     - `POST /api/v1/auth/api-keys` `{name (1..100 characters, not blank, trimmed),
+         *       scopes [scope] (1 or more, from the catalog below; duplicates dropped),
+         *       expires_at? (RFC 3339 date-time in the future, or null = never), org_id?
+         *       (an organization id, or null = the caller)}`: **201**
+         *       ApiKeyCreated `{api_key_id, key, key_prefix, name, scopes, org_id,
+         *       created_at, expires_at}`. Store `key` now: it is never shown again. A scope
+         *       outside the catalog, a blank name, an `expires_at` in the past or a
+         *       malformed `org_id`: 400 `BAD_REQUEST` with `details`. An `org_id` the caller
+         *       is not a member of, or that does not exist: 404 `not_found` (the same
+         *       answer). A user holds at most 100 keys (revoked and
+         *       expired ones count until deleted): 409 `api_key_limit_reached`.
+         *     - `GET /api/v1/auth/api-keys/{id}`: 200 ApiKey.
+         *     - `PATCH /api/v1/auth/api-keys/{id}` `{name?, scopes?, revoked?}`: 200 ApiKey.
+         *       **This is the operation that sets `revoked`** (spec §3 leaves it open):
+         *       `revoked: true` revokes the key, at once and for good; `revoked: false` on a
+         *       revoked key is 409 `conflict` (no un-revoke); on a live key it changes
+         *       nothing. New `name`/`scopes` apply from the next request. `expires_at` cannot
+         *       be changed (create a new key). An empty body changes nothing and returns the key.
+         *     - `DELETE /api/v1/auth/api-keys/{id}`: 200 Message. The key stops working at
+         *       once, `GET` of it becomes 404 and it leaves the list.
+         *     - A key id of another user (or an unknown or malformed id): 404 `not_found`,
+         *       the same as a key that does not exist.
+         *
+         *     *From docs/api/api-keys.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -9487,7 +12100,102 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create an API key, for the caller or (org_id) for one of their organizations. The full key is in this reply only. At most 100 keys per user (409 api_key_limit_reached). */
+        /**
+         * Create an API key, for the caller or (org_id) for one of their organizations. The full key is in this reply only. At most 100 keys per user (409 api_key_limit_reached).
+         * @description Decisions:
+         *     - An impersonation session lasts at most 1 hour from its creation; refreshing
+         *       rotates the refresh token but never extends it past that hour.
+         *     - Refused: impersonating yourself (409 `conflict`); another admin (403
+         *       `forbidden`, so impersonation cannot escalate); a banned user (403
+         *       `forbidden`); from an API key, even an admin's `*` key (403 `forbidden`: an
+         *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
+         *     - The impersonated session is an ordinary session otherwise: the user's own
+         *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It lives only while its admin is an admin.** Every request with an
+         *       impersonation token also checks that the impersonating admin still exists,
+         *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
+         *       at once (banning, deleting or demoting the admin cuts every session they
+         *       impersonate off on the next request). These checks are never cached (the
+         *       node's session cache keeps only the users' own sessions), so no cached check
+         *       can outlive the admin. The session itself is not ended: if the admin is
+         *       unbanned or promoted again within its hour, it works again. Its refresh token
+         *       still rotates at `POST /api/v1/auth/refresh`, but the access tokens it gives
+         *       are refused the same way.
+         *     - **It cannot create or change credentials.** So that nothing an impersonation
+         *       does outlives its hour or escapes the `impersonated_by` mark, these routes
+         *       answer 403 `impersonation_forbidden` to an impersonation session (and change
+         *       nothing):
+         *       - API keys: `POST /api/v1/auth/api-keys`, `PATCH` and `DELETE
+         *         /api/v1/auth/api-keys/{id}`;
+         *       - OAuth: `POST /oauth/authorize/complete` (the code would open an ordinary
+         *         session for the client) and `POST /oauth/register` of a client with the
+         *         `client_credentials` grant;
+         *       - CLI login: `POST /api/v1/auth/cli/session/{id}/complete` (the CLI would
+         *         receive an ordinary session);
+         *       - two-factor: `POST /api/v1/auth/2fa/totp/setup`, `.../totp/verify-setup`,
+         *         `.../totp/disable`, `.../backup/regenerate`;
+         *       - linked accounts: `POST /api/v1/auth/account/link` and `.../unlink`;
+         *       - e-mail verification: `POST /api/v1/auth/email/verify/send`;
+         *       - SCIM tokens: `POST` and `DELETE /api/v1/orgs/{org_id}/scim-tokens...`.
+         *
+         *     **Endpoints** (all B, and all refuse API keys: use an access token):
+         *     - `GET /api/v1/auth/api-keys?page&page_size`: 200 `{api_keys [ApiKey],
+         *       pagination}`, newest first. `page` is 1-based (0 is 1), `page_size` defaults
+         *       to 20 and is capped at 100. Revoked and expired keys are listed (with
+         *       `revoked: true` / a past `expires_at`); deleted keys are not.
+         *     - `POST /api/v1/auth/api-keys` `{name (1..100 characters, not blank, trimmed),
+         *       scopes [scope] (1 or more, from the catalog below; duplicates dropped),
+         *       expires_at? (RFC 3339 date-time in the future, or null = never), org_id?
+         *       (an organization id, or null = the caller)}`: **201**
+         *       ApiKeyCreated `{api_key_id, key, key_prefix, name, scopes, org_id,
+         *       created_at, expires_at}`. Store `key` now: it is never shown again. A scope
+         *       outside the catalog, a blank name, an `expires_at` in the past or a
+         *       malformed `org_id`: 400 `BAD_REQUEST` with `details`. An `org_id` the caller
+         *       is not a member of, or that does not exist: 404 `not_found` (the same
+         *       answer). A user holds at most 100 keys (revoked and
+         *       expired ones count until deleted): 409 `api_key_limit_reached`.
+         *     - `GET /api/v1/auth/api-keys/{id}`: 200 ApiKey.
+         *     - `PATCH /api/v1/auth/api-keys/{id}` `{name?, scopes?, revoked?}`: 200 ApiKey.
+         *       **This is the operation that sets `revoked`** (spec §3 leaves it open):
+         *       `revoked: true` revokes the key, at once and for good; `revoked: false` on a
+         *       revoked key is 409 `conflict` (no un-revoke); on a live key it changes
+         *       nothing. New `name`/`scopes` apply from the next request. `expires_at` cannot
+         *       be changed (create a new key). An empty body changes nothing and returns the key.
+         *     - `DELETE /api/v1/auth/api-keys/{id}`: 200 Message. The key stops working at
+         *       once, `GET` of it becomes 404 and it leaves the list.
+         *     - A key id of another user (or an unknown or malformed id): 404 `not_found`,
+         *       the same as a key that does not exist.
+         *
+         *     - Auctions belong to the credential's tenant: members of an organization
+         *       act with API keys made for it (`POST /api/v1/auth/api-keys` with
+         *       `org_id`), so the seller and the bidders share the tenant and each is
+         *       `principal.user_id`. Another tenant's auction is 404 `not_found`.
+         *     - The **seller** is the creator. The seller may not bid (403 `forbidden`).
+         *       `close`, `PUT status` and `DELETE` are for the seller or a platform admin
+         *       (`role: admin`, acting in the tenant); anyone else gets 403 `forbidden`.
+         *     - Bids are paid from the bidder's ledger account **in the same tenant**, in
+         *       the auction's `currency`; the seller is paid into theirs.
+         *
+         *     - A session belongs to the credential's tenant and domain. Members of an
+         *       organization act with API keys made for it (`POST /api/v1/auth/api-keys`
+         *       with `org_id`); `principal.user_id` is the party.
+         *     - The **initiator** creates the session; the **counterparty**
+         *       (`counterparty_id`, `counterparty_kind: "auth_user"`) must be another
+         *       member of the same organization: otherwise, for yourself, or with a
+         *       personal tenant (which has no other user), 422
+         *       `handshake_counterparty_invalid`. Membership is checked at creation.
+         *     - `Party`: `{id, kind: "auth_user", label}`; `label` is the user id.
+         *     - Only the two parties see a session: anyone else (and another tenant) gets
+         *       404 `not_found`.
+         *
+         *     Everything is keyed by the caller's tenant. Parties must be in the **same
+         *     tenant**: for a team, use an organization and give each member an API key made
+         *     for the organization (`POST /api/v1/auth/api-keys` with `org_id`): the tenant
+         *     is then the organization and `user_id` the member. `parts[].assigned_to` is a
+         *     `user_id`. Another tenant's definitions and attempts are `404 not_found`.
+         *
+         *     *From docs/api/admin.md, docs/api/api-keys.md, docs/api/auctions.md, docs/api/handshake.md, docs/api/rituals.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -9627,7 +12335,38 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One of the caller's API keys (key_prefix only, never the key). */
+        /**
+         * One of the caller's API keys (key_prefix only, never the key).
+         * @description **Endpoints** (all B, and all refuse API keys: use an access token):
+         *     - `GET /api/v1/auth/api-keys?page&page_size`: 200 `{api_keys [ApiKey],
+         *       pagination}`, newest first. `page` is 1-based (0 is 1), `page_size` defaults
+         *       to 20 and is capped at 100. Revoked and expired keys are listed (with
+         *       `revoked: true` / a past `expires_at`); deleted keys are not.
+         *     - `POST /api/v1/auth/api-keys` `{name (1..100 characters, not blank, trimmed),
+         *       scopes [scope] (1 or more, from the catalog below; duplicates dropped),
+         *       expires_at? (RFC 3339 date-time in the future, or null = never), org_id?
+         *       (an organization id, or null = the caller)}`: **201**
+         *       ApiKeyCreated `{api_key_id, key, key_prefix, name, scopes, org_id,
+         *       created_at, expires_at}`. Store `key` now: it is never shown again. A scope
+         *       outside the catalog, a blank name, an `expires_at` in the past or a
+         *       malformed `org_id`: 400 `BAD_REQUEST` with `details`. An `org_id` the caller
+         *       is not a member of, or that does not exist: 404 `not_found` (the same
+         *       answer). A user holds at most 100 keys (revoked and
+         *       expired ones count until deleted): 409 `api_key_limit_reached`.
+         *     - `GET /api/v1/auth/api-keys/{id}`: 200 ApiKey.
+         *     - `PATCH /api/v1/auth/api-keys/{id}` `{name?, scopes?, revoked?}`: 200 ApiKey.
+         *       **This is the operation that sets `revoked`** (spec §3 leaves it open):
+         *       `revoked: true` revokes the key, at once and for good; `revoked: false` on a
+         *       revoked key is 409 `conflict` (no un-revoke); on a live key it changes
+         *       nothing. New `name`/`scopes` apply from the next request. `expires_at` cannot
+         *       be changed (create a new key). An empty body changes nothing and returns the key.
+         *     - `DELETE /api/v1/auth/api-keys/{id}`: 200 Message. The key stops working at
+         *       once, `GET` of it becomes 404 and it leaves the list.
+         *     - A key id of another user (or an unknown or malformed id): 404 `not_found`,
+         *       the same as a key that does not exist.
+         *
+         *     *From docs/api/api-keys.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -9739,7 +12478,38 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete an API key: it stops working at once and is no longer listed. */
+        /**
+         * Delete an API key: it stops working at once and is no longer listed.
+         * @description **Endpoints** (all B, and all refuse API keys: use an access token):
+         *     - `GET /api/v1/auth/api-keys?page&page_size`: 200 `{api_keys [ApiKey],
+         *       pagination}`, newest first. `page` is 1-based (0 is 1), `page_size` defaults
+         *       to 20 and is capped at 100. Revoked and expired keys are listed (with
+         *       `revoked: true` / a past `expires_at`); deleted keys are not.
+         *     - `POST /api/v1/auth/api-keys` `{name (1..100 characters, not blank, trimmed),
+         *       scopes [scope] (1 or more, from the catalog below; duplicates dropped),
+         *       expires_at? (RFC 3339 date-time in the future, or null = never), org_id?
+         *       (an organization id, or null = the caller)}`: **201**
+         *       ApiKeyCreated `{api_key_id, key, key_prefix, name, scopes, org_id,
+         *       created_at, expires_at}`. Store `key` now: it is never shown again. A scope
+         *       outside the catalog, a blank name, an `expires_at` in the past or a
+         *       malformed `org_id`: 400 `BAD_REQUEST` with `details`. An `org_id` the caller
+         *       is not a member of, or that does not exist: 404 `not_found` (the same
+         *       answer). A user holds at most 100 keys (revoked and
+         *       expired ones count until deleted): 409 `api_key_limit_reached`.
+         *     - `GET /api/v1/auth/api-keys/{id}`: 200 ApiKey.
+         *     - `PATCH /api/v1/auth/api-keys/{id}` `{name?, scopes?, revoked?}`: 200 ApiKey.
+         *       **This is the operation that sets `revoked`** (spec §3 leaves it open):
+         *       `revoked: true` revokes the key, at once and for good; `revoked: false` on a
+         *       revoked key is 409 `conflict` (no un-revoke); on a live key it changes
+         *       nothing. New `name`/`scopes` apply from the next request. `expires_at` cannot
+         *       be changed (create a new key). An empty body changes nothing and returns the key.
+         *     - `DELETE /api/v1/auth/api-keys/{id}`: 200 Message. The key stops working at
+         *       once, `GET` of it becomes 404 and it leaves the list.
+         *     - A key id of another user (or an unknown or malformed id): 404 `not_found`,
+         *       the same as a key that does not exist.
+         *
+         *     *From docs/api/api-keys.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -9838,7 +12608,38 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Rename, change scopes, or revoke (revoked: true, permanent). Takes effect on the next request. */
+        /**
+         * Rename, change scopes, or revoke (revoked: true, permanent). Takes effect on the next request.
+         * @description **Endpoints** (all B, and all refuse API keys: use an access token):
+         *     - `GET /api/v1/auth/api-keys?page&page_size`: 200 `{api_keys [ApiKey],
+         *       pagination}`, newest first. `page` is 1-based (0 is 1), `page_size` defaults
+         *       to 20 and is capped at 100. Revoked and expired keys are listed (with
+         *       `revoked: true` / a past `expires_at`); deleted keys are not.
+         *     - `POST /api/v1/auth/api-keys` `{name (1..100 characters, not blank, trimmed),
+         *       scopes [scope] (1 or more, from the catalog below; duplicates dropped),
+         *       expires_at? (RFC 3339 date-time in the future, or null = never), org_id?
+         *       (an organization id, or null = the caller)}`: **201**
+         *       ApiKeyCreated `{api_key_id, key, key_prefix, name, scopes, org_id,
+         *       created_at, expires_at}`. Store `key` now: it is never shown again. A scope
+         *       outside the catalog, a blank name, an `expires_at` in the past or a
+         *       malformed `org_id`: 400 `BAD_REQUEST` with `details`. An `org_id` the caller
+         *       is not a member of, or that does not exist: 404 `not_found` (the same
+         *       answer). A user holds at most 100 keys (revoked and
+         *       expired ones count until deleted): 409 `api_key_limit_reached`.
+         *     - `GET /api/v1/auth/api-keys/{id}`: 200 ApiKey.
+         *     - `PATCH /api/v1/auth/api-keys/{id}` `{name?, scopes?, revoked?}`: 200 ApiKey.
+         *       **This is the operation that sets `revoked`** (spec §3 leaves it open):
+         *       `revoked: true` revokes the key, at once and for good; `revoked: false` on a
+         *       revoked key is 409 `conflict` (no un-revoke); on a live key it changes
+         *       nothing. New `name`/`scopes` apply from the next request. `expires_at` cannot
+         *       be changed (create a new key). An empty body changes nothing and returns the key.
+         *     - `DELETE /api/v1/auth/api-keys/{id}`: 200 Message. The key stops working at
+         *       once, `GET` of it becomes 404 and it leaves the list.
+         *     - A key id of another user (or an unknown or malformed id): 404 `not_found`,
+         *       the same as a key that does not exist.
+         *
+         *     *From docs/api/api-keys.md. The area's model, rules and decisions: the **auth** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -9968,6 +12769,302 @@ export interface paths {
         };
         trace?: never;
     };
+    "/admin/locks/namespaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin: the namespaces a tenant has locked keys in, with their key counts, in name order.
+         * @description ### `GET /admin/locks/namespaces?tenant=&page=&page_size=`
+         *
+         *     `tenant` required (1 to 128 characters, no control characters); `page` 1-based
+         *     (0 reads as 1), `page_size` default 20, capped at 100. Namespaces in name order
+         *     (code-unit order), each with the number of its keys ever locked.
+         *
+         *     ```
+         *     GET /admin/locks/namespaces?tenant=usr_8Xf2
+         *     Authorization: Bearer <admin access token>
+         *
+         *     200
+         *     {"pagination": {"page": 1, "page_size": 20, "total": 2, "has_more": false},
+         *      "namespaces": [{"namespace": "billing", "key_count": 1}, {"namespace": "jobs", "key_count": 2}],
+         *      "unlisted_keys": 0}
+         *     ```
+         *
+         *     *From docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The tenant: a user id, or an organization id. */
+                    tenant: string;
+                    /** @description 1-based; 0 reads as 1. */
+                    page?: number;
+                    /** @description Default 20, capped at 100. */
+                    page_size?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            pagination: {
+                                page: number;
+                                page_size: number;
+                                total: number;
+                                has_more: boolean;
+                            };
+                            namespaces: {
+                                namespace: string;
+                                /** @description Keys of the namespace ever locked. */
+                                key_count: number;
+                            }[];
+                            /** @description Keys not listed because the tenant passed 1,000,000 listed keys. */
+                            unlisted_keys: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/locks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin: a tenant's locks in one namespace, in key order, each with its live holder, fence token and expiry.
+         * @description ### `GET /admin/locks?tenant=&namespace=&page=&page_size=`
+         *
+         *     `tenant` and `namespace` required; paging as above. The namespace's keys in key
+         *     order, each with its **live** status in the shape of `GET` status above: the
+         *     route asks each lock on the page (a read-only scatter-gather), so the holder,
+         *     fence token and expiry are exact at the time of the answer, and a free key shows
+         *     `is_locked: false` with the last fence token issued. An unknown tenant or
+         *     namespace is an empty list.
+         *
+         *     ```
+         *     GET /admin/locks?tenant=usr_8Xf2&namespace=jobs
+         *     Authorization: Bearer <admin access token>
+         *
+         *     200
+         *     {"pagination": {"page": 1, "page_size": 20, "total": 2, "has_more": false},
+         *      "locks": [
+         *       {"namespace": "jobs", "key": "cleanup", "is_locked": false, "lock_id": null, "owner_id": null,
+         *        "fence_token": 1, "acquired_at": null, "expires_at": null, "time_remaining_ms": 0, "metadata": null},
+         *       {"namespace": "jobs", "key": "nightly/report", "is_locked": true, "lock_id": "lck_3kPq",
+         *        "owner_id": "worker-1", "fence_token": 1, "acquired_at": "2026-11-25T15:09:14.201Z",
+         *        "expires_at": "2026-11-25T15:10:14.201Z", "time_remaining_ms": 59012, "metadata": null}]}
+         *     ```
+         *
+         *     Missing `tenant` or `namespace`, or a bad value: 400 `BAD_REQUEST`.
+         *
+         *     *From docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The tenant: a user id, or an organization id. */
+                    tenant: string;
+                    namespace: string;
+                    /** @description 1-based; 0 reads as 1. */
+                    page?: number;
+                    /** @description Default 20, capped at 100. */
+                    page_size?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            pagination: {
+                                page: number;
+                                page_size: number;
+                                total: number;
+                                has_more: boolean;
+                            };
+                            locks: {
+                                namespace: string;
+                                key: string;
+                                is_locked: boolean;
+                                lock_id: string | null;
+                                owner_id: string | null;
+                                /** @description The holder's token, or the last one issued (0 if never locked). */
+                                fence_token: number;
+                                /** Format: date-time */
+                                acquired_at: string | null;
+                                /** Format: date-time */
+                                expires_at: string | null;
+                                time_remaining_ms: number;
+                                metadata: unknown;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/distributed-state/{namespace}/{key}/lock": {
         parameters: {
             query?: never;
@@ -9975,7 +13072,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Lock status. A free key answers is_locked false with the last fence token. */
+        /**
+         * Lock status. A free key answers is_locked false with the last fence token.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **locks** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -10068,7 +13168,21 @@ export interface paths {
             };
         };
         put?: never;
-        /** Acquire. Held by another owner: 409 lock_held. The holder acquiring again gets the current lock. */
+        /**
+         * Acquire. Held by another owner: 409 lock_held. The holder acquiring again gets the current lock.
+         * @description ## `POST` acquire
+         *
+         *     Body `{owner_id (1..256 chars), ttl_seconds? (1..86400, default 30), metadata?}`.
+         *     `metadata` is any JSON value up to 16 KiB serialised, stored and returned.
+         *
+         *     200 `{lock_id, namespace, key, owner_id, fence_token, acquired_at, expires_at,
+         *     ttl_seconds, metadata}`.
+         *     - Held by another owner: 409 `lock_held`.
+         *     - Acquired again by the holding `owner_id`: 200 with the current lock unchanged
+         *       (same `lock_id`, `fence_token` and `expires_at`; use PATCH to extend).
+         *
+         *     *From docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -10176,7 +13290,15 @@ export interface paths {
                 };
             };
         };
-        /** Release. Not the holder: 409 lock_not_held. */
+        /**
+         * Release. Not the holder: 409 lock_not_held.
+         * @description ## `DELETE` release
+         *
+         *     Body `{lock_id, owner_id}`. 204. Not the current holder (or expired): 409
+         *     `lock_not_held`.
+         *
+         *     *From docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -10270,7 +13392,17 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Extend. Expiry becomes now + ttl_seconds (default: the ttl the lock was acquired with). */
+        /**
+         * Extend. Expiry becomes now + ttl_seconds (default: the ttl the lock was acquired with).
+         * @description ## `PATCH` extend
+         *
+         *     Body `{lock_id, owner_id, ttl_seconds?}`. The lock's expiry becomes now +
+         *     `ttl_seconds` (default: the ttl it was acquired with). 200 `{lock_id, namespace,
+         *     key, owner_id, fence_token, expires_at, ttl_seconds}`. Not the current holder
+         *     (or expired): 409 `lock_not_held`.
+         *
+         *     *From docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -10383,7 +13515,52 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Entities of the caller's tenant, by entity_id, filtered by alive and uptime over range. */
+        /**
+         * Entities of the caller's tenant, by entity_id, filtered by alive and uptime over range.
+         * @description ## `GET /api/v1/liveness` — list
+         *
+         *     Query `uptime_below?` (percent 0..100), `range?` (seconds 0..2592000, default
+         *     86400: the uptime window), `alive?` (bool), `limit?` (0..1000, default 100).
+         *
+         *     200 `{entities: [{entity_id, alive, last_seen_ms, uptime}], total_matched}`.
+         *     - The caller's tenant's entities, ordered by `entity_id`; `alive` and
+         *       `uptime_below` (strictly below) filter; `total_matched` counts every match and
+         *       `entities` holds the first `limit` of them (`limit=0` answers only the count).
+         *     - `uptime` is the percentage over `range`, by the rule above.
+         *     - Design: a **per-tenant index actor** (`liveness-index`, one record per entity)
+         *       kept up to date by the entity actors through the persisted outbox: on the first
+         *       heartbeat, on every status change (carrying the outage's exact start or end),
+         *       when the history start moves, and on delete. Index traffic follows status
+         *       changes, not heartbeats (a steady fleet sends it nothing). The filters, the
+         *       order, `total_matched` and `uptime` come from the index alone: no scan of
+         *       storage and no call to every entity. Messages carry the entity's incarnation
+         *       and a sequence number and outage updates merge, so repeated or reordered
+         *       deliveries converge; a deleted entity leaves a tombstone for 24 h so a late
+         *       message cannot bring it back.
+         *     - `last_seen_ms`: the index holds it exactly for dead entities (sent with the
+         *       alive→dead change). For the **alive** entities on the returned page (at most
+         *       `limit`), the endpoint asks each entity actor for its latest heartbeat, so the
+         *       value is exact too.
+         *     - Consistency: `alive` and `uptime` follow the entity within the outbox delay
+         *       (milliseconds). The alive→dead change is made by the status alarm, so the list
+         *       turns an entity dead at its last heartbeat + grace, not on a read.
+         *
+         *     200 `{entities: [{entity_id, alive, last_seen_ms, uptime, labels, anomaly_count,
+         *     anomalies: [{timestamp_ms, latency_ms, mean_ms, std_dev_ms, z_score, direction,
+         *     window_samples}]}], total_matched}`.
+         *     - The page of entities, their filters, `alive`, `uptime` and `total_matched` come
+         *       from the tenant's index, as for `GET /api/v1/liveness`; then each entity on the
+         *       page is asked (a read-only scatter-gather) for its labels, exact latest
+         *       heartbeat and anomalies. An entity deleted between the two reads is left out.
+         *     - **Anomalies are kept**: besides publishing `entity.liveness_anomaly`, the
+         *       entity keeps its newest 20 anomalies (newest first, the event's figures and
+         *       time) and `anomaly_count`, the number since it was first seen, in one record
+         *       written only when an anomaly occurs (a steady heartbeat writes nothing more).
+         *       Deleting the entity deletes them. Anomalies from before this list existed
+         *       were only published, not kept.
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -10474,7 +13651,25 @@ export interface paths {
             };
         };
         put?: never;
-        /** Record a heartbeat (and a latency sample with client_timestamp_ms). Creates the entity on its first heartbeat. */
+        /**
+         * Record a heartbeat (and a latency sample with client_timestamp_ms). Creates the entity on its first heartbeat.
+         * @description ## `POST /api/v1/liveness` — heartbeat
+         *
+         *     Body `{entity_id, client_timestamp_ms?, metadata?, labels?}` (conventions).
+         *     - `client_timestamp_ms`: integer ≥ 0, epoch-ms of the client's clock when it sent
+         *       the heartbeat.
+         *     - `metadata`: a JSON object up to 16 KiB serialised. It **replaces** the entity's
+         *       metadata; a heartbeat without `metadata` keeps the previous one.
+         *     - `labels`: a map of string to string, up to 64 labels, keys 1..128 and values up
+         *       to 256 characters. Replaces the entity's labels when given; kept otherwise.
+         *     - Unknown fields are ignored.
+         *
+         *     200 HeartbeatAck `{alive: true, entity_id, client_timestamp_ms, network_delay_ms,
+         *     server_timestamp_ms}` (`client_timestamp_ms` and `network_delay_ms` are null
+         *     without a client timestamp). The reply is sent after the sample is committed.
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -10579,6 +13774,177 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/liveness": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin: a tenant's entities, by entity_id, filtered like the tenant's list, each with its latest latency anomalies.
+         * @description ## `GET /admin/liveness` — administrators: a tenant's entities and their anomalies
+         *
+         *     For the operator console. Needs the platform role `admin` (otherwise 403
+         *     `forbidden`; no token 401). Query: `tenant` (required: the user id or
+         *     organization id that owns the entities, 1 to 128 characters, no control
+         *     characters), `uptime_below?`, `range?`, `alive?` as for the list above, and
+         *     `limit?` (0..100, default 50).
+         *
+         *     200 `{entities: [{entity_id, alive, last_seen_ms, uptime, labels, anomaly_count,
+         *     anomalies: [{timestamp_ms, latency_ms, mean_ms, std_dev_ms, z_score, direction,
+         *     window_samples}]}], total_matched}`.
+         *     - The page of entities, their filters, `alive`, `uptime` and `total_matched` come
+         *       from the tenant's index, as for `GET /api/v1/liveness`; then each entity on the
+         *       page is asked (a read-only scatter-gather) for its labels, exact latest
+         *       heartbeat and anomalies. An entity deleted between the two reads is left out.
+         *     - **Anomalies are kept**: besides publishing `entity.liveness_anomaly`, the
+         *       entity keeps its newest 20 anomalies (newest first, the event's figures and
+         *       time) and `anomaly_count`, the number since it was first seen, in one record
+         *       written only when an anomaly occurs (a steady heartbeat writes nothing more).
+         *       Deleting the entity deletes them. Anomalies from before this list existed
+         *       were only published, not kept.
+         *
+         *     ```
+         *     GET /admin/liveness?tenant=usr_8Xf2&limit=10
+         *     Authorization: Bearer <admin access token>
+         *
+         *     200
+         *     {"entities": [
+         *       {"entity_id": "sensor-1", "alive": true, "last_seen_ms": 1795619038112, "uptime": 100,
+         *        "labels": {"site": "north"}, "anomaly_count": 1,
+         *        "anomalies": [{"timestamp_ms": 1795619038112, "latency_ms": 5001, "mean_ms": 1000.84,
+         *          "std_dev_ms": 0.611, "z_score": 79.973, "direction": "high", "window_samples": 25}]},
+         *       {"entity_id": "sensor-2", "alive": true, "last_seen_ms": 1795619038140, "uptime": 100,
+         *        "labels": {}, "anomaly_count": 0, "anomalies": []}],
+         *      "total_matched": 2}
+         *     ```
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The tenant: a user id, or an organization id. */
+                    tenant: string;
+                    /** @description Only entities whose uptime over range is below this percentage. */
+                    uptime_below?: number;
+                    /** @description Uptime window in seconds. */
+                    range?: number;
+                    alive?: boolean;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            entities: {
+                                entity_id: string;
+                                alive: boolean;
+                                last_seen_ms: number;
+                                uptime: number;
+                                labels: {
+                                    [key: string]: string;
+                                };
+                                /** @description Latency anomalies since the entity was first seen. */
+                                anomaly_count: number;
+                                /** @description The newest 20, newest first. */
+                                anomalies: {
+                                    timestamp_ms: number;
+                                    latency_ms: number;
+                                    mean_ms: number;
+                                    std_dev_ms: number;
+                                    z_score: number;
+                                    direction: "high" | "low";
+                                    window_samples: number;
+                                }[];
+                            }[];
+                            total_matched: number;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/liveness/{entity_id}": {
         parameters: {
             query?: never;
@@ -10586,7 +13952,31 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Status: alive within the grace window, last-seen times, latest latency, labels, rolling summary. */
+        /**
+         * Status: alive within the grace window, last-seen times, latest latency, labels, rolling summary.
+         * @description ## `GET /api/v1/liveness/{entity_id}` — status
+         *
+         *     200 LivenessStatus:
+         *
+         *     ```
+         *     {alive, entity_id, labels, metadata,
+         *      last_seen_server_ms,            // latest heartbeat, server clock
+         *      last_seen_client_ms,            // its client timestamp (null if it had none)
+         *      latency_ms, network_delay_ms,   // of the latest heartbeat (null if it had no client timestamp)
+         *      summary: {
+         *        status: "alive" | "dead", status_since_ms, first_seen_ms, grace_ms,
+         *        dead_after_ms,                // last_seen_server_ms + grace_ms
+         *        heartbeat_count,              // since first seen (this incarnation)
+         *        interval_avg_ms,              // mean gap over the last 60 heartbeats (null with < 2)
+         *        uptime_24h: {percentage, outages, downtime_seconds},
+         *        latency_recent: {samples, avg_ms, min_ms, max_ms, std_dev_ms}   // last 60 latency samples
+         *      }}
+         *     ```
+         *
+         *     Unknown entity: 404 `not_found`.
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -10712,7 +14102,17 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete the entity, its samples and outages. */
+        /**
+         * Delete the entity, its samples and outages.
+         * @description ## `DELETE /api/v1/liveness/{entity_id}`
+         *
+         *     204, empty body. Deletes every record of the entity (samples, rollups,
+         *     outages, metadata), cancels its alarms and removes it from the list. Unknown
+         *     entity: 404. A later heartbeat with the same id starts a new entity from scratch
+         *     (new `first_seen_ms`, counters at 0). No event is published for a delete.
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -10809,7 +14209,35 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Aggregation of the latency or heartbeat series per bucket over range. */
+        /**
+         * Aggregation of the latency or heartbeat series per bucket over range.
+         * @description ## `GET /api/v1/liveness/{entity_id}/aggregations`
+         *
+         *     Query `range?` (seconds back from now, 0..604800, default 86400), `bucket?`
+         *     (seconds, 1..604800, default 3600), `aggregation?` (`avg`, `sum`, `min`, `max`,
+         *     `count`, `first`, `last`, `range`, `std.p`; default `avg`), `series?`
+         *     (`latency` or `heartbeat`; default `latency`).
+         *
+         *     200 `{entity_id, aggregation, series, bucket_ms, data: [{timestamp_ms, value}]}`.
+         *     - Buckets are aligned to the epoch (`timestamp_ms` = multiple of `bucket_ms`);
+         *       samples from `now − range` to now count. **Empty buckets are left out** (as
+         *       RedisTimeSeries does).
+         *     - `series=latency`: one value per latency sample (heartbeats without a client
+         *       timestamp add none). `series=heartbeat`: one value **1** per heartbeat, so
+         *       `count`/`sum` are heartbeats per bucket (`avg`, `min`, `max`, `first`, `last`
+         *       are 1, `range` and `std.p` 0).
+         *     - `std.p` is the population standard deviation; `range` is max − min.
+         *       Values are rounded to 3 decimals.
+         *     - Resolution: the answer comes from the finest tier that still holds every
+         *       sample since `now − range`: raw samples (exact, any bucket), else one-minute
+         *       rollups, else one-hour rollups. From a rollup tier, `bucket_ms` is the requested
+         *       bucket rounded **up** to a multiple of the tier's resolution (60 s or 3600 s),
+         *       and a rollup cell counts whole in the bucket of its start (the first bucket may
+         *       include up to one resolution of samples before `now − range`). `bucket_ms` in
+         *       the reply is always the bucket actually used.
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -10927,7 +14355,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Raw samples in [from, to]: the latest `limit`, oldest first. */
+        /**
+         * Raw samples in [from, to]: the latest `limit`, oldest first.
+         * @description ## `GET /api/v1/liveness/{entity_id}/history`
+         *
+         *     Query `from?`, `to?` (epoch **seconds**, ≥ 0; fractions allowed for millisecond
+         *     precision), `limit?` (0..1000, default 100).
+         *     - `to` defaults to now; `from` defaults to `to` − 1 hour (so "the hour before
+         *       now" with neither). Both inclusive. `from` after `to`: 400.
+         *     - Returns the **latest** `limit` raw samples in the range, oldest first:
+         *       `{entity_id, samples: [{timestamp_ms, latency_ms}], total_in_range, has_more}`.
+         *       `latency_ms` is null for a heartbeat without a client timestamp.
+         *       `total_in_range` counts the retained samples in the range; `has_more` is true
+         *       when older samples in the range were left out. Page back with
+         *       `to = (samples[0].timestamp_ms − 1) / 1000`.
+         *     - Only retained raw samples are listed (the newest 3,600 heartbeats within 7 days,
+         *       see Retention); older heartbeats live on in the rollups used by aggregations.
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -11043,7 +14489,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Latency statistics over range and the average per bucket. */
+        /**
+         * Latency statistics over range and the average per bucket.
+         * @description ## `GET /api/v1/liveness/{entity_id}/latency`
+         *
+         *     Query `range?`, `bucket?` as for aggregations.
+         *     200 `{entity_id, current_ms, bucket_ms, stats: {avg, max, min, std_dev}, trend:
+         *     [{timestamp_ms, avg}]}`. `current_ms` is the latency of the latest heartbeat
+         *     (null if it had no client timestamp); `stats` are over all latency samples in the
+         *     range (nulls with none; `std_dev` is the population standard deviation);
+         *     `trend` is the average per bucket (same rules as aggregations).
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -11164,7 +14622,39 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Uptime percentage, outages and downtime per window, from heartbeat gaps. */
+        /**
+         * Uptime percentage, outages and downtime per window, from heartbeat gaps.
+         * @description ## `GET /api/v1/liveness/{entity_id}/uptime`
+         *
+         *     Query `windows?`: comma-separated, default `1h,24h,7d`. A window is a positive
+         *     integer followed by `s`, `m`, `h`, `d` or `w` (`90s`, `15m`, `24h`, `7d`, `2w`),
+         *     at most `30d`, at most 10 windows. Anything else (`3x`, `0h`, `-1h`, an empty
+         *     item, `31d`): 400.
+         *
+         *     200 `{entity_id, uptime: {<window>: {percentage, outages, downtime_seconds}}}`.
+         *
+         *     **Rule.** An entity is up from each heartbeat until that heartbeat + grace. A
+         *     gap between heartbeats longer than the grace window is an **outage** from
+         *     (previous heartbeat + grace) to the next heartbeat, or to now while none has
+         *     come. This is exactly the time during which the status read answers
+         *     `alive: false`. For a window W:
+         *     - observed time: from `max(now − W, first heartbeat, history start)` to now
+         *       (time before the entity's first heartbeat is not counted);
+         *     - `downtime_seconds`: the part of outages inside the observed time (rounded to
+         *       whole seconds; the percentage uses milliseconds);
+         *     - `outages`: the number of outages overlapping it (one in progress counts);
+         *     - `percentage`: `100 × (observed − downtime) / observed`, 4 decimals; 100 when
+         *       the observed time is 0.
+         *     - history start: outages are kept 30 days after they end, at most 2,000 per
+         *       entity; when the oldest is dropped to keep that bound, the history start moves
+         *       past it, so the figures stay exact over the time they cover.
+         *
+         *     Example (grace 30 s): heartbeats every 10 s until 01:00:00, silence, heartbeats
+         *     again from 01:05:00 to 02:00:00 → one outage 01:00:30–01:05:00; at 02:00:00 the
+         *     `1h` window shows `{percentage: 92.5, outages: 1, downtime_seconds: 270}`.
+         *
+         *     *From docs/api/liveness.md. The area's model, rules and decisions: the **liveness** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -11280,7 +14770,39 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a presence context. An existing id: 409 presence_context_exists. */
+        /**
+         * Create a presence context. An existing id: 409 presence_context_exists.
+         * @description ### `POST /api/v1/presence/contexts`
+         *
+         *     Body:
+         *
+         *     | field | type | default |
+         *     |---|---|---|
+         *     | `id` | 1-128 of `A-Z a-z 0-9 . _ : @ ~ -`; not `contexts`, `subjects` or `multiplex` (they are path segments of other routes) | required |
+         *     | `kind` | string 1-64, free-form (e.g. `room`, `document`) | required |
+         *     | `resource_id` | string 1-256 | the context id |
+         *     | `heartbeat` | `{ttl_seconds, idle_after_seconds, stale_after_seconds}`, integers 1-86400, `idle <= stale <= ttl` | `{90, 30, 60}` |
+         *     | `capacity` | `{max_active 1-100000, soft_limit 1..max_active, overflow_policy reject\|observe}` | `{10000, 80% of max_active, reject}` |
+         *     | `geo` | `{enabled bool, precision}` | `{false, exact}` |
+         *     | `metadata_schema` | `{allowed_keys: [string]}` (at most 256) | `{allowed_keys: []}` |
+         *
+         *     `geo.precision` rounds stored coordinates, for privacy, to the centre of a
+         *     geohash cell: `exact` (as sent), `street` (length 7, about 150 m),
+         *     `neighborhood` (6, about 1.2 km x 0.6 km), `city` (5, about 5 km), `region`
+         *     (4, about 40 km x 20 km).
+         *
+         *     201 PresenceContext:
+         *     `{id, kind, resource_id, heartbeat, capacity, geo, metadata_schema, created_at, updated_at, version}`.
+         *
+         *     - An existing id (in this tenant): 409 `presence_context_exists`. Creating is
+         *       not idempotent; use `Idempotency-Key` to retry safely.
+         *     - Settings that contradict each other (`idle_after_seconds > stale_after_seconds`,
+         *       `soft_limit > max_active`, ...), unknown enum values, `max_active: 0`: 400.
+         *     - `version` is 1 at creation and increases by one on every `PATCH` that changes
+         *       something.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -11423,6 +14945,203 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/presence/contexts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin: a tenant's contexts in id order, each with its occupancy now.
+         * @description ### `GET /admin/presence/contexts` (platform administrators)
+         *
+         *     For the operator console. Needs the platform role `admin` (otherwise 403
+         *     `forbidden`; no token 401). Query: `tenant` (required: the user id or
+         *     organization id that owns the contexts, 1 to 128 characters, no control
+         *     characters), `page` (1-based, 0 reads as 1), `page_size` (default 20, capped at 100).
+         *
+         *     200 `{pagination, contexts: [{context: PresenceContext, occupancy: Occupancy}]}`,
+         *     in context id order (code-unit order); the shapes are those of
+         *     `GET /api/v1/presence/contexts/{context_id}`.
+         *     - How it is kept: one `presence-directory` actor per tenant (one record per
+         *       context id). A context tells it once, through the persisted outbox, in the
+         *       commit that creates it (with a `listed` record beside its settings), so it is
+         *       listed within moments of the create's answer. A context created before the
+         *       directory existed tells it at its next change (heartbeat, state, leave,
+         *       PATCH, sweep); reads never write. Contexts are never deleted, nor are their
+         *       entries.
+         *     - The route reads the directory's page of ids and asks each context on it for
+         *       its settings and occupancy now (a read-only scatter-gather). An unknown
+         *       tenant is an empty list.
+         *
+         *     ```
+         *     GET /admin/presence/contexts?tenant=usr_8Xf2&page_size=1
+         *     Authorization: Bearer <admin access token>
+         *
+         *     200
+         *     {"pagination": {"page": 1, "page_size": 1, "total": 2, "has_more": true},
+         *      "contexts": [{
+         *        "context": {"id": "arena", "kind": "room", "resource_id": "arena",
+         *          "heartbeat": {"ttl_seconds": 90, "idle_after_seconds": 30, "stale_after_seconds": 60},
+         *          "capacity": {"max_active": 10000, "soft_limit": 8000, "overflow_policy": "reject"},
+         *          "geo": {"enabled": false, "precision": "exact"}, "metadata_schema": {"allowed_keys": []},
+         *          "created_at": "2026-11-25T15:28:40.012Z", "updated_at": "2026-11-25T15:28:40.012Z", "version": 1},
+         *        "occupancy": {"active": 0, "idle": 0, "stale": 0, "observers": 0, "total": 0, "available_agents": 0,
+         *          "capacity_remaining": 10000, "occupancy_state": "open", "max_active": 10000, "soft_limit": 8000}}]}
+         *     ```
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The tenant: a user id, or an organization id. */
+                    tenant: string;
+                    /** @description 1-based; 0 reads as 1. */
+                    page?: number;
+                    /** @description Default 20, capped at 100. */
+                    page_size?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            pagination: {
+                                page: number;
+                                page_size: number;
+                                total: number;
+                                has_more: boolean;
+                            };
+                            contexts: {
+                                /** PresenceContext */
+                                context: {
+                                    id: string;
+                                    kind: string;
+                                    resource_id: string;
+                                    heartbeat: {
+                                        ttl_seconds: number;
+                                        idle_after_seconds: number;
+                                        stale_after_seconds: number;
+                                    };
+                                    capacity: {
+                                        max_active: number;
+                                        soft_limit: number;
+                                        overflow_policy: string;
+                                    };
+                                    geo: {
+                                        enabled: boolean;
+                                        precision: string;
+                                    };
+                                    metadata_schema: {
+                                        allowed_keys: string[];
+                                    };
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /** Format: date-time */
+                                    updated_at: string;
+                                    version: number;
+                                };
+                                /** Occupancy */
+                                occupancy: {
+                                    active: number;
+                                    idle: number;
+                                    stale: number;
+                                    observers: number;
+                                    total: number;
+                                    available_agents: number;
+                                    capacity_remaining: number;
+                                    /** @description open, busy (at or over soft_limit) or full (at max_active). */
+                                    occupancy_state: string;
+                                    max_active: number;
+                                    soft_limit: number;
+                                };
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/presence/contexts/{context_id}": {
         parameters: {
             query?: never;
@@ -11430,7 +15149,37 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A context and its occupancy now. */
+        /**
+         * A context and its occupancy now.
+         * @description ### `GET /api/v1/presence/contexts/{context_id}`
+         *
+         *     200 `{context: PresenceContext, occupancy: Occupancy}`. Unknown: 404 `not_found`.
+         *
+         *     Occupancy: `{active, idle, stale, observers, total, available_agents,
+         *     capacity_remaining, occupancy_state, max_active, soft_limit}`.
+         *     - `active`/`idle`/`stale`: participants by activity now.
+         *     - `observers`: live observer sessions; `total` = participants + observers.
+         *     - `available_agents`: participants whose subject kind is `agent`, state
+         *       `available` and activity `active`.
+         *     - `capacity_remaining` = `max(0, max_active - participants)`.
+         *     - `occupancy_state`: `open`, `busy` or `full` (see Capacity).
+         *
+         *     200 `{pagination, contexts: [{context: PresenceContext, occupancy: Occupancy}]}`,
+         *     in context id order (code-unit order); the shapes are those of
+         *     `GET /api/v1/presence/contexts/{context_id}`.
+         *     - How it is kept: one `presence-directory` actor per tenant (one record per
+         *       context id). A context tells it once, through the persisted outbox, in the
+         *       commit that creates it (with a `listed` record beside its settings), so it is
+         *       listed within moments of the create's answer. A context created before the
+         *       directory existed tells it at its next change (heartbeat, state, leave,
+         *       PATCH, sweep); reads never write. Contexts are never deleted, nor are their
+         *       entries.
+         *     - The route reads the directory's page of ids and asks each context on it for
+         *       its settings and occupancy now (a read-only scatter-gather). An unknown
+         *       tenant is an empty list.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -11564,7 +15313,22 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change a context's settings (nested objects merge). version increases when anything changes. */
+        /**
+         * Change a context's settings (nested objects merge). version increases when anything changes.
+         * @description ### `PATCH /api/v1/presence/contexts/{context_id}` (not in the spec)
+         *
+         *     Changes settings after creation. Body: any of `kind`, `resource_id`,
+         *     `heartbeat`, `capacity`, `geo`, `metadata_schema`; nested objects merge with the
+         *     current values (send only what changes). The result is validated like a create
+         *     (400). When `max_active` is lowered below the current `soft_limit` and no
+         *     `soft_limit` is given, `soft_limit` is lowered to `max_active`. 200
+         *     `{context, occupancy}`; `version` increases only when something changed.
+         *     Existing sessions are not evicted by a lower `max_active`; new heartbeat
+         *     settings apply to every session at once (the alarm is re-armed); turning geo off
+         *     keeps stored positions but nearby answers 400 until it is on again.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -11730,7 +15494,33 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Heartbeats to many contexts at once (at most 100); each item runs in its own context, in parallel, and fails alone. */
+        /**
+         * Heartbeats to many contexts at once (at most 100); each item runs in its own context, in parallel, and fails alone.
+         * @description ### `POST /api/v1/presence/multiplex`
+         *
+         *     Body `{items: [{context_id, heartbeat}]}`, 1 to 100 items (else 400 for the
+         *     whole request). Each item's `heartbeat` is a heartbeat body as above, validated
+         *     on its own; each item is sent to its own context actor, all in parallel (two
+         *     items for the same context run in order). One failing item never fails the
+         *     others.
+         *     - Applied durably as a flow (`actors/presence/flows.ts`): a coordinator actor
+         *       (`presence-multiplex`, one per request) sends each valid item to its context
+         *       through the outbox and answers when every context has. Once the request is
+         *       accepted, every item is applied exactly once, even across a crash; a 503
+         *       `flow_interrupted` (node restart, or no answer within 10 s) means the items
+         *       are still being applied: read the contexts, or send the heartbeats again
+         *       (a heartbeat with `session_id` is safe to repeat). No compensation: items are
+         *       independent. The coordinator's state is deleted when it answers, or 60 s after
+         *       the start at the latest (items still without a result then are answered
+         *       `flow_interrupted`, 503).
+         *
+         *     200 `{results, succeeded, failed}`; `results[i]` answers `items[i]`:
+         *     `{context_id, success, heartbeat (HeartbeatResult or null), error (error code or
+         *     null), message (null on success), status (the HTTP status the item alone would
+         *     have had)}`.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -11869,7 +15659,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** When a subject was last seen, overall and per context (most recent first). Never seen: 404. */
+        /**
+         * When a subject was last seen, overall and per context (most recent first). Never seen: 404.
+         * @description ### `GET /api/v1/presence/subjects/{subject_id}/last-seen`
+         *
+         *     200 `{subject_id, subject_kind, last_seen_at, online, contexts: [{context_id,
+         *     context_kind, last_seen_at, last_state, online}]}`, contexts most recent first.
+         *     A subject never seen in any context of this tenant: 404 `not_found`.
+         *     - Kept by a subject index (one small actor per tenant and subject id) that the
+         *       context actors update through their outbox: when a session opens, changes
+         *       state, leaves or expires, and at most every 30 s while a session keeps
+         *       heartbeating. To be exact anyway, the read asks every context where the
+         *       index says the subject is online for its current last heartbeat.
+         *     - `last_seen_at` per context: the latest heartbeat of the subject's live
+         *       sessions; after the last session leaves, the moment it left; after it
+         *       expires, its last heartbeat. `last_state`: the state of the most recent
+         *       session. `online`: the subject has a live session there now.
+         *     - The index remembers the 100 contexts where the subject was seen most recently.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -11985,7 +15794,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Occupancy and participants by cognitive state. */
+        /**
+         * Occupancy and participants by cognitive state.
+         * @description ### `GET /api/v1/presence/{context_id}/count`
+         *
+         *     200 `{context_id, by_state: {available, thinking, busy, offline}, occupancy}`.
+         *     `by_state` counts participants (observers excluded); every state is present.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -12110,7 +15927,34 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Open (no session_id; subject required) or refresh a session. */
+        /**
+         * Open (no session_id; subject required) or refresh a session.
+         * @description ### `POST /api/v1/presence/{context_id}/heartbeat`
+         *
+         *     Body (conventions): `{subject?: {id, kind}, session_id?, device_id?,
+         *     connection_id?, state?, metadata?, geo?: {lat, lon}, observer?}`.
+         *     - Without `session_id`: opens a new session (`subject` required, else 400).
+         *     - With `session_id`: refreshes that live session. Unknown, left or expired:
+         *       404 `presence_session_not_found` (open a new one). A `subject` that differs
+         *       from the session's: 409 `conflict`.
+         *     - `state`: sets the cognitive state. `device_id`, `connection_id`: replace the
+         *       stored values when present.
+         *     - `metadata`: an object; when present it **replaces** the session's metadata.
+         *       If the context's `allowed_keys` is not empty, a key outside it is a 400 that
+         *       names the key (`details[].field = body.metadata.<key>`); nothing is stored.
+         *       An empty `allowed_keys` allows any key. At most 64 keys and 4 KiB serialised.
+         *     - `geo`: `lat` in [-90, 90], `lon` in [-180, 180] (else 400). On a context with
+         *       geo off: 400 (the position would be dropped otherwise).
+         *     - `observer`: see Capacity. It can change on a refresh (an observer asking to
+         *       participate needs a seat).
+         *
+         *     200 HeartbeatResult: `{session_id, context_id, opened, admission, activity,
+         *     state, observer, last_heartbeat_at, expires_at, occupancy}`. `opened` is true
+         *     when this heartbeat opened the session; `admission` is `admitted` or
+         *     `downgraded`.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -12272,7 +16116,17 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End one session (session_id) or every session of a subject (subject_id). Exactly one of the two. */
+        /**
+         * End one session (session_id) or every session of a subject (subject_id). Exactly one of the two.
+         * @description ### `POST /api/v1/presence/{context_id}/leave`
+         *
+         *     Body: exactly one of `{session_id}` (end that session) or `{subject_id}` (end
+         *     every session of the subject in this context); none or both: 400. 200
+         *     `{context_id, removed_sessions, message}`. Leaving is idempotent: a session
+         *     that is already gone counts 0 and is not an error. Unknown context: 404.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -12382,7 +16236,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live sessions in opening order, filtered; count is the number returned, total the number matched. */
+        /**
+         * Live sessions in opening order, filtered; count is the number returned, total the number matched.
+         * @description ### `GET /api/v1/presence/{context_id}/list`
+         *
+         *     Query: `state`, `activity`, `kind` (subject kind), `aggregate_by_subject`
+         *     (bool), `limit` (default 100, at most 1000; 0 = default), `offset` (default 0).
+         *     Unknown enum values: 400. Filters combine with AND and apply to activity as of
+         *     now.
+         *
+         *     200 `{context_id, count, total, sessions: [PresenceSession]}`: live sessions
+         *     (observers included, with `observer: true`) in the order they opened. `count`
+         *     is the number returned, `total` the number matched before `limit`/`offset`.
+         *
+         *     PresenceSession: `{session_id, context_id, subject, device_id, connection_id,
+         *     state, activity, observer, metadata, geo ({lat, lon} or null), opened_at,
+         *     last_heartbeat_at, expires_at}`.
+         *
+         *     `aggregate_by_subject=true`: one entry per subject among the matching sessions:
+         *     its most recently refreshed session (which is also its most active one), plus
+         *     `session_count` (the subject's matching sessions).
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -12522,7 +16398,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live sessions within radius_meters (great-circle distance), nearest first. Needs geo enabled. */
+        /**
+         * Live sessions within radius_meters (great-circle distance), nearest first. Needs geo enabled.
+         * @description ### `GET /api/v1/presence/{context_id}/nearby`
+         *
+         *     Query: `lat` [-90, 90], `lon` [-180, 180], `radius_meters` [0, 20015114]
+         *     (half the Earth's circumference), all required; `limit` (default 50, at most
+         *     1000; 0 = default). Out of range, negative radius, missing or non-numeric: 400.
+         *     Context with geo off: 400.
+         *
+         *     200 `{context_id, count, total, sessions: [{session_id, subject, geo,
+         *     distance_meters, observer, activity, state}]}`, nearest first. `total`: every
+         *     live session within the radius; `count`: the number returned.
+         *
+         *     Distance is great-circle (haversine, mean Earth radius 6,371,008.8 m). The
+         *     search does not scan the context: the actor keeps each session in the geohash
+         *     grids of lengths 1 to 8 (in memory, rebuilt when the actor loads), takes the
+         *     bounding box of the circle (correct across the antimeridian and near the
+         *     poles), picks the finest geohash length that covers it with at most 32 cells,
+         *     and measures only the sessions in those cells.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         get: {
             parameters: {
                 query: {
@@ -12650,7 +16547,37 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a session's cognitive state (also refreshes it like a heartbeat). */
+        /**
+         * Set a session's cognitive state (also refreshes it like a heartbeat).
+         * @description - **Context**: a place where subjects are present (a room, a document, a map),
+         *       created explicitly. It holds its settings and its live sessions. One actor per
+         *       (tenant, context id), stored as keyed records: one for the settings, one per
+         *       session. A heartbeat writes one record.
+         *     - **Session**: one connection of one subject (`{id, kind}`, kind one of `user`,
+         *       `agent`, `service`, `device`) to a context, kept alive by heartbeats. A
+         *       subject may have several sessions (devices, tabs); at most 64 live ones per
+         *       context.
+         *     - **Observer**: a session with `observer: true` watches without taking part:
+         *       it is counted in `occupancy.observers` only (never in active/idle/stale,
+         *       `by_state` or `available_agents`) and does not need or take a seat.
+         *     - **Cognitive state** (`available`, `thinking`, `busy`, `offline`): set by the
+         *       client (heartbeat `state` field or `POST .../state`); defaults to `available`
+         *       when a session opens. It never changes on its own.
+         *     - **Activity** (`active`, `idle`, `stale`): derived from time since the last
+         *       heartbeat (`elapsed`), with the context's heartbeat settings:
+         *
+         *       Any heartbeat (and `POST .../state`) makes the session `active` again and
+         *       moves `expires_at` to `last_heartbeat_at + ttl_seconds`.
+         *
+         *     ### `POST /api/v1/presence/{context_id}/state`
+         *
+         *     Body `{session_id, state}` (state required, one of the four values; anything
+         *     else 400). Also refreshes the session like a heartbeat. 200 `{context_id,
+         *     session_id, state, previous_state}`. Unknown session: 404
+         *     `presence_session_not_found`.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -12764,7 +16691,40 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Apply every activity transition due now (the durable alarm does the same on its own) and report them. */
+        /**
+         * Apply every activity transition due now (the durable alarm does the same on its own) and report them.
+         * @description - **Reads are always exact**: list, count, occupancy, nearby, the heartbeat
+         *       reply and the capacity check compute activity from the current time, so an
+         *       expired session is never shown or counted and an idle one is shown idle, even
+         *       if nothing has been reconciled yet.
+         *     - Each session also has a **recorded activity** (stored with it). Recording the
+         *       transitions (and deleting expired sessions, and telling the subject index they
+         *       are gone) is what `POST .../sweep` and the **durable alarm** do.
+         *     - One alarm per context, set for the next transition due, rounded up to the
+         *       next whole second (transitions due within the same second share one wake-up;
+         *       at most 1 s of lag for the recorded state). Each alarm turn records every due
+         *       transition (at most 10,000; if more are due, it re-fires at once) and re-arms
+         *       itself for the next one. Heartbeats do not move the alarm later (that would
+         *       write the alarm on every heartbeat); an early wake-up just re-arms.
+         *     - `sweep` records whatever is due right now and reports it. Because the alarm
+         *       runs on its own, a sweep usually finds nothing (`reconciled: 0`); it returns
+         *       transitions only when called between a transition and the alarm (up to 1 s).
+         *     - Alarms are durable: after a restart the runtime re-arms them and the context
+         *       wakes up by itself even if no request reaches it.
+         *
+         *     ### `POST /api/v1/presence/{context_id}/sweep`
+         *
+         *     No body. Records every transition due now (see Reconciliation). 200
+         *     `{context_id, reconciled, transitions, expired, remaining}`:
+         *     - `transitions`: session_id -> new activity (`idle` or `stale`) for sessions
+         *       whose recorded activity changed; a session due twice reports its final one.
+         *     - `expired`: session ids removed because their ttl passed (not in
+         *       `transitions`).
+         *     - `reconciled` = `len(transitions) + len(expired)`.
+         *     - `remaining`: more than 10,000 transitions were due; the alarm continues at once.
+         *
+         *     *From docs/api/presence.md. The area's model, rules and decisions: the **presence** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -12874,7 +16834,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the tenant's rooms: q on room_id, sort_by created_at|updated_at|capacity, filter on status, queue_strategy, created_by, capacity. */
+        /**
+         * List the tenant's rooms: q on room_id, sort_by created_at|updated_at|capacity, filter on status, queue_strategy, created_by, capacity.
+         * @description ### `GET /api/v1/waiting-rooms`
+         *
+         *     The tenant's rooms. Query: `q` (case-insensitive substring of `room_id`), `page` (1-based, 0
+         *     treated as 1), `page_size` (default 20, capped at 100), `sort_by` (`created_at` default,
+         *     `updated_at`, `capacity`), `sort_order` (`desc` default, `asc`; ties by `room_id`), `filter`
+         *     (repeatable `field:operator:value`; fields `status`, `queue_strategy`, `created_by`,
+         *     `capacity`; operators `eq, ne, lt, lte, gt, gte, contains, in` with `in` values separated by
+         *     `|`; capacity compares as an integer and does not take `contains`).
+         *     → 200 `{pagination: {page, page_size, total, has_more}, rooms: [RoomSummary]}` where
+         *     RoomSummary is `{room_id, auto_admit, capacity, created_at, created_by, queue_strategy, status, updated_at}`.
+         *     Errors: 400 for an unknown field or operator, a malformed item, a non-integer capacity value,
+         *     an unknown `sort_by`/`sort_order`.
+         *
+         *     The list is served from the tenant's directory actor, which every room updates through its
+         *     outbox with a revision number (a late or repeated update never undoes a newer one). On one
+         *     node a room appears in the list as soon as its create has answered.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -12976,7 +16956,34 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a room. An existing room_id: 409 waiting_room_exists. */
+        /**
+         * Create a room. An existing room_id: 409 waiting_room_exists.
+         * @description ### `POST /api/v1/waiting-rooms`
+         *
+         *     Body (required: `room_id`, `capacity`, `admission_rate`):
+         *
+         *     | field | type | default | bounds |
+         *     |---|---|---|---|
+         *     | `room_id` | str | | see above |
+         *     | `capacity` | int | | 1-1,000,000 |
+         *     | `admission_rate` | `{batch_size, interval_seconds}` | | 1-10,000; 1-86,400 |
+         *     | `auto_admit` | bool | true | |
+         *     | `priority_groups` | `[{name, boost?, match_rules?}]` | `[]` | 16 groups; names 1-64 chars `A-Z a-z 0-9 . _ : -`, unique |
+         *     | `queue_strategy` | `fifo` | `fifo` | |
+         *     | `session_ttl_seconds` | int | 300 | 1-604,800 |
+         *     | `anti_gaming` | `{join_rate_limit_max_attempts?, join_rate_limit_window_seconds?, rejoin_cooldown_seconds?}` | `{10, 60, 30}` | 0-10,000; 1-86,400; 0-86,400 |
+         *     | `metadata` | object | `{}` | 16 KiB serialised |
+         *     | `status` | `active` \| `paused` | `active` | |
+         *
+         *     → **201** Room: `{room_id, admission_rate, anti_gaming, auto_admit, capacity, created_at,
+         *     created_by, metadata, priority_groups: [{name, boost, match_rules}], queue_strategy,
+         *     session_ttl_seconds, status, updated_at}`.
+         *     Errors: 400 (capacity 0, negative values, unknown queue strategy, duplicate group names,
+         *     invalid match rules, reserved or malformed room id; `details` name the fields), 409
+         *     `waiting_room_exists`.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -13127,6 +17134,187 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/waiting-rooms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin: a tenant's rooms (newest first) with their statistics: waiting, active, admitted, admission rate.
+         * @description ### `GET /admin/waiting-rooms?tenant=&q=&page=&page_size=` (platform administrators)
+         *
+         *     For the operator console: one tenant's rooms with their live statistics. Needs
+         *     the platform role `admin` (otherwise 403 `forbidden`; no token 401). `tenant`
+         *     is required: the user id or organization id that owns the rooms (1 to 128
+         *     characters, no control characters; missing: 400). `q`, `page`, `page_size` as
+         *     for the tenant's own list; rooms newest first (`created_at` desc).
+         *     The route reads the tenant's directory (the page of room ids) and then asks each
+         *     room on the page for its detail (a read-only scatter-gather), so the statistics
+         *     are live. A room deleted between the two reads is left out of `rooms` (the
+         *     pagination still counts it). An unknown tenant is an empty list.
+         *     → 200 `{pagination, rooms: [RoomDetail]}` (RoomDetail as `GET .../{room_id}`).
+         *
+         *     ```
+         *     GET /admin/waiting-rooms?tenant=usr_8Xf2&q=launch
+         *     Authorization: Bearer <admin access token>
+         *
+         *     200
+         *     {"pagination": {"page": 1, "page_size": 20, "total": 1, "has_more": false},
+         *      "rooms": [{"room_id": "launch", "admission_rate": {"batch_size": 5, "interval_seconds": 3600},
+         *        "anti_gaming": {"join_rate_limit_max_attempts": 10, "join_rate_limit_window_seconds": 60, "rejoin_cooldown_seconds": 30},
+         *        "auto_admit": false, "capacity": 10, "created_at": "2026-11-25T15:12:08.114Z", "metadata": {},
+         *        "priority_groups": [], "queue_strategy": "fifo", "session_ttl_seconds": 300, "status": "active",
+         *        "updated_at": "2026-11-25T15:12:08.114Z",
+         *        "statistics": {"active_count": 1, "average_wait_seconds": 0, "current_admission_rate": 0.0017,
+         *          "total_admitted": 1, "waiting_count": 2}}]}
+         *     ```
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The tenant: a user id, or an organization id. */
+                    tenant: string;
+                    /** @description Case-insensitive substring of room_id. */
+                    q?: string;
+                    page?: number;
+                    page_size?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            pagination: {
+                                page: number;
+                                page_size: number;
+                                total: number;
+                                has_more: boolean;
+                            };
+                            rooms: {
+                                room_id: string;
+                                admission_rate: {
+                                    batch_size: number;
+                                    interval_seconds: number;
+                                };
+                                anti_gaming: {
+                                    join_rate_limit_max_attempts: number;
+                                    join_rate_limit_window_seconds: number;
+                                    rejoin_cooldown_seconds: number;
+                                };
+                                auto_admit: boolean;
+                                capacity: number;
+                                /** Format: date-time */
+                                created_at: string;
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                priority_groups: {
+                                    name: string;
+                                    boost: number;
+                                    match_rules: unknown;
+                                }[];
+                                queue_strategy: string;
+                                session_ttl_seconds: number;
+                                status: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                statistics: {
+                                    active_count: number;
+                                    average_wait_seconds: number;
+                                    /** @description Members admitted per second over the last 10 minutes. */
+                                    current_admission_rate: number;
+                                    total_admitted: number;
+                                    waiting_count: number;
+                                };
+                            }[];
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/waiting-rooms/global-bans/{member_id}": {
         parameters: {
             query?: never;
@@ -13134,7 +17322,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The rooms whose active global ban covers the member (empty: not globally banned). */
+        /**
+         * The rooms whose active global ban covers the member (empty: not globally banned).
+         * @description **Room ids** are 1-128 characters of `A-Z a-z 0-9 . _ : -`, starting with a letter or digit.
+         *     `global-bans` is reserved (it would shadow `GET /api/v1/waiting-rooms/global-bans/{member_id}`).
+         *
+         *     **Global bans** (how they are created is not shown in the spec): a room ban with
+         *     `"global": true` also bans the member from every other room of the tenant, including rooms
+         *     created later. The room that issued it is its *origin*; `GET .../global-bans/{member_id}`
+         *     lists the origin room ids of the member's active global bans (`[]`: not globally banned).
+         *     Lifting the ban in the origin room (`DELETE .../bans/{member_id}`), letting it expire, or
+         *     deleting the origin room lifts it everywhere. Other rooms do not list it among their own bans.
+         *     Global bans reach the other rooms through the tenant's directory actor and the persisted
+         *     outbox (at-least-once, de-duplicated): they apply within moments, not in the same request.
+         *
+         *     ### `GET /api/v1/waiting-rooms/global-bans/{member_id}`
+         *
+         *     → 200 `[str]`: origin room ids of the member's active global bans in the caller's tenant,
+         *     sorted.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -13226,7 +17434,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Room detail with statistics. */
+        /**
+         * Room detail with statistics.
+         * @description ### `GET /api/v1/waiting-rooms/{room_id}`
+         *
+         *     → 200 RoomDetail: the Room fields except `created_by`, plus `statistics`:
+         *     `active_count` (active sessions now), `waiting_count`, `total_admitted` (since creation),
+         *     `average_wait_seconds` (mean wait of every admission since creation, 0 if none),
+         *     `current_admission_rate` (observed members admitted per second over the last 10 minutes, 0
+         *     if none). Errors: 404.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -13348,7 +17567,17 @@ export interface paths {
                 };
             };
         };
-        /** Change a room: every field given replaces the current one (admission_rate and anti_gaming field by field). */
+        /**
+         * Change a room: every field given replaces the current one (admission_rate and anti_gaming field by field).
+         * @description ### `PUT /api/v1/waiting-rooms/{room_id}`
+         *
+         *     Body: any of the create fields except `room_id` (the body may be empty). Each field given
+         *     replaces the current value; `admission_rate` and `anti_gaming` are merged field by field;
+         *     `priority_groups` replaces the whole list. Validation as for create. → 200 Room.
+         *     Errors: 400, 404.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -13495,7 +17724,15 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a room with its members, bans and analytics; its global bans are lifted. */
+        /**
+         * Delete a room with its members, bans and analytics; its global bans are lifted.
+         * @description ### `DELETE /api/v1/waiting-rooms/{room_id}`
+         *
+         *     Deletes the room with its members, bans, analytics and alarms; its global bans are lifted;
+         *     it leaves the list. → 204. Errors: 404. (A room with the same id can be created again.)
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -13593,7 +17830,21 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Admit up to count waiting members (default batch_size) in line order within capacity, or the listed member_ids. */
+        /**
+         * Admit up to count waiting members (default batch_size) in line order within capacity, or the listed member_ids.
+         * @description ### `POST /api/v1/waiting-rooms/{room_id}/admit`
+         *
+         *     Body (all optional): `{count? (1-10,000; default the room's batch_size), member_ids? (1-1,000)}`.
+         *     Without `member_ids`: admits up to `count` waiting members in line order, within capacity
+         *     (whatever the room's status or `auto_admit`). With `member_ids`: admits exactly those, in the
+         *     order given; the others are reported in `failed` with `reason` `not_waiting` (not in line)
+         *     or `capacity_reached`; `count` is then ignored.
+         *     → 200 `{admitted: [{admitted_at, member_id, wait_time_seconds}], capacity_reached, failed:
+         *     [{member_id, reason}]}`; `capacity_reached` is true when the room is full after the call.
+         *     Errors: 400, 404.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -13713,7 +17964,16 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Admit the group's waiting members in line order, within capacity. */
+        /**
+         * Admit the group's waiting members in line order, within capacity.
+         * @description ### `POST /api/v1/waiting-rooms/{room_id}/groups/{group_id}/admit`
+         *
+         *     As `admit`, restricted to the waiting members of the group, in line order (other groups,
+         *     even with a higher boost, are skipped). With `member_ids`, a member of another group fails
+         *     with `not_waiting`. Errors: 400, 404 (room or group).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -13832,7 +18092,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Hourly admissions, rejections, abandonments and wait times, with a summary of the range. */
+        /**
+         * Hourly admissions, rejections, abandonments and wait times, with a summary of the range.
+         * @description ### `GET /api/v1/waiting-rooms/{room_id}/analytics?start_time=&end_time=&limit=`
+         *
+         *     `start_time`, `end_time`: epoch-s (0 to 253402300799), default the last 24 hours (`end_time`
+         *     now); `start_time` after `end_time` is a 400. Every UTC hour overlapping `[start_time,
+         *     end_time)` that can hold data (within the 90-day retention, up to the current hour) is
+         *     reported, oldest first, zero-filled; `limit` keeps the most recent `limit` hours (0 or absent:
+         *     up to 2,160). The summary covers all of those hours whatever the limit; `time_range` echoes
+         *     the requested range.
+         *     → 200 `{hourly_stats: [{abandonments, admissions, average_wait_time_seconds, hour,
+         *     rejections}], room_id, summary: {abandonment_rate, admission_rate, average_wait_time_seconds,
+         *     max_wait_time_seconds, min_wait_time_seconds, rejection_rate, total_abandonments,
+         *     total_admissions, total_rejections}, time_range: {end, start}}`.
+         *     The three `*_rate` fields are fractions (0-1) of the range's outcomes
+         *     (admissions + rejections + abandonments; 0 when there are none). Wait times are those of the
+         *     members admitted in the range (seconds, min/max rounded). Errors: 400, 404.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -13967,7 +18246,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Bans issued in this room (active only unless include_expired). */
+        /**
+         * Bans issued in this room (active only unless include_expired).
+         * @description ### `GET /api/v1/waiting-rooms/{room_id}/bans?include_expired=true|false`
+         *
+         *     `include_expired` is required. → 200 `[Ban]` (the room's own bans, oldest first), where Ban
+         *     is `{banned_at, banned_by, banned_until (ts or null: permanent), member_id, reason, room_id,
+         *     global, active}` (a superset of the spec's `{banned_until, member_id}` items). Errors: 400, 404.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query: {
@@ -14067,7 +18355,16 @@ export interface paths {
             };
         };
         put?: never;
-        /** Ban a member (replaces an earlier ban of the member); a waiting member is rejected, an active session ends. */
+        /**
+         * Ban a member (replaces an earlier ban of the member); a waiting member is rejected, an active session ends.
+         * @description ### `POST /api/v1/waiting-rooms/{room_id}/bans`
+         *
+         *     Body: `{member_id, reason (1-512 chars)}` required, `duration_seconds?` (1 to 10 years;
+         *     absent: permanent), `global?` (bool, default false). → 200 Ban (created or replaced).
+         *     Errors: 400, 404, 409 `waiting_room_limit_reached` (10,000 bans in the room).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -14197,7 +18494,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The member's ban in this room (also once expired, until purged), or null. */
+        /**
+         * The member's ban in this room (also once expired, until purged), or null.
+         * @description ### `GET /api/v1/waiting-rooms/{room_id}/bans/{member_id}`
+         *
+         *     → 200 the member's ban in this room (also an expired one, with `active: false`, until it is
+         *     purged) or `null`. Errors: 404 (room).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -14297,7 +18602,23 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Lift a ban (a global one everywhere). Not banned here: 404. */
+        /**
+         * Lift a ban (a global one everywhere). Not banned here: 404.
+         * @description **Global bans** (how they are created is not shown in the spec): a room ban with
+         *     `"global": true` also bans the member from every other room of the tenant, including rooms
+         *     created later. The room that issued it is its *origin*; `GET .../global-bans/{member_id}`
+         *     lists the origin room ids of the member's active global bans (`[]`: not globally banned).
+         *     Lifting the ban in the origin room (`DELETE .../bans/{member_id}`), letting it expire, or
+         *     deleting the origin room lifts it everywhere. Other rooms do not list it among their own bans.
+         *     Global bans reach the other rooms through the tenant's directory actor and the persisted
+         *     outbox (at-least-once, de-duplicated): they apply within moments, not in the same request.
+         *
+         *     ### `DELETE /api/v1/waiting-rooms/{room_id}/bans/{member_id}`
+         *
+         *     Lifts the ban (a global one in every room). → 204. Errors: 404 (room, or no ban).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -14394,7 +18715,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A priority group's counts, average position and first members (waiting in line order, then active). */
+        /**
+         * A priority group's counts, average position and first members (waiting in line order, then active).
+         * @description ### `GET /api/v1/waiting-rooms/{room_id}/groups/{group_id}/status?limit=`
+         *
+         *     → 200 `{average_position, can_be_admitted, group_id, members: [{joined_at, member_id,
+         *     position, status}], members_active, members_waiting, total_members}`.
+         *     `average_position` is the rounded mean position of the group's waiting members (0 if none);
+         *     `can_be_admitted` is true when the group has waiting members and the room has free capacity;
+         *     `members` lists up to `limit` (default 100, max 1,000) members: the waiting ones in line order,
+         *     then the active ones (position 0) in admission order. `group_id` `default` always exists.
+         *     Errors: 404 (room or group).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -14514,7 +18848,22 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Join the line (member_id defaults to the caller's user id). Joining again returns the current entry. */
+        /**
+         * Join the line (member_id defaults to the caller's user id). Joining again returns the current entry.
+         * @description ### `POST /api/v1/waiting-rooms/{room_id}/join`
+         *
+         *     Body (all optional): `{member_id? (1-256 chars, no control characters; default the
+         *     caller's user id), priority_group?, metadata? (object, 2 KiB serialised)}`.
+         *     → 200 `{estimated_wait_seconds, joined_at, member_id, position, priority_group, room_id, status}`.
+         *     `status` is `waiting` (position >= 1) or, for a member already admitted, `active` (position
+         *     0, estimated wait 0). A repeat join of a member in line returns its current entry unchanged
+         *     (its group and metadata stay; it counts as an attempt).
+         *     Errors: 400 (unknown priority group, rules not satisfied, bad member id or metadata), 403
+         *     `waiting_room_member_banned`, 404 (room), 409 `waiting_room_limit_reached` (1,000,000
+         *     waiting), 429 `rate_limited`, 429 `waiting_room_rejoin_cooldown` (both with `Retry-After`).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -14652,7 +19001,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Leave the line or end the active session. Not a member: 404. */
+        /**
+         * Leave the line or end the active session. Not a member: 404.
+         * @description ### `POST /api/v1/waiting-rooms/{room_id}/leave`
+         *
+         *     Body: `{member_id?}`. A waiting member leaves the line (an abandonment); an active member ends
+         *     its session. The rejoin cooldown starts. → 204. Errors: 404 (room, or not a member).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -14755,7 +19112,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Members: waiting ones in line order, then active ones in admission order. */
+        /**
+         * Members: waiting ones in line order, then active ones in admission order.
+         * @description ### `GET /api/v1/waiting-rooms/{room_id}/members?status=&limit=&offset=`
+         *
+         *     `status` `waiting` or `active` (absent: both); `limit` default 100, max 1,000 (0 returns no
+         *     members, only the total); `offset` default 0.
+         *     → 200 `{limit, members: [{admitted_at, expires_at, group_id, joined_at, member_id, metadata,
+         *     position, priority, room_id, status}], offset, total}`. Order: waiting members in line order
+         *     (`position` 1..n), then active members in admission order (`position` 0). `priority` is the
+         *     member's boost. `expires_at` is an extra field (the session end of an active member).
+         *     Errors: 400, 404.
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -14881,7 +19251,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A member's place in line (member_id defaults to the caller's user id). */
+        /**
+         * A member's place in line (member_id defaults to the caller's user id).
+         * @description ### `GET /api/v1/waiting-rooms/{room_id}/position?member_id=`
+         *
+         *     `member_id` defaults to the caller's user id.
+         *     → 200 `{ahead_count, estimated_wait_seconds, joined_at, member_id, position,
+         *     priority_effective, priority_group, room_id, status, expires_at, rejection_reason}`.
+         *     `status`: `waiting` (position 1..n, `ahead_count` = position - 1), `active` (position 0,
+         *     `expires_at` the session end), `rejected` (position 0, `rejection_reason`).
+         *     `priority_effective` is the boost the member is served with. Extra fields beyond the spec:
+         *     `priority_group`, `expires_at` (ts or null), `rejection_reason` (str or null).
+         *     Errors: 404 (room, or the member is not waiting, active or recently rejected).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -15001,7 +19385,16 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Extend an active session to now + session_ttl_seconds. Still waiting: 409; no active session: 404. */
+        /**
+         * Extend an active session to now + session_ttl_seconds. Still waiting: 409; no active session: 404.
+         * @description ### `POST /api/v1/waiting-rooms/{room_id}/refresh`
+         *
+         *     Body: `{member_id?}`. Extends an active session to now + `session_ttl_seconds`.
+         *     → 200 `{new_expiry (epoch-s), success: true}`. Errors: 404 (room, or no active session:
+         *     never admitted, left, or expired), 409 `waiting_room_member_not_active` (still waiting).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -15121,7 +19514,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reject waiting members (others are ignored); each may rejoin after the cooldown. */
+        /**
+         * Reject waiting members (others are ignored); each may rejoin after the cooldown.
+         * @description ### `POST /api/v1/waiting-rooms/{room_id}/reject`
+         *
+         *     Body: `{member_ids (1-1,000), reason (1-512 chars)}` (both required). → 204.
+         *     Errors: 400, 404 (room).
+         *
+         *     *From docs/api/waiting-rooms.md. The area's model, rules and decisions: the **waiting-rooms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -15225,7 +19626,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The event catalog: the event types a webhook may subscribe to. */
+        /**
+         * The event catalog: the event types a webhook may subscribe to.
+         * @description `GET /api/v1/webhooks/events` -> `{"events": [{"event_type", "description"}]}`, exactly:
+         *
+         *     | event_type | emitted by |
+         *     |---|---|
+         *     | `entity.status_changed` | liveness: an entity turns alive (first heartbeat, or back after an outage) or dead (grace window passed). `data`: `{entity_id, tenant, old_status, new_status, changed_at_ms, last_seen_ms, labels}` |
+         *     | `entity.liveness_anomaly` | liveness: a heartbeat's latency is anomalous. `data`: `{entity_id, tenant, labels, timestamp_ms, ...}` (see liveness.md) |
+         *     | `rate_limit.exceeded` | rate limits (the area is not built yet; it publishes with `webhookPublish` from `actors/webhooks/messages.ts`) |
+         *     | `test.webhook` | `POST /api/v1/webhooks/{webhook_id}/test` |
+         *
+         *     Subscribing to any other name (create or PATCH) answers 400 `BAD_REQUEST`
+         *     with `details: [{field: "body.events", ...}]`. Events reach the webhooks of the
+         *     **tenant** they happen in (the organization of the credential, else the user).
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -15320,7 +19737,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's webhooks in the tenant (a platform admin: every webhook of the tenant). q on url or id; sort_by created_at|updated_at|url; filter on active, url, created_by, events, created_at, updated_at. */
+        /**
+         * The caller's webhooks in the tenant (a platform admin: every webhook of the tenant). q on url or id; sort_by created_at|updated_at|url; filter on active, url, created_by, events, created_at, updated_at.
+         * @description A webhook belongs to its tenant and is owned by its creator (`created_by`).
+         *     Reading or changing it (every `/api/v1/webhooks/{webhook_id}...` endpoint) by
+         *     anyone but its creator or a platform admin (`role: admin`) answers 403
+         *     `forbidden`, whatever the caller's tenant. An unknown id answers 404
+         *     `not_found`. `GET /api/v1/webhooks` lists the caller's own webhooks in the
+         *     caller's tenant; a platform admin sees every webhook of their tenant.
+         *     A tenant may have at most 100 webhooks (409 `webhook_limit_reached`).
+         *
+         *     `GET /api/v1/webhooks?page=1&page_size=20&sort_by=created_at&sort_order=asc&q=hooks&filter=active:eq:false`
+         *     -> `{"pagination": {"page", "page_size", "total", "has_more"}, "webhooks": [Webhook]}`.
+         *
+         *     - `q`: case-insensitive substring of the URL, or an exact webhook id.
+         *     - `sort_by`: `created_at` (default), `updated_at`, `url`; `sort_order` `asc` (default) or `desc`.
+         *     - `filter` (repeatable, all must hold): fields `active` (`true`/`false`),
+         *       `url`, `created_by`, `events` (`eq`/`contains`: subscribed to that type;
+         *       `in`: to any of `a|b`; `ne`: not subscribed), `created_at` and `updated_at`
+         *       (epoch seconds); operators `eq, ne, lt, lte, gt, gte, contains, in`. An
+         *       unknown field or operator -> 400 `BAD_REQUEST`. `consecutive_failures` is
+         *       not a filter field.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -15434,7 +19874,46 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a webhook. 201 with the envelope {status, msg, data}; data carries the signing secret. An event type outside the catalog: 400 BAD_REQUEST. */
+        /**
+         * Create a webhook. 201 with the envelope {status, msg, data}; data carries the signing secret. An event type outside the catalog: 400 BAD_REQUEST.
+         * @description `POST /api/v1/webhooks`
+         *
+         *     ```json
+         *     {"url": "https://example.com/hooks", "events": ["entity.status_changed", "test.webhook"], "headers": {"X-Team": "core"}}
+         *     ```
+         *
+         *     -> 201, in the envelope the spec names:
+         *
+         *     ```json
+         *     {
+         *       "status": 201,
+         *       "msg": "Webhook created",
+         *       "data": {
+         *         "id": "wh_0cT9yQ2m7gJb4Vh1cQ0xkA",
+         *         "url": "https://example.com/hooks",
+         *         "events": ["entity.status_changed", "test.webhook"],
+         *         "headers": {"X-Team": "core"},
+         *         "active": true,
+         *         "created_at": 1767225600,
+         *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw6IqvBbiNYAs="
+         *       }
+         *     }
+         *     ```
+         *
+         *     - `url`: absolute `http`/`https` URL, at most 2048 characters, no user:password
+         *       (use a custom header). With the delivery guard on, an IP literal in a refused
+         *       range (below) is refused here already (400); a host name is checked at every
+         *       delivery.
+         *     - `events`: 1 to 16 names from the catalog (duplicates collapse).
+         *     - `headers` (optional): at most 20, names are HTTP tokens, values at most 1024
+         *       characters without line breaks. The names the service sets itself are
+         *       refused (400): `host`, `content-type`, `content-length`,
+         *       `transfer-encoding`, `connection`, `user-agent`, `webhook-id`,
+         *       `webhook-timestamp`, `webhook-signature`, `service-signature`.
+         *     - `secret`: `whsec_` + base64 of 32 random bytes, generated by the service.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -15561,7 +20040,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One webhook. Not its creator and not a platform admin: 403 forbidden. */
+        /**
+         * One webhook. Not its creator and not a platform admin: 403 forbidden.
+         * @description `GET /api/v1/webhooks/{webhook_id}` -> 200:
+         *
+         *     ```json
+         *     {
+         *       "id": "wh_0cT9yQ2m7gJb4Vh1cQ0xkA", "url": "https://example.com/hooks",
+         *       "events": ["entity.status_changed", "test.webhook"], "headers": {"X-Team": "core"},
+         *       "active": true, "consecutive_failures": 0,
+         *       "created_at": 1767225600, "created_by": "usr_...", "updated_at": 1767225600,
+         *       "disabled_at": null, "disabled_reason": null, "last_failure_at": null,
+         *       "secret": "whsec_..."
+         *     }
+         *     ```
+         *
+         *     Times are epoch seconds. `headers` is `null` when none are set. The secret is
+         *     returned to its owner (and platform admins) on every read.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -15680,7 +20178,21 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a webhook with its pending deliveries, log and DLQ. */
+        /**
+         * Delete a webhook with its pending deliveries, log and DLQ.
+         * @description - `PATCH /api/v1/webhooks/{webhook_id}` body, every field optional:
+         *       `{url?, events?, headers? (null clears), active?}` -> 200 Webhook. A missing
+         *       body is `{}`.
+         *       - `active: false` makes the webhook inactive: deliveries stop, events still
+         *         waiting for delivery move to the dead-letter queue (error
+         *         `webhook deactivated`), `test` answers 400 `invalid_configuration`.
+         *       - `active: true` is the same as `enable` (below).
+         *     - `DELETE /api/v1/webhooks/{webhook_id}` -> 204; its pending deliveries, log
+         *       and dead-letter queue go with it.
+         *     - Changes are in the list (and in event fan-out) by the time they answer.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -15775,7 +20287,21 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change a webhook: every field given replaces the current one (headers null clears them). active false stops deliveries (pending ones move to the DLQ); active true also clears the disabled state. */
+        /**
+         * Change a webhook: every field given replaces the current one (headers null clears them). active false stops deliveries (pending ones move to the DLQ); active true also clears the disabled state.
+         * @description - `PATCH /api/v1/webhooks/{webhook_id}` body, every field optional:
+         *       `{url?, events?, headers? (null clears), active?}` -> 200 Webhook. A missing
+         *       body is `{}`.
+         *       - `active: false` makes the webhook inactive: deliveries stop, events still
+         *         waiting for delivery move to the dead-letter queue (error
+         *         `webhook deactivated`), `test` answers 400 `invalid_configuration`.
+         *       - `active: true` is the same as `enable` (below).
+         *     - `DELETE /api/v1/webhooks/{webhook_id}` -> 204; its pending deliveries, log
+         *       and dead-letter queue go with it.
+         *     - Changes are in the list (and in event fan-out) by the time they answer.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -15915,7 +20441,45 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The delivery log, one entry per attempt, newest first (the newest 100 are kept). */
+        /**
+         * The delivery log, one entry per attempt, newest first (the newest 100 are kept).
+         * @description | kind | fields | what it does |
+         *     |---|---|---|
+         *     | `webhook` | `webhook_id` | Delivers the submission to that webhook as its own signed delivery (the webhook's secret, headers, retries, delivery log and dead-letter queue apply): event type `form.submission`, webhook-id `<submission_id>.<hook index>.<attempt>`, data `{form_id, form_version, submission_id, status, anonymous, submitted_by, data, created_at_ms}`. The webhook must belong to the tenant and be one the form's creator may manage (else 400 at creation). `form.submission` is not a catalog event type: nobody subscribes to it; only the webhooks a form names receive it. The run is `dispatched` once handed to the webhook; its outcome is in `GET /api/v1/webhooks/{id}/deliveries` under that event id. |
+         *
+         *     `GET /api/v1/webhooks/{webhook_id}/deliveries?limit=50` -> one entry per attempt, newest first:
+         *
+         *     ```json
+         *     {"deliveries": [{"attempt_number": 2, "error": null, "event_id": "evt_Hk2...", "event_type": "test.webhook",
+         *       "response_time_ms": 84, "status_code": 200, "success": true, "timestamp": 1767225611, "webhook_id": "wh_...",
+         *       "request": {"method": "POST", "url": "https://example.com/hooks",
+         *         "headers": {"X-Team": "core", "content-type": "application/json", "webhook-id": "evt_Hk2...", "webhook-timestamp": "1767225611",
+         *                     "webhook-signature": "v1,K5oZ...", "Service-Signature": "v1,K5oZ..."},
+         *         "body": "{\"id\":\"evt_Hk2...\",\"type\":\"test.webhook\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"data\":{...}}", "body_truncated": false},
+         *       "response": {"status_code": 200, "headers": {"content-type": "text/plain", "date": "Thu, 01 Jan 2026 00:00:11 GMT"}, "body": "ok", "body_truncated": false}}],
+         *      "total": 2}
+         *     ```
+         *
+         *     The newest 100 attempts are kept; `limit` 0 to 100 (default 50); `total` is
+         *     the number kept. `error` is `HTTP <status>: <start of the answer>` for an HTTP
+         *     failure, or the time-out/connection/refusal reason; `status_code` is null
+         *     when no answer came.
+         *
+         *     Each entry keeps the attempt's **request** and **response**, bounded so that
+         *     a webhook's log stays small (stored with the log, in the webhook actor):
+         *
+         *     - `request`: the URL, the headers the service set (custom headers, content
+         *       type, `webhook-id`, `webhook-timestamp`, the signatures; the HTTP transport
+         *       adds `content-length` and `user-agent`), and the body's first 4,096
+         *       characters (`body_truncated` when cut). `null` only in entries logged by a
+         *       version that did not keep requests.
+         *     - `response`: the target's final answer (after redirects): status, the first
+         *       30 headers (values cut at 256 characters) and the body's first 2,048
+         *       characters. `null` when no answer came (time-out, connection failure,
+         *       guard refusal, an attempt lost with its node).
+         *
+         *     *From docs/api/forms.md, docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -16072,7 +20636,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The dead-letter queue, newest first. */
+        /**
+         * The dead-letter queue, newest first.
+         * @description - `GET /api/v1/webhooks/{webhook_id}/dlq?limit=50` (0 to 500, default 50), newest first:
+         *
+         *       ```json
+         *       {"entries": [{"attempt_count": 5, "dlq_at": 1767226000, "enqueued_at": 1767225600,
+         *         "error": "HTTP 503: unavailable", "event_id": "evt_Hk2...", "event_type": "entity.status_changed",
+         *         "message_id": "evt_Hk2...", "webhook_id": "wh_..."}], "total": 1}
+         *       ```
+         *
+         *       `event_id` is the event (and the `webhook-id` it was sent with);
+         *       `message_id` is the same value (the delivered message's id). At most 1000
+         *       entries are kept per webhook; past that the oldest is dropped.
+         *     - `DELETE /api/v1/webhooks/{webhook_id}/dlq` -> `{"purged": 3}`.
+         *     - `POST /api/v1/webhooks/{webhook_id}/dlq/{event_id}/redrive` ->
+         *       `{"event_id": "redrive_evt_Hk2...", "redriven": true, "webhook_id": "wh_..."}`.
+         *       The event is delivered again under the new id `redrive_<event_id>` (the
+         *       `webhook-id` header and the body's `id`) with the original `type`,
+         *       `timestamp` and `data`, and a fresh attempt budget; the entry leaves the
+         *       queue. Unknown id: 404 `dlq_entry_not_found`. Inactive webhook: 400
+         *       `invalid_configuration` (enable it first).
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -16186,7 +20773,22 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Discard every dead-letter entry. */
+        /**
+         * Discard every dead-letter entry.
+         * @description `event_id` is the event (and the `webhook-id` it was sent with);
+         *       `message_id` is the same value (the delivered message's id). At most 1000
+         *       entries are kept per webhook; past that the oldest is dropped.
+         *     - `DELETE /api/v1/webhooks/{webhook_id}/dlq` -> `{"purged": 3}`.
+         *     - `POST /api/v1/webhooks/{webhook_id}/dlq/{event_id}/redrive` ->
+         *       `{"event_id": "redrive_evt_Hk2...", "redriven": true, "webhook_id": "wh_..."}`.
+         *       The event is delivered again under the new id `redrive_<event_id>` (the
+         *       `webhook-id` header and the body's `id`) with the original `type`,
+         *       `timestamp` and `data`, and a fresh attempt budget; the entry leaves the
+         *       queue. Unknown id: 404 `dlq_entry_not_found`. Inactive webhook: 400
+         *       `invalid_configuration` (enable it first).
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -16297,7 +20899,22 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-enqueue a dead-lettered event under the new id redrive_<event_id> with its original payload; the entry leaves the DLQ. Unknown id: 404 dlq_entry_not_found; inactive webhook: 400 invalid_configuration. */
+        /**
+         * Re-enqueue a dead-lettered event under the new id redrive_<event_id> with its original payload; the entry leaves the DLQ. Unknown id: 404 dlq_entry_not_found; inactive webhook: 400 invalid_configuration.
+         * @description `event_id` is the event (and the `webhook-id` it was sent with);
+         *       `message_id` is the same value (the delivered message's id). At most 1000
+         *       entries are kept per webhook; past that the oldest is dropped.
+         *     - `DELETE /api/v1/webhooks/{webhook_id}/dlq` -> `{"purged": 3}`.
+         *     - `POST /api/v1/webhooks/{webhook_id}/dlq/{event_id}/redrive` ->
+         *       `{"event_id": "redrive_evt_Hk2...", "redriven": true, "webhook_id": "wh_..."}`.
+         *       The event is delivered again under the new id `redrive_<event_id>` (the
+         *       `webhook-id` header and the body's `id`) with the original `type`,
+         *       `timestamp` and `data`, and a fresh attempt budget; the entry leaves the
+         *       queue. Unknown id: 404 `dlq_entry_not_found`. Inactive webhook: 400
+         *       `invalid_configuration` (enable it first).
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -16412,7 +21029,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Enable: active again, consecutive_failures 0, disabled_at and disabled_reason cleared. */
+        /**
+         * Enable: active again, consecutive_failures 0, disabled_at and disabled_reason cleared.
+         * @description `POST /api/v1/webhooks/{webhook_id}/enable` -> 200 Webhook with `active: true`,
+         *     `consecutive_failures: 0`, `disabled_at` and `disabled_reason` null.
+         *     Redrive the dead-lettered events afterwards if they are still wanted.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -16544,7 +21168,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A new secret, in force at once. For 24 hours deliveries also carry a signature with the previous secret. */
+        /**
+         * A new secret, in force at once. For 24 hours deliveries also carry a signature with the previous secret.
+         * @description `POST /api/v1/webhooks/{webhook_id}/rotate-secret` -> 200 Webhook with the new
+         *     `secret`. Every attempt from then on is signed with it (retries of earlier
+         *     events too); for 24 hours the previous secret's signature is sent alongside.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -16676,7 +21307,22 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Emit a test.webhook event: to this webhook and every other active webhook of the tenant subscribed to test.webhook. Inactive webhook: 400 invalid_configuration. */
+        /**
+         * Emit a test.webhook event: to this webhook and every other active webhook of the tenant subscribed to test.webhook. Inactive webhook: 400 invalid_configuration.
+         * @description | event_type | emitted by |
+         *     |---|---|
+         *     | `test.webhook` | `POST /api/v1/webhooks/{webhook_id}/test` |
+         *
+         *     `POST /api/v1/webhooks/{webhook_id}/test`, body optional: `{"data": <any JSON, at most 16 KiB>}`
+         *     -> 200 `{"enqueued": true, "webhook_id": "wh_..."}`.
+         *
+         *     One `test.webhook` event (default `data`: `{"webhook_id", "message": "This is
+         *     a test event."}`) goes, asynchronously, to this webhook **and** to every other
+         *     active webhook of the tenant subscribed to `test.webhook` (one event id for
+         *     all). An inactive webhook answers 400 `invalid_configuration`.
+         *
+         *     *From docs/api/webhooks.md. The area's model, rules and decisions: the **webhooks** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -16794,7 +21440,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's attestations, newest first; status filters. */
+        /**
+         * The tenant's attestations, newest first; status filters.
+         * @description - `GET .../status` -> `{attestation_id, created_at, lock_type, owner, status,
+         *       unlock_at, time_remaining_seconds (null without a time), unlock_progress
+         *       {signatures_collected, signatures_required, signers [{signer, signed_at}]},
+         *       lottery_status (null, or {odds_per_entry, max_entries, total_entries,
+         *       current_probability, won, commitment}), content_type, content_hash,
+         *       key_commitment, lock_proof, sealed_content, witness_message, unlocked_at}`.
+         *     - `GET .../history` -> `{attestation_id, events: [{event_id, event_type,
+         *       actor, timestamp, details}], total_events}`, oldest first. Event types:
+         *       `created`, `witnessed` (actor: the signer), `lottery_entered`,
+         *       `lottery_won`, `time_reached` (actor `system`), `unlocked` (actor: who or
+         *       what completed the condition; `system` for the alarm), `content_revealed`.
+         *       The first 1,000 events are kept; `total_events` counts all.
+         *     - `GET /api/v1/vault/attestations?status=&page=&page_size=` -> `{attestations:
+         *       [{attestation_id, content_type, created_at, lock_type, status, unlock_at,
+         *       owner}], page, page_size, total}`, the tenant's, newest first; page_size
+         *       default 20, at most 100. The list is fed by the attestations through the
+         *       outbox: a change shows within milliseconds.
+         *
+         *     *From docs/api/vault.md. The area's model, rules and decisions: the **vault** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -16889,7 +21556,58 @@ export interface paths {
             };
         };
         put?: never;
-        /** Lock content: encrypted under a fresh key (AES-256-GCM), the key sealed by the node and split into holder shares (Shamir), a Merkle lock proof over what was locked. holder_shares are shown once. */
+        /**
+         * Lock content: encrypted under a fresh key (AES-256-GCM), the key sealed by the node and split into holder shares (Shamir), a Merkle lock proof over what was locked. holder_shares are shown once.
+         * @description `POST /api/v1/vault/attestations`
+         *
+         *     ```json
+         *     {
+         *       "content": {"data": "The winner is team blue.", "type": "text/plain"},
+         *       "lock_config": {"type": "time_lock", "unlock_at": "2026-12-01T00:00:00Z"},
+         *       "share_count": 3,
+         *       "share_threshold": 2
+         *     }
+         *     ```
+         *
+         *     -> 201
+         *
+         *     ```json
+         *     {
+         *       "attestation_id": "att_C4k1t0mXhD2n9QpZ",
+         *       "content_hash": "5b0e...9a",
+         *       "key_commitment": "b1f2...77",
+         *       "holder_shares": ["mZ1...Aw==", "h0y...AQ==", "Q2b...Ag=="],
+         *       "share_threshold": 2,
+         *       "lock_proof": {
+         *         "merkle_root": "e3a1...0c",
+         *         "leaves": [
+         *           {"label": "attestation_id", "value": "att_C4k1t0mXhD2n9QpZ", "hash": "9f..."},
+         *           {"label": "owner", "value": "usr_1", "hash": "..."},
+         *           {"label": "content_type", "value": "text/plain", "hash": "..."},
+         *           {"label": "content_hash", "value": "5b0e...9a", "hash": "..."},
+         *           {"label": "ciphertext_hash", "value": "c0d1...", "hash": "..."},
+         *           {"label": "key_commitment", "value": "b1f2...77", "hash": "..."},
+         *           {"label": "lock_config", "value": "{\"lottery\":null,\"type\":\"time_lock\",\"unlock_at\":\"2026-12-01T00:00:00.000Z\",\"witnesses\":null}", "hash": "..."},
+         *           {"label": "share_threshold", "value": "2", "hash": "..."},
+         *           {"label": "share_count", "value": "3", "hash": "..."},
+         *           {"label": "locked_at", "value": "2026-11-25T12:00:00.000Z", "hash": "..."}
+         *         ]
+         *       },
+         *       "locked_at": "2026-11-25T12:00:00.000Z",
+         *       "status": "locked",
+         *       "unlock_scheduled": "2026-12-01T00:00:00.000Z",
+         *       "sealed_content": "q3v...==",
+         *       "witness_message": null
+         *     }
+         *     ```
+         *
+         *     Limits: content at most 65,536 bytes (UTF-8 text; encode binary as base64),
+         *     `type` 1..100 characters, at most 16 signers. A witness `public_key` is
+         *     base64 of the 32 raw bytes of an Ed25519 key. Bad input answers 400
+         *     `BAD_REQUEST` naming the field; nothing is stored.
+         *
+         *     *From docs/api/vault.md. The area's model, rules and decisions: the **vault** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -17040,7 +21758,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The lock's progress, the proof and the sealed content. */
+        /**
+         * The lock's progress, the proof and the sealed content.
+         * @description `sealed_content` is in the 201 answer and in `GET .../status`.
+         *
+         *     - `GET .../status` -> `{attestation_id, created_at, lock_type, owner, status,
+         *       unlock_at, time_remaining_seconds (null without a time), unlock_progress
+         *       {signatures_collected, signatures_required, signers [{signer, signed_at}]},
+         *       lottery_status (null, or {odds_per_entry, max_entries, total_entries,
+         *       current_probability, won, commitment}), content_type, content_hash,
+         *       key_commitment, lock_proof, sealed_content, witness_message, unlocked_at}`.
+         *     - `GET .../history` -> `{attestation_id, events: [{event_id, event_type,
+         *       actor, timestamp, details}], total_events}`, oldest first. Event types:
+         *       `created`, `witnessed` (actor: the signer), `lottery_entered`,
+         *       `lottery_won`, `time_reached` (actor `system`), `unlocked` (actor: who or
+         *       what completed the condition; `system` for the alarm), `content_revealed`.
+         *       The first 1,000 events are kept; `total_events` counts all.
+         *     - `GET /api/v1/vault/attestations?status=&page=&page_size=` -> `{attestations:
+         *       [{attestation_id, content_type, created_at, lock_type, status, unlock_at,
+         *       owner}], page, page_size, total}`, the tenant's, newest first; page_size
+         *       default 20, at most 100. The list is fed by the attestations through the
+         *       outbox: a change shows within milliseconds.
+         *
+         *     *From docs/api/vault.md. The area's model, rules and decisions: the **vault** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -17183,7 +21924,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every event, oldest first (the first 1000 are kept; total_events counts all). */
+        /**
+         * Every event, oldest first (the first 1000 are kept; total_events counts all).
+         * @description - `GET .../status` -> `{attestation_id, created_at, lock_type, owner, status,
+         *       unlock_at, time_remaining_seconds (null without a time), unlock_progress
+         *       {signatures_collected, signatures_required, signers [{signer, signed_at}]},
+         *       lottery_status (null, or {odds_per_entry, max_entries, total_entries,
+         *       current_probability, won, commitment}), content_type, content_hash,
+         *       key_commitment, lock_proof, sealed_content, witness_message, unlocked_at}`.
+         *     - `GET .../history` -> `{attestation_id, events: [{event_id, event_type,
+         *       actor, timestamp, details}], total_events}`, oldest first. Event types:
+         *       `created`, `witnessed` (actor: the signer), `lottery_entered`,
+         *       `lottery_won`, `time_reached` (actor `system`), `unlocked` (actor: who or
+         *       what completed the condition; `system` for the alarm), `content_revealed`.
+         *       The first 1,000 events are kept; `total_events` counts all.
+         *     - `GET /api/v1/vault/attestations?status=&page=&page_size=` -> `{attestations:
+         *       [{attestation_id, content_type, created_at, lock_type, status, unlock_at,
+         *       owner}], page, page_size, total}`, the tenant's, newest first; page_size
+         *       default 20, at most 100. The list is fed by the attestations through the
+         *       outbox: a change shows within milliseconds.
+         *
+         *     *From docs/api/vault.md. The area's model, rules and decisions: the **vault** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -17297,7 +22059,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A named witness's Ed25519 signature of the attestation's witness message (base64 of 64 bytes). Any authenticated caller may submit it: the signature is the credential. A signature that does not verify: 400 invalid_signature, nothing recorded. */
+        /**
+         * A named witness's Ed25519 signature of the attestation's witness message (base64 of 64 bytes). Any authenticated caller may submit it: the signature is the credential. A signature that does not verify: 400 invalid_signature, nothing recorded.
+         * @description `POST /api/v1/vault/attestations/{id}/witness` `{"signer": "w1", "signature": "<base64 of 64 bytes>"}`
+         *     -> 200
+         *
+         *     ```json
+         *     {"attestation_id": "att_...", "current": 1, "required": 2, "signature_valid": true, "witness": "w1", "witnessed_at": "2026-11-25T12:01:00.000Z", "status": "partially_unlocked"}
+         *     ```
+         *
+         *     Any authenticated caller may submit a signature (the signature is the
+         *     credential: a witness need not be of the tenant). A signer counts once;
+         *     signing again answers the first time. A signature that does not verify (wrong
+         *     key, wrong message, garbage) answers 400 `invalid_signature` with
+         *     `details: [{field: "body.signature", signature_valid: false}]` and records
+         *     nothing; a signer not named at creation answers 400 `BAD_REQUEST`; a lock with
+         *     no witnesses 400 `invalid_configuration`.
+         *
+         *     *From docs/api/vault.md. The area's model, rules and decisions: the **vault** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -17414,7 +22194,27 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Buy lottery entries (1..1000; free: the service keeps no payment for them). The request that buys the winning entry gets the content key; the attestation then unlocks (when its other conditions hold). */
+        /**
+         * Buy lottery entries (1..1000; free: the service keeps no payment for them). The request that buys the winning entry gets the content key; the attestation then unlocks (when its other conditions hold).
+         * @description `POST .../lottery/enter` `{"entry_count": 5}` (1..1000) -> 200
+         *
+         *     ```json
+         *     {"attestation_id": "att_...", "content_key": null, "current_probability": 0.40951, "entries_purchased": 5, "revealed": false, "status": "locked", "total_entries": 5}
+         *     ```
+         *
+         *     - Entries are free (no payment is taken) and open to any authenticated
+         *       caller who knows the id; a lottery sells at most `max_entries` (default
+         *       10,000, at most 100,000). Nobody buys past the winning entry: the request
+         *       that buys it gets `entries_purchased` up to and including it,
+         *       `revealed: true` and the `content_key` (base64), and its caller may then
+         *       unlock and read the content like the tenant.
+         *     - `current_probability` is the chance, before the result is known, that one
+         *       of the entries sold so far wins: 1 − (1 − odds)^total_entries (1 once won).
+         *     - After the win, or once all entries are sold: 409 `lottery_closed`. A lock
+         *       with no lottery: 400 `invalid_configuration`.
+         *
+         *     *From docs/api/vault.md. The area's model, rules and decisions: the **vault** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -17539,7 +22339,32 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reveal the content once the lock condition holds (the tenant, platform admins, the lottery winner). Otherwise 409 attestation_locked with the progress in details. */
+        /**
+         * Reveal the content once the lock condition holds (the tenant, platform admins, the lottery winner). Otherwise 409 attestation_locked with the progress in details.
+         * @description `POST .../unlock` (empty body) by a caller of the tenant, a platform admin
+         *     or the lottery's winner:
+         *
+         *     - condition not met: 409 `attestation_locked`, `details[0]` = `{status,
+         *       time_reached, unlock_at, signatures_collected, signatures_required,
+         *       lottery_won}`;
+         *     - met: 200, and a `content_revealed` event in the history:
+         *
+         *     ```json
+         *     {
+         *       "attestation_id": "att_...",
+         *       "message": "The lock condition holds; the content is revealed.",
+         *       "revealed": {"data": "The winner is team blue.", "type": "text/plain"},
+         *       "signatures_collected": 0,
+         *       "signatures_required": 0,
+         *       "status": "unlocked",
+         *       "unlock_method": "time_lock",
+         *       "unlock_proof": {"content_key": "base64", "key_commitment": "...", "content_hash": "...", "merkle_root": "...", "lottery_seed": null, "lottery_winning_entry": null, "signatures": []},
+         *       "unlocked_at": "2026-12-01T00:00:00.000Z"
+         *     }
+         *     ```
+         *
+         *     *From docs/api/vault.md. The area's model, rules and decisions: the **vault** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -17679,7 +22504,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's agents the caller may read (private ones: their owner's; a platform admin sees all). q on display_name and description; filter on key, display_name, status, visibility, owner_id, created_at, updated_at (epoch-s); org_id lists an organization's agents to its members. */
+        /**
+         * The tenant's agents the caller may read (private ones: their owner's; a platform admin sees all). q on display_name and description; filter on key, display_name, status, visibility, owner_id, created_at, updated_at (epoch-s); org_id lists an organization's agents to its members.
+         * @description `GET /api/v1/agents` -> 200 `{"agents": [AgentSummary], "pagination": {page, page_size, total, has_more}}`:
+         *     the agents of the tenant (or of `org_id`, for a member) the caller may read.
+         *
+         *     | parameter | meaning |
+         *     |---|---|
+         *     | `q` | substring of display_name or description, case-insensitive |
+         *     | `status`, `visibility` | exact value |
+         *     | `filter` (repeatable) | `field:operator:value` on `key`, `display_name`, `status`, `visibility`, `owner_id`, `created_at`, `updated_at` (epoch seconds) with `eq, ne, lt, lte, gt, gte, contains, in` |
+         *     | `sort_by` | `created_at` (default), `display_name`, `key`, `updated_at`; `sort_order` `asc` (default) or `desc` |
+         *     | `page`, `page_size` | 1-based; default 20, capped at 100 |
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -17800,7 +22639,34 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create an agent. Every TOML payload must parse (400 invalid_toml names the field, line and column). key taken in the tenant: 409 agent_key_taken. With org_id the agent belongs to that organization (the caller must be a member). */
+        /**
+         * Create an agent. Every TOML payload must parse (400 invalid_toml names the field, line and column). key taken in the tenant: 409 agent_key_taken. With org_id the agent belongs to that organization (the caller must be a member).
+         * @description `POST /api/v1/agents`
+         *
+         *     ```json
+         *     {
+         *       "key": "support-bot",
+         *       "display_name": "Support",
+         *       "description": "Answers tickets",
+         *       "prompt_text": "You are a patient support agent.",
+         *       "agent_toml": "[agent]\nmodel = \"small\"\ntemperature = 0.2\n",
+         *       "visibility": "organization",
+         *       "org_id": "org_5f2c"
+         *     }
+         *     ```
+         *
+         *     -> 201
+         *
+         *     ```json
+         *     {"agent_id": "agt_Qm3n8c1V0x2pL9a7", "created_at": "2026-11-25T12:00:00.000Z", "display_name": "Support", "key": "support-bot"}
+         *     ```
+         *
+         *     Every other field of the list above may be given too. The reply leaves
+         *     after the directory has taken the key, so the agent lists and resolves at
+         *     once.
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -17944,7 +22810,22 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resolve keys to full active definitions, in the order asked (at most 100 keys). Keys with no active agent the caller may read are listed in missing. */
+        /**
+         * Resolve keys to full active definitions, in the order asked (at most 100 keys). Keys with no active agent the caller may read are listed in missing.
+         * @description - `GET /api/v1/agents/resolve/{key}` (optional `org_id` query) -> 200
+         *       AgentFull of the **active** agent with that key in the tenant that the
+         *       caller may read; otherwise 404 `not_found` (unknown, disabled or not
+         *       readable: the answer does not tell which).
+         *     - `POST /api/v1/agents/resolve` `{"keys": ["support-bot", "triage", "gone"], "org_id"?: "..."}`
+         *       (1..100 keys) -> 200, `resolved` in the order asked (each key once),
+         *       the rest in `missing`:
+         *
+         *     ```json
+         *     {"missing": ["gone"], "resolved": [{"agent_id": "agt_Qm3n8c1V0x2pL9a7", "key": "support-bot", "...": "AgentFull"}, {"agent_id": "agt_x", "key": "triage", "...": "AgentFull"}]}
+         *     ```
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -18076,7 +22957,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The active agent with this key in the tenant (or in org_id), full definition. No such active agent the caller may read: 404 not_found. */
+        /**
+         * The active agent with this key in the tenant (or in org_id), full definition. No such active agent the caller may read: 404 not_found.
+         * @description - `GET /api/v1/agents/resolve/{key}` (optional `org_id` query) -> 200
+         *       AgentFull of the **active** agent with that key in the tenant that the
+         *       caller may read; otherwise 404 `not_found` (unknown, disabled or not
+         *       readable: the answer does not tell which).
+         *     - `POST /api/v1/agents/resolve` `{"keys": ["support-bot", "triage", "gone"], "org_id"?: "..."}`
+         *       (1..100 keys) -> 200, `resolved` in the order asked (each key once),
+         *       the rest in `missing`:
+         *
+         *     ```json
+         *     {"missing": ["gone"], "resolved": [{"agent_id": "agt_Qm3n8c1V0x2pL9a7", "key": "support-bot", "...": "AgentFull"}, {"agent_id": "agt_x", "key": "triage", "...": "AgentFull"}]}
+         *     ```
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -18204,7 +23100,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One agent: view=full (default) with the prompt and TOML payloads, view=summary with metadata only. */
+        /**
+         * One agent: view=full (default) with the prompt and TOML payloads, view=summary with metadata only.
+         * @description `GET /api/v1/agents/{agent_id}` (`view=full`, the default) -> 200 AgentFull:
+         *
+         *     ```json
+         *     {
+         *       "agent_id": "agt_Qm3n8c1V0x2pL9a7",
+         *       "key": "support-bot",
+         *       "display_name": "Support",
+         *       "description": "Answers tickets",
+         *       "profile_url": "",
+         *       "status": "active",
+         *       "visibility": "organization",
+         *       "org_id": "org_5f2c",
+         *       "owner_id": "usr_1",
+         *       "version": 1,
+         *       "created_at": "2026-11-25T12:00:00.000Z",
+         *       "updated_at": "2026-11-25T12:00:00.000Z",
+         *       "prompt_text": "You are a patient support agent.",
+         *       "agent_toml": "[agent]\nmodel = \"small\"\ntemperature = 0.2\n",
+         *       "compaction_toml": "", "intent_toml": "", "memory_toml": "", "rag_toml": "", "shield_toml": "",
+         *       "procedures": null
+         *     }
+         *     ```
+         *
+         *     `view=summary` answers the AgentSummary fields only (no prompt, TOML or
+         *     procedures). Any other `view` answers 400.
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -18316,7 +23241,23 @@ export interface paths {
                 };
             };
         };
-        /** Change an agent (owner or platform admin): every field given replaces the current one; version +1 and updated_at move; the previous definition stays readable under /versions. A new key must be free in the tenant (409 agent_key_taken). */
+        /**
+         * Change an agent (owner or platform admin): every field given replaces the current one; version +1 and updated_at move; the previous definition stays readable under /versions. A new key must be free in the tenant (409 agent_key_taken).
+         * @description `PUT /api/v1/agents/{agent_id}` with any of the fields (all optional; a
+         *     field given replaces the current value; an empty body changes nothing but
+         *     still makes a new version):
+         *
+         *     ```json
+         *     {"prompt_text": "You are a patient and brief support agent.", "shield_toml": "deny = [\"pii\"]"}
+         *     ```
+         *
+         *     -> 200 AgentFull with `version` +1 and a later `updated_at`. A new `key`
+         *     must be free in the tenant (409 `agent_key_taken`, nothing changed). Two
+         *     changes to one agent at the same moment: the second answers 409
+         *     `agent_change_in_progress` (retry; the first takes one message round trip).
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -18473,7 +23414,12 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete an agent with its kept versions (owner or platform admin); its key is free again. */
+        /**
+         * Delete an agent with its kept versions (owner or platform admin); its key is free again.
+         * @description `DELETE /api/v1/agents/{agent_id}` -> 204. The key is free again at once.
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -18587,7 +23533,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The audit trail (owner or platform admin): the current version and the 50 newest previous ones, newest first. */
+        /**
+         * The audit trail (owner or platform admin): the current version and the 50 newest previous ones, newest first.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **agents** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -18708,7 +23657,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One version of the definition as it was (owner or platform admin). A version no longer kept: 404. */
+        /**
+         * One version of the definition as it was (owner or platform admin). A version no longer kept: 404.
+         * @description `GET /api/v1/agents/{agent_id}/versions/{version}` -> 200 the full
+         *     definition as it was in that version, plus `updated_by`. The newest 50
+         *     previous versions are kept (older ones are dropped, oldest first; a version
+         *     no longer kept answers 404). Deleting an agent deletes its versions too.
+         *
+         *     *From docs/api/agents.md. The area's model, rules and decisions: the **agents** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -18844,7 +23801,46 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Price rules, filtered by rule_type and service, sorted and paginated. */
+        /**
+         * Price rules, filtered by rule_type and service, sorted and paginated.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -18975,7 +23971,46 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The default price rule; 404 when there is none. */
+        /**
+         * The default price rule; 404 when there is none.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -19085,7 +24120,52 @@ export interface paths {
                 };
             };
         };
-        /** Sets the default price (every priced path no service or endpoint rule covers). Absent optional fields keep their value. */
+        /**
+         * Sets the default price (every priced path no service or endpoint rule covers). Absent optional fields keep their value.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     ```
+         *     PUT /admin/x402/pricing/default           {"amount_usd": "0.001"}
+         *     POST /admin/x402/pricing/endpoints        {"method": "get", "path": "/api/v1/distributed-state/:ns/:key/lock", "amount_usd": "0.05", "description": "Lock status"}
+         *     -> 200 {"id": "pr_…", "rule_type": "endpoint", "method": "GET", "service": "distributed-state", "amount_usd": "0.05", …}
+         *     ```
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -19210,7 +24290,46 @@ export interface paths {
             };
         };
         post?: never;
-        /** Deletes the default price rule; deleted is false when there was none. */
+        /**
+         * Deletes the default price rule; deleted is false when there was none.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -19310,7 +24429,46 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Creates or replaces the price of one method on one router path template; its service is the path's first segment (after /api/v<N>). */
+        /**
+         * Creates or replaces the price of one method on one router path template; its service is the path's first segment (after /api/v<N>).
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -19451,7 +24609,46 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One endpoint rule, by method and path template (parameter names need not match). */
+        /**
+         * One endpoint rule, by method and path template (parameter names need not match).
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -19568,7 +24765,46 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Deletes one endpoint rule; deleted is false when there was none. */
+        /**
+         * Deletes one endpoint rule; deleted is false when there was none.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -19673,7 +24909,46 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Creates or replaces the price of a service (every route whose first path segment, after /api/v<N>, is the service). */
+        /**
+         * Creates or replaces the price of a service (every route whose first path segment, after /api/v<N>, is the service).
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -19811,7 +25086,46 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One service rule. */
+        /**
+         * One service rule.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -19923,7 +25237,46 @@ export interface paths {
                 };
             };
         };
-        /** Creates or replaces a service rule. Absent optional fields keep their value. */
+        /**
+         * Creates or replaces a service rule. Absent optional fields keep their value.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -20050,7 +25403,46 @@ export interface paths {
             };
         };
         post?: never;
-        /** Deletes a service rule; deleted is false when there was none. */
+        /**
+         * Deletes a service rule; deleted is false when there was none.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -20152,7 +25544,46 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Drops this node's cached price rules: the next priced request reads them from the pricing actor. */
+        /**
+         * Drops this node's cached price rules: the next priced request reads them from the pricing actor.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -20247,7 +25678,46 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Checks the x402 configuration: ready is true when every required check passes. */
+        /**
+         * Checks the x402 configuration: ready is true when every required check passes.
+         * @description - `GET /admin/x402/pricing?rule_type=&service=&page=&page_size=&sort_by=&sort_order=`:
+         *       `rule_type` is `default|service|endpoint`; `service` matches the rule's
+         *       service (endpoint rules included); `sort_by` `created_at` (default),
+         *       `updated_at`, `amount_usd`, `path`; `sort_order` `asc` (default) or `desc`;
+         *       page 1-based, `page_size` default 20, at most 100.
+         *       200 `{pagination: {page, page_size, total, has_more}, rules: [PriceRule]}`.
+         *     - `GET /admin/x402/pricing/default`: 200 PriceRule, 404 `not_found` when unset.
+         *     - `PUT /admin/x402/pricing/default` body `{amount_usd, description?, discoverable?, enabled?, settle_mode?}`: 200 PriceRule.
+         *     - `DELETE /admin/x402/pricing/default`: 200 `{deleted: true}` (false when there was none).
+         *     - `POST /admin/x402/pricing/services` body `{service, amount_usd, ...}`: 200 PriceRule. `service` is 1 to 64 letters, digits, `.`, `_`, `-`; stored lower case.
+         *     - `GET|PUT|DELETE /admin/x402/pricing/services/{service}` (PUT body as for the default).
+         *     - `POST /admin/x402/pricing/endpoints` body `{method, path, amount_usd, ...}`: 200 PriceRule. `method` in any case; `path` a template (its leading `/` optional), at most 512 characters.
+         *     - `GET|DELETE /admin/x402/pricing/endpoints/{method}/{endpoint_path}`: the
+         *       template follows the method in the URL, slashes included:
+         *       `GET /admin/x402/pricing/endpoints/GET/api/v1/distributed-state/:ns/:key/lock`.
+         *     - `POST /admin/x402/cache/clear`: 204, no body (see Cache).
+         *     - `GET /admin/x402/preflight`: 200
+         *
+         *       ```json
+         *       {"checks": [
+         *          {"check": "pay_to_configured", "detail": "payments go to 0x1111…", "passed": true, "severity": "required"},
+         *          {"check": "networks_known", "detail": "USDC on base-sepolia", "passed": true, "severity": "required"},
+         *          {"check": "price_rules_readable", "detail": "3 price rule(s)", "passed": true, "severity": "required"},
+         *          {"check": "priced_routes", "detail": "1 of 89 routes are priced", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_configured", "detail": "X-PAYMENT proofs are verified and settled by http://…", "passed": true, "severity": "recommended"},
+         *          {"check": "facilitator_reachable", "detail": "http://…/supported answered 200", "passed": true, "severity": "recommended"},
+         *          {"check": "public_base_url", "detail": "PUBLIC_BASE_URL is not set: …", "passed": false, "severity": "recommended"}],
+         *        "enabled": true, "facilitator_url": "http://…", "mainnet": false, "networks": ["base-sepolia"], "ready": true}
+         *       ```
+         *
+         *       `ready` is true when every `required` check passes (whether or not
+         *       enforcement is on: `enabled` says that). `mainnet` is true when a configured
+         *       network is a mainnet.
+         *
+         *     Example:
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -20359,7 +25829,45 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether enforcement is on, the accepted networks and the default settle mode. No credential. */
+        /**
+         * Whether enforcement is on, the accepted networks and the default settle mode. No credential.
+         * @description - `GET /api/v1/x402/status` (no credential): `{"enabled": true, "networks": ["base-sepolia"], "settle_mode_default": "verify_then_settle_after"}`.
+         *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
+         *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
+         *       `method` is case-insensitive; `path` must start with `/` (a template or a
+         *       concrete path). Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
+         *     - `GET /x402/catalog` (no credential): every route this node serves whose
+         *       price is payable and whose rule is discoverable, with x402 payment
+         *       requirements: `accepts` (v1 `PaymentRequirements`) and `accepts_v2` (v2).
+         *       `enabled` says whether enforcement is on (items are listed either way).
+         *
+         *       ```json
+         *       {"enabled": true, "items": [{
+         *         "method": "GET", "path": "/api/v1/distributed-state/:namespace/:key/lock", "service": "distributed-state",
+         *         "amount_usd": "0.05", "description": "Lock status",
+         *         "resource": "https://api.example.com/api/v1/distributed-state/:namespace/:key/lock",
+         *         "accepts": [{"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "50000",
+         *           "resource": "https://api.example.com/api/v1/distributed-state/:namespace/:key/lock",
+         *           "description": "Lock status", "mimeType": "application/json",
+         *           "payTo": "0x1111111111111111111111111111111111111111", "maxTimeoutSeconds": 60,
+         *           "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+         *           "outputSchema": {"input": {"type": "http", "method": "GET", "discoverable": true}},
+         *           "extra": {"name": "USDC", "version": "2"}}],
+         *         "accepts_v2": [{"scheme": "exact", "network": "eip155:84532", "amount": "50000",
+         *           "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+         *           "payTo": "0x1111111111111111111111111111111111111111", "maxTimeoutSeconds": 60,
+         *           "extra": {"name": "USDC", "version": "2"}}]}]}
+         *       ```
+         *
+         *       The description is the rule's, else the route's summary. Resources are
+         *       named under `PUBLIC_BASE_URL` (else the node's own address).
+         *     - `GET /api/v1/x402/balance` (a bearer: access token, API key or payment
+         *       session): `{"balance_atomic": 2500001, "balance_usd": "2.500001"}`, the
+         *       balance of the caller's **tenant** (an organization's API key: the
+         *       organization's), or of a payment session's payer.
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -20399,7 +25907,45 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Discoverable priced routes with their x402 payment requirements (accepts: v1, accepts_v2: v2). No credential. */
+        /**
+         * Discoverable priced routes with their x402 payment requirements (accepts: v1, accepts_v2: v2). No credential.
+         * @description - `GET /api/v1/x402/status` (no credential): `{"enabled": true, "networks": ["base-sepolia"], "settle_mode_default": "verify_then_settle_after"}`.
+         *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
+         *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
+         *       `method` is case-insensitive; `path` must start with `/` (a template or a
+         *       concrete path). Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
+         *     - `GET /x402/catalog` (no credential): every route this node serves whose
+         *       price is payable and whose rule is discoverable, with x402 payment
+         *       requirements: `accepts` (v1 `PaymentRequirements`) and `accepts_v2` (v2).
+         *       `enabled` says whether enforcement is on (items are listed either way).
+         *
+         *       ```json
+         *       {"enabled": true, "items": [{
+         *         "method": "GET", "path": "/api/v1/distributed-state/:namespace/:key/lock", "service": "distributed-state",
+         *         "amount_usd": "0.05", "description": "Lock status",
+         *         "resource": "https://api.example.com/api/v1/distributed-state/:namespace/:key/lock",
+         *         "accepts": [{"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "50000",
+         *           "resource": "https://api.example.com/api/v1/distributed-state/:namespace/:key/lock",
+         *           "description": "Lock status", "mimeType": "application/json",
+         *           "payTo": "0x1111111111111111111111111111111111111111", "maxTimeoutSeconds": 60,
+         *           "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+         *           "outputSchema": {"input": {"type": "http", "method": "GET", "discoverable": true}},
+         *           "extra": {"name": "USDC", "version": "2"}}],
+         *         "accepts_v2": [{"scheme": "exact", "network": "eip155:84532", "amount": "50000",
+         *           "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+         *           "payTo": "0x1111111111111111111111111111111111111111", "maxTimeoutSeconds": 60,
+         *           "extra": {"name": "USDC", "version": "2"}}]}]}
+         *       ```
+         *
+         *       The description is the rule's, else the route's summary. Resources are
+         *       named under `PUBLIC_BASE_URL` (else the node's own address).
+         *     - `GET /api/v1/x402/balance` (a bearer: access token, API key or payment
+         *       session): `{"balance_atomic": 2500001, "balance_usd": "2.500001"}`, the
+         *       balance of the caller's **tenant** (an organization's API key: the
+         *       organization's), or of a payment session's payer.
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -20456,7 +26002,45 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The price of a method on a path (router template or concrete path): endpoint rule, else service rule, else default. */
+        /**
+         * The price of a method on a path (router template or concrete path): endpoint rule, else service rule, else default.
+         * @description - `GET /api/v1/x402/status` (no credential): `{"enabled": true, "networks": ["base-sepolia"], "settle_mode_default": "verify_then_settle_after"}`.
+         *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
+         *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
+         *       `method` is case-insensitive; `path` must start with `/` (a template or a
+         *       concrete path). Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
+         *     - `GET /x402/catalog` (no credential): every route this node serves whose
+         *       price is payable and whose rule is discoverable, with x402 payment
+         *       requirements: `accepts` (v1 `PaymentRequirements`) and `accepts_v2` (v2).
+         *       `enabled` says whether enforcement is on (items are listed either way).
+         *
+         *       ```json
+         *       {"enabled": true, "items": [{
+         *         "method": "GET", "path": "/api/v1/distributed-state/:namespace/:key/lock", "service": "distributed-state",
+         *         "amount_usd": "0.05", "description": "Lock status",
+         *         "resource": "https://api.example.com/api/v1/distributed-state/:namespace/:key/lock",
+         *         "accepts": [{"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "50000",
+         *           "resource": "https://api.example.com/api/v1/distributed-state/:namespace/:key/lock",
+         *           "description": "Lock status", "mimeType": "application/json",
+         *           "payTo": "0x1111111111111111111111111111111111111111", "maxTimeoutSeconds": 60,
+         *           "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+         *           "outputSchema": {"input": {"type": "http", "method": "GET", "discoverable": true}},
+         *           "extra": {"name": "USDC", "version": "2"}}],
+         *         "accepts_v2": [{"scheme": "exact", "network": "eip155:84532", "amount": "50000",
+         *           "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+         *           "payTo": "0x1111111111111111111111111111111111111111", "maxTimeoutSeconds": 60,
+         *           "extra": {"name": "USDC", "version": "2"}}]}]}
+         *       ```
+         *
+         *       The description is the rule's, else the route's summary. Resources are
+         *       named under `PUBLIC_BASE_URL` (else the node's own address).
+         *     - `GET /api/v1/x402/balance` (a bearer: access token, API key or payment
+         *       session): `{"balance_atomic": 2500001, "balance_usd": "2.500001"}`, the
+         *       balance of the caller's **tenant** (an organization's API key: the
+         *       organization's), or of a payment session's payer.
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query: {
@@ -20564,7 +26148,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's prepaid balance (its tenant's; a payment session's payer). */
+        /**
+         * The caller's prepaid balance (its tenant's; a payment session's payer).
+         * @description The description is the rule's, else the route's summary. Resources are
+         *       named under `PUBLIC_BASE_URL` (else the node's own address).
+         *     - `GET /api/v1/x402/balance` (a bearer: access token, API key or payment
+         *       session): `{"balance_atomic": 2500001, "balance_usd": "2.500001"}`, the
+         *       balance of the caller's **tenant** (an organization's API key: the
+         *       organization's), or of a payment session's payer.
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -20668,7 +26262,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Credits the prepaid balance: paid with an X-PAYMENT proof for amount_usd (402 with the requirements without one), or credited by a platform admin (optionally to another principal). */
+        /**
+         * Credits the prepaid balance: paid with an X-PAYMENT proof for amount_usd (402 with the requirements without one), or credited by a platform admin (optionally to another principal).
+         * @description ### Who may top up: `POST /api/v1/x402/topup` (B)
+         *
+         *     Body `{amount_usd, principal?}`. 200
+         *     `{"balance_atomic": 1000000, "balance_usd": "1", "credited_usd": "1", "transaction": "base-sepolia:0xabc…"}`.
+         *
+         *     - **A platform admin** credits without payment (support credits, refunds,
+         *       tests), to `principal` (a tenant id: a user id, an organization id, or an
+         *       `x402:<network>:<address>` payer) or, without it, to their own tenant;
+         *       `transaction` is `admin:<request id>`. Use an `Idempotency-Key` to retry safely.
+         *     - **Anyone else** pays for it: the request carries an x402 proof
+         *       (`X-PAYMENT`, or `PAYMENT-SIGNATURE` for v2) paying exactly `amount_usd`
+         *       to `X402_PAY_TO`; the facilitator verifies and settles it, and the amount is
+         *       credited to the caller's tenant. Without a proof, or with one the
+         *       facilitator refuses: **402** with the requirements for that amount (below).
+         *       The credit is keyed by the settlement's transaction: the same transaction is
+         *       never credited twice (a repeat answers `credited_usd: "0"`). `principal` other
+         *       than the caller's own tenant: 403 `forbidden`. An impersonation session
+         *       cannot top up (403 `impersonation_forbidden`).
+         *     - Amount 0, more than 6 decimals, or a balance that would pass 1,000,000,000 USD
+         *       (409 `x402_balance_limit_reached`) are refused.
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -20811,7 +26429,36 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A payment session token for a paying principal: an X-PAYMENT payer (the payment, amount_usd, default 1, is credited to its balance) or the bearer's user. */
+        /**
+         * A payment session token for a paying principal: an X-PAYMENT payer (the payment, amount_usd, default 1, is credited to its balance) or the bearer's user.
+         * @description ### Payment sessions: `POST /x402/session`
+         *
+         *     Optional body `{amount_usd?}`. 200
+         *     `{"expires_in": 900, "principal": "x402:base-sepolia:0xabc…", "token": "x402s.eyJ…", "token_type": "Bearer"}`.
+         *
+         *     The token is `x402s.` + an EdDSA JWT signed with the node's token key, valid
+         *     `X402_SESSION_TTL_SECONDS`, for one **paying principal**:
+         *     - **An x402 payer**: the request carries an x402 proof paying `amount_usd`
+         *       (default `"1"`); it is verified and settled, the amount is credited to the
+         *       payer's balance, and the principal is `x402:<network>:<payer address>`
+         *       (lower case). This is how a client without an account pays for priced
+         *       routes: one on-chain payment, then many requests on the prepaid balance.
+         *       Without a proof (and without a bearer): 402 with the requirements for
+         *       `amount_usd`.
+         *     - **A signed-in user** (`Authorization: Bearer <access token>`): the principal
+         *       is the user (their tenant); no payment. The session lives only while the
+         *       user's session does (logout or a ban end it). API keys and OAuth client
+         *       tokens are themselves the credential: 403 `forbidden`. A payment session
+         *       may open a new one for its principal.
+         *
+         *     A payment session token is a bearer token of the platform (conventions,
+         *     "Getting a token") but a **payment credential only**: it is accepted by the x402
+         *     endpoints (`balance`, `topup`, `quote`, `session`) and by routes that are
+         *     priced while enforcement is on. Anywhere else: 403 `insufficient_scope`. On a
+         *     priced route its principal is the tenant: a payer's resources there are its own.
+         *
+         *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -20952,7 +26599,42 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an XP curve (immutable). Existing curve_id: 409 talent_curve_exists. */
+        /**
+         * Create an XP curve (immutable). Existing curve_id: 409 talent_curve_exists.
+         * @description `POST /api/v1/talent/curves` creates one; `GET /api/v1/talent/curves/{curve_id}`
+         *     reads it. Curves are immutable (the spec has no PUT): make a new curve_id to
+         *     change one. A user starts at level 1 with 0 XP; the XP from level k to k + 1 is:
+         *
+         *     | kind | params | step k -> k + 1 |
+         *     |---|---|---|
+         *     | `linear` | `base` (integer >= 1), `per_level` (integer >= 0, default 0) | `base + per_level * (k - 1)` |
+         *     | `exponential` | `base` (>= 1), `exponent` (1..10) | `floor(base * exponent^(k - 1))` |
+         *     | `table` | `table`: max_level - 1 integers >= 1 | `table[k - 1]` |
+         *
+         *     Each level reached credits `points_per_level` (several currencies allowed) to
+         *     the user's wallet, plus the `extra` of a `bonus_levels` entry for that level
+         *     (2..max_level). XP past max_level still counts in `total_xp`; the level stays.
+         *     A curve its kind cannot compute (missing params, a short table, a bonus level
+         *     out of range or listed twice) is 400 `talent_curve_invalid`, `details` listing
+         *     every problem. An existing curve_id: 409 `talent_curve_exists`.
+         *
+         *     ```http
+         *     POST /api/v1/talent/curves
+         *     {"curve_id": "main", "kind": "linear", "max_level": 20,
+         *      "points_per_level": [{"currency": "tp", "amount": 2}, {"currency": "gold", "amount": 10}],
+         *      "params": {"base": 100, "per_level": 0},
+         *      "bonus_levels": [{"level": 5, "extra": [{"currency": "tp", "amount": 3}]}]}
+         *
+         *     201
+         *     {"curve_id": "main", "kind": "linear", "max_level": 20,
+         *      "points_per_level": [{"amount": 2, "currency": "tp"}, {"amount": 10, "currency": "gold"}],
+         *      "params": {"base": 100, "per_level": 0},
+         *      "bonus_levels": [{"level": 5, "extra": [{"amount": 3, "currency": "tp"}]}],
+         *      "created_at": "2026-11-25T12:00:00.000Z", "created_by": "usr_..."}
+         *     ```
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -21111,7 +26793,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An XP curve. */
+        /**
+         * An XP curve.
+         * @description `POST /api/v1/talent/curves` creates one; `GET /api/v1/talent/curves/{curve_id}`
+         *     reads it. Curves are immutable (the spec has no PUT): make a new curve_id to
+         *     change one. A user starts at level 1 with 0 XP; the XP from level k to k + 1 is:
+         *
+         *     | kind | params | step k -> k + 1 |
+         *     |---|---|---|
+         *     | `linear` | `base` (integer >= 1), `per_level` (integer >= 0, default 0) | `base + per_level * (k - 1)` |
+         *     | `exponential` | `base` (>= 1), `exponent` (1..10) | `floor(base * exponent^(k - 1))` |
+         *     | `table` | `table`: max_level - 1 integers >= 1 | `table[k - 1]` |
+         *
+         *     Each level reached credits `points_per_level` (several currencies allowed) to
+         *     the user's wallet, plus the `extra` of a `bonus_levels` entry for that level
+         *     (2..max_level). XP past max_level still counts in `total_xp`; the level stays.
+         *     A curve its kind cannot compute (missing params, a short table, a bonus level
+         *     out of range or listed twice) is 400 `talent_curve_invalid`, `details` listing
+         *     every problem. An existing curve_id: 409 `talent_curve_exists`.
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -21243,7 +26945,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List tree versions of the tenant (every stored version, or the latest of each with active_only). */
+        /**
+         * List tree versions of the tenant (every stored version, or the latest of each with active_only).
+         * @description - `POST /api/v1/talent/definitions` -> 201 TalentTree, version 1. An existing
+         *       tree_id: 409 `talent_tree_exists` (PUT makes new versions).
+         *     - `GET /api/v1/talent/definitions/{tree_id}?version=` -> the latest version, or
+         *       the one asked (404 `talent_version_not_found`).
+         *     - TalentTree adds to the definition: `version`, `active` (true for the latest
+         *       version), `definition_id` (`<tree_id>:v<version>`), `migration`
+         *       (`{from_version}` or null), `created_by` (who made this version),
+         *       `created_at` (this version's creation), `updated_at` (the same: versions are
+         *       immutable).
+         *     - `GET /api/v1/talent/definitions?q=&page=&page_size=&sort_by=&sort_order=&active_only=`:
+         *       one item per stored version (`active_only=true`: the latest version of each
+         *       tree). `q` matches name or description (case-insensitive substring);
+         *       `sort_by` `created_at` (default, the version's creation), `version` or
+         *       `name`; `sort_order` default `desc`. The list is kept by a per-tenant index
+         *       actor that every change updates before it answers, so a list right after a
+         *       create shows it.
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -21401,7 +27123,27 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a tree (version 1). A definition with issues: 400 talent_definition_invalid listing them; existing tree_id: 409 talent_tree_exists. */
+        /**
+         * Create a tree (version 1). A definition with issues: 400 talent_definition_invalid listing them; existing tree_id: 409 talent_tree_exists.
+         * @description - `POST /api/v1/talent/definitions` -> 201 TalentTree, version 1. An existing
+         *       tree_id: 409 `talent_tree_exists` (PUT makes new versions).
+         *     - `GET /api/v1/talent/definitions/{tree_id}?version=` -> the latest version, or
+         *       the one asked (404 `talent_version_not_found`).
+         *     - TalentTree adds to the definition: `version`, `active` (true for the latest
+         *       version), `definition_id` (`<tree_id>:v<version>`), `migration`
+         *       (`{from_version}` or null), `created_by` (who made this version),
+         *       `created_at` (this version's creation), `updated_at` (the same: versions are
+         *       immutable).
+         *     - `GET /api/v1/talent/definitions?q=&page=&page_size=&sort_by=&sort_order=&active_only=`:
+         *       one item per stored version (`active_only=true`: the latest version of each
+         *       tree). `q` matches name or description (case-insensitive substring);
+         *       `sort_by` `created_at` (default, the version's creation), `version` or
+         *       `name`; `sort_order` default `desc`. The list is kept by a per-tenant index
+         *       actor that every change updates before it answers, so a list right after a
+         *       create shows it.
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -21631,7 +27373,42 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Every issue of a definition (cycles, unreachable nodes, unknown references, impossible gates), stored nowhere. */
+        /**
+         * Every issue of a definition (cycles, unreachable nodes, unknown references, impossible gates), stored nowhere.
+         * @description `POST /api/v1/talent/definitions/validate` (the create body, plus an optional
+         *     `migration`) returns `{issues: [str], valid}` and stores nothing. Create and
+         *     PUT run the same checks and refuse a tree with any issue: 400
+         *     `talent_definition_invalid` with `details.issues`, the same list. Each issue
+         *     starts with its category:
+         *
+         *     | category | found when |
+         *     |---|---|
+         *     | `duplicate` | a node id, tier, group id or point currency appears twice |
+         *     | `unknown_reference` | a prerequisite, tier, exclusive group or cost/gate currency that is not defined; a `migration.from_version` that is not a stored version |
+         *     | `cycle` | a prerequisite cycle, written `a -> b -> a` (each found once) |
+         *     | `impossible_prerequisite` | a prerequisite in a higher tier, a rank above its max_rank, or a node of the same one-pick group |
+         *     | `impossible_gate` | a gate larger than the points the reachable nodes of lower tiers can take (a gate on the lowest tier above 0 included) |
+         *     | `unreachable` | a node that can never be allocated: in a cycle, behind an unknown or unreachable prerequisite, or in an undefined or impossible tier |
+         *
+         *     ```http
+         *     POST /api/v1/talent/definitions/validate
+         *     {"tree_id": "warrior", "name": "Warrior", "point_currencies": ["tp"],
+         *      "tiers": [{"tier": 1}, {"tier": 2, "gate": {"points_spent": 999}}],
+         *      "nodes": [{"id": "a", "name": "A", "tier": 1, "prerequisites": ["b"]},
+         *                {"id": "b", "name": "B", "tier": 1, "prerequisites": ["a"]},
+         *                {"id": "c", "name": "C", "tier": 2}]}
+         *
+         *     200
+         *     {"valid": false, "issues": [
+         *       "cycle: a -> b -> a",
+         *       "impossible_gate: tier 2 needs 999 points spent in lower tiers, more than their reachable nodes can take",
+         *       "unreachable: node a can never be allocated",
+         *       "unreachable: node b can never be allocated",
+         *       "unreachable: node c can never be allocated"]}
+         *     ```
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -21791,7 +27568,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A tree: its latest version, or ?version=. */
+        /**
+         * A tree: its latest version, or ?version=.
+         * @description - `POST /api/v1/talent/definitions` -> 201 TalentTree, version 1. An existing
+         *       tree_id: 409 `talent_tree_exists` (PUT makes new versions).
+         *     - `GET /api/v1/talent/definitions/{tree_id}?version=` -> the latest version, or
+         *       the one asked (404 `talent_version_not_found`).
+         *     - TalentTree adds to the definition: `version`, `active` (true for the latest
+         *       version), `definition_id` (`<tree_id>:v<version>`), `migration`
+         *       (`{from_version}` or null), `created_by` (who made this version),
+         *       `created_at` (this version's creation), `updated_at` (the same: versions are
+         *       immutable).
+         *     - `GET /api/v1/talent/definitions?q=&page=&page_size=&sort_by=&sort_order=&active_only=`:
+         *       one item per stored version (`active_only=true`: the latest version of each
+         *       tree). `q` matches name or description (case-insensitive substring);
+         *       `sort_by` `created_at` (default, the version's creation), `version` or
+         *       `name`; `sort_order` default `desc`. The list is kept by a per-tenant index
+         *       actor that every change updates before it answers, so a list right after a
+         *       create shows it.
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -21946,7 +27743,37 @@ export interface paths {
                 };
             };
         };
-        /** A new version of the tree. migration.from_version carries that version's allocations over (lazily, as each user's state is next touched). */
+        /**
+         * A new version of the tree. migration.from_version carries that version's allocations over (lazily, as each user's state is next touched).
+         * @description `PUT /api/v1/talent/definitions/{tree_id}` (the create body, its `tree_id`
+         *     equal to the path's, plus optional `migration: {from_version}`) stores a new
+         *     version `latest + 1` and answers it. Version numbers are never reused, also
+         *     after deletions.
+         *
+         *     Users move to the latest version **lazily**, when their state is next touched
+         *     (allocate, respec, state read): the user's actor holds a copy of the version
+         *     its allocation is in, asks the tree for its current version on each of those
+         *     requests, and, if it differs, migrates:
+         *     1. every point spent in the tree is refunded to the wallet;
+         *     2. if the user's version is in the new version's migration chain
+         *        (`migration.from_version`, that version's own `migration.from_version`, and
+         *        so on), the ranks are taken again under the new version's rules, lowest tier
+         *        first, as far as they fit (the node still exists, max_rank, gates,
+         *        prerequisites, exclusive groups, the new costs against the balances);
+         *        whatever does not fit stays refunded;
+         *     3. without a chain, nothing is taken again: a full refund, no respec fee.
+         *
+         *     ```http
+         *     PUT /api/v1/talent/definitions/warrior
+         *     {...the definition..., "migration": {"from_version": 1}}
+         *
+         *     200
+         *     {"tree_id": "warrior", "version": 2, "active": true, "definition_id": "warrior:v2",
+         *      "migration": {"from_version": 1}, ...}
+         *     ```
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -22193,7 +28020,19 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete one version. Users in it move to the latest version when next touched (refunded unless the migration chain carries them). */
+        /**
+         * Delete one version. Users in it move to the latest version when next touched (refunded unless the migration chain carries them).
+         * @description `DELETE /api/v1/talent/definitions/{tree_id}/versions/{version}` -> 200
+         *     `{message, tree_id, version}` (unknown version 404 `talent_version_not_found`).
+         *     The previous version becomes the latest if the latest is deleted; users in a
+         *     deleted version migrate as above when next touched. When every version is
+         *     deleted the tree is gone (404), and a user who had points in it gets them back
+         *     the next time they touch it (the request answers 404 `talent_tree_not_found`
+         *     after the refund is committed). Creating the tree again continues the
+         *     numbering.
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -22297,7 +28136,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's point balances and XP per curve. */
+        /**
+         * The caller's point balances and XP per curve.
+         * @description - `GET /api/v1/talent/me/wallet` -> `{user_id, balances: {currency: int},
+         *       xp: [{curve_id, current_level, total_xp}]}`.
+         *     - `POST /api/v1/talent/xp/events` body `{curve_id, amount (1..10^9), event_id?}`
+         *       -> XpResult `{granted, idempotent, new_level, old_level, curve_id, total_xp,
+         *       event_id}`. `granted` is the points credited by this event.
+         *     - Idempotency: the event id is `event_id` from the body, else the
+         *       `Idempotency-Key` header. The wallet actor remembers event ids (24 h, at most
+         *       the last 1,000 per user): the same id again returns the **first result** with
+         *       `idempotent: true` and credits nothing; the same id with another curve_id or
+         *       amount is 409 `idempotency_key_reused`. This route does not use the edge's
+         *       generic Idempotency-Key store (which replays a stored response
+         *       byte-for-byte), because the spec asks the replay to say `idempotent: true`;
+         *       the check is in the same actor turn as the credit, so two concurrent
+         *       deliveries of one event credit once.
+         *     - An unknown curve: 404 `talent_curve_not_found`, nothing changed.
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -22399,7 +28257,38 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Grant XP on a curve; level-ups credit points to the wallet. An event_id (or Idempotency-Key) seen before returns the first result with idempotent: true. */
+        /**
+         * Grant XP on a curve; level-ups credit points to the wallet. An event_id (or Idempotency-Key) seen before returns the first result with idempotent: true.
+         * @description - `GET /api/v1/talent/me/wallet` -> `{user_id, balances: {currency: int},
+         *       xp: [{curve_id, current_level, total_xp}]}`.
+         *     - `POST /api/v1/talent/xp/events` body `{curve_id, amount (1..10^9), event_id?}`
+         *       -> XpResult `{granted, idempotent, new_level, old_level, curve_id, total_xp,
+         *       event_id}`. `granted` is the points credited by this event.
+         *     - Idempotency: the event id is `event_id` from the body, else the
+         *       `Idempotency-Key` header. The wallet actor remembers event ids (24 h, at most
+         *       the last 1,000 per user): the same id again returns the **first result** with
+         *       `idempotent: true` and credits nothing; the same id with another curve_id or
+         *       amount is 409 `idempotency_key_reused`. This route does not use the edge's
+         *       generic Idempotency-Key store (which replays a stored response
+         *       byte-for-byte), because the spec asks the replay to say `idempotent: true`;
+         *       the check is in the same actor turn as the credit, so two concurrent
+         *       deliveries of one event credit once.
+         *     - An unknown curve: 404 `talent_curve_not_found`, nothing changed.
+         *
+         *     ```http
+         *     POST /api/v1/talent/xp/events
+         *     Idempotency-Key: quest-42
+         *     {"curve_id": "main", "amount": 450}
+         *
+         *     200
+         *     {"granted": {"tp": 11, "gold": 40}, "idempotent": false, "old_level": 1, "new_level": 5,
+         *      "curve_id": "main", "total_xp": 450, "event_id": "quest-42"}
+         *     ```
+         *
+         *     (again with the same key: the same body with `"idempotent": true`.)
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -22527,7 +28416,47 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add one rank of a node. A broken rule answers 409 with its code and details.rule (max_rank, tier_gate, prerequisites, exclusive_group, affordable). */
+        /**
+         * Add one rank of a node. A broken rule answers 409 with its code and details.rule (max_rank, tier_gate, prerequisites, exclusive_group, affordable).
+         * @description `POST /api/v1/talent/{tree_id}/allocate` body `{node_id}` adds one rank and
+         *     answers AllocationState. The rules, checked in this order in the user's actor
+         *     turn that pays for the rank; a refusal is 409 with its own code and
+         *     `details.rule`, and changes nothing:
+         *
+         *     | rule (`details.rule`) | code | details |
+         *     |---|---|---|
+         *     | `max_rank` | `talent_max_rank` | `max_rank` |
+         *     | `tier_gate` | `talent_tier_locked` | `tier`, `points_required`, `points_spent` |
+         *     | `prerequisites` | `talent_prerequisites_unmet` | `missing: [{node_id, rank}]` |
+         *     | `exclusive_group` | `talent_exclusive_group` | `exclusive_group`, `excluded_by: [node ids]` |
+         *     | `affordable` | `talent_insufficient_points` | `cost`, `balances` |
+         *
+         *     An unknown node: 404 `talent_node_not_found`; unknown tree: 404
+         *     `talent_tree_not_found`.
+         *
+         *     ```http
+         *     POST /api/v1/talent/warrior/allocate
+         *     {"node_id": "defender"}
+         *
+         *     409
+         *     {"statusCode": 409, "code": "talent_exclusive_group", "error": "Conflict",
+         *      "message": "Exclusive group stance already has its selection: berserk.",
+         *      "details": {"rule": "exclusive_group", "node_id": "defender", "exclusive_group": "stance", "excluded_by": ["berserk"]}}
+         *     ```
+         *
+         *     AllocationState: `{exclusive_selections, highest_tier_unlocked, points_spent,
+         *     ranks, tree_id, tree_version, user_id}`. `exclusive_selections` maps a group to
+         *     its selected node id (several, for `max_selected` > 1: sorted, joined with `,`).
+         *     `highest_tier_unlocked` is the highest tier whose gate is met (0 if none).
+         *
+         *     ```json
+         *     {"exclusive_selections": {"stance": "berserk"}, "highest_tier_unlocked": 2,
+         *      "points_spent": {"tp": 4}, "ranks": {"strength": 3, "berserk": 1},
+         *      "tree_id": "warrior", "tree_version": 1, "user_id": "usr_..."}
+         *     ```
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -22660,7 +28589,35 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Refund every rank (no body) or the listed nodes' ranks (node_ids), paying the tree's respec cost. */
+        /**
+         * Refund every rank (no body) or the listed nodes' ranks (node_ids), paying the tree's respec cost.
+         * @description `POST /api/v1/talent/{tree_id}/respec` body `{node_ids?}` (no body or `{}`:
+         *     full respec) -> AllocationState.
+         *     - Full: every rank removed and refunded, then `respec.full.cost` paid (nothing
+         *       is charged when there was nothing to remove).
+         *     - Partial: every rank of the listed nodes removed and refunded, then
+         *       `respec.partial.cost_per_rank` paid per rank removed. Refused with 409
+         *       `talent_respec_invalid` (`details: {node_id, rule}`) if an allocated node
+         *       would be left without its prerequisites or tier gate: list it too.
+         *     - The fee must be payable from the balances after the refund, else 409
+         *       `talent_insufficient_points` (`details.rule: respec_cost`). A disabled kind:
+         *       409 `talent_respec_disabled`. Unknown node: 404 `talent_node_not_found`.
+         *
+         *     ```http
+         *     POST /api/v1/talent/warrior/respec
+         *     {"node_ids": ["toughness"]}
+         *
+         *     409
+         *     {"statusCode": 409, "code": "talent_respec_invalid", "error": "Conflict",
+         *      "message": "Removing these nodes would leave cleave without its prerequisites; include it in node_ids.",
+         *      "details": {"node_id": "cleave", "rule": "prerequisites"}}
+         *     ```
+         *
+         *     Invariant, per currency: points earned = balances + points spent in every
+         *     tree + respec fees paid (property-tested in test/unit/talent-allocation.test.ts).
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -22791,7 +28748,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's allocation in the tree's latest version, with each node's status. */
+        /**
+         * The caller's allocation in the tree's latest version, with each node's status.
+         * @description `GET /api/v1/talent/{tree_id}/state` (the caller) and
+         *     `GET /api/v1/talent/{tree_id}/users/{user_id}/state[?tenant=]` (see Tenancy)
+         *     -> `{nodes: [NodeStatus], state: AllocationState, tree_id, tree_version}`,
+         *     in the latest version (a read migrates the user if needed). NodeStatus:
+         *     `{node_id, current_rank, max_rank, affordable (the balances pay the next
+         *     rank), prerequisites_met, tier_locked, excluded_by}`; `excluded_by` is the
+         *     selected node(s) of the node's exclusive group that keep it out (joined with
+         *     `,`), or null.
+         *
+         *     ```json
+         *     {"tree_id": "warrior", "tree_version": 1,
+         *      "state": {...AllocationState...},
+         *      "nodes": [{"node_id": "defender", "current_rank": 0, "max_rank": 1, "affordable": true,
+         *                 "prerequisites_met": true, "tier_locked": false, "excluded_by": "berserk"}]}
+         *     ```
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -22922,7 +28898,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A user's state in a tree of the caller's tenant: the user, the tree's owner and platform admins only (403 forbidden otherwise). Admins may name another tenant. */
+        /**
+         * A user's state in a tree of the caller's tenant: the user, the tree's owner and platform admins only (403 forbidden otherwise). Admins may name another tenant.
+         * @description - Curves and trees belong to the caller's tenant (conventions: the
+         *       credential's organization, else the user). Another tenant's curve or tree is
+         *       404 (`talent_curve_not_found`, `talent_tree_not_found`), never visible.
+         *     - A user's talent state (wallet, XP, allocations) is one actor per
+         *       (tenant, user): the caller's user id in the caller's tenant. Members of an
+         *       organization who call with the organization's API keys share its trees, and
+         *       each has their own wallet and allocations in it.
+         *     - Any caller of the tenant may create curves and trees, PUT new versions and
+         *       delete versions (they are the tenant's, like the game's config). The tree's
+         *       owner is the user who created it (`created_by` of version 1).
+         *     - `GET /{tree_id}/users/{user_id}/state` answers the user themself, the tree's
+         *       owner and platform admins (`role: admin`); anyone else gets 403 `forbidden`.
+         *       An admin may add `?tenant=<org id or user id>` to read in another tenant;
+         *       anyone else naming a tenant not theirs gets 403 `forbidden`.
+         *     - API keys: the talent routes are not in the API key scope catalog
+         *       (docs/api/api-keys.md), so an API key needs the `*` scope to call them.
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -23066,7 +29062,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Ranks allocated per node, over every user in the version (default the latest). */
+        /**
+         * Ranks allocated per node, over every user in the version (default the latest).
+         * @description - `GET /api/v1/talent/{tree_id}/analytics/paths?version=` ->
+         *       `{nodes: [{name, node_id, tier, total_ranks_allocated}], tree_id, tree_version}`:
+         *       ranks per node over every user currently in that version (default the latest).
+         *     - `GET /api/v1/talent/{tree_id}/analytics/archetypes?version=` ->
+         *       `{archetypes: [{population, selections: [{group, node_id}], share, signature}],
+         *       total_population, tree_id, tree_version}`. An archetype is the set of a user's
+         *       exclusive-group selections; `signature` is `group=node[,node];group=node`
+         *       (groups and nodes sorted). `total_population` counts users with at least one
+         *       rank in the version; users without any exclusive selection are counted there
+         *       but form no archetype. `share` = population / total_population, rounded to 4
+         *       decimals. Sorted by population, largest first.
+         *
+         *     ```json
+         *     {"tree_id": "warrior", "tree_version": 1, "total_population": 3,
+         *      "archetypes": [
+         *        {"signature": "stance=berserk", "population": 2, "share": 0.6667, "selections": [{"group": "stance", "node_id": "berserk"}]},
+         *        {"signature": "stance=defender", "population": 1, "share": 0.3333, "selections": [{"group": "stance", "node_id": "defender"}]}]}
+         *     ```
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -23180,7 +29198,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Users grouped by their exclusive selections, with population and share of the users with any rank in the version. */
+        /**
+         * Users grouped by their exclusive selections, with population and share of the users with any rank in the version.
+         * @description - `GET /api/v1/talent/{tree_id}/analytics/paths?version=` ->
+         *       `{nodes: [{name, node_id, tier, total_ranks_allocated}], tree_id, tree_version}`:
+         *       ranks per node over every user currently in that version (default the latest).
+         *     - `GET /api/v1/talent/{tree_id}/analytics/archetypes?version=` ->
+         *       `{archetypes: [{population, selections: [{group, node_id}], share, signature}],
+         *       total_population, tree_id, tree_version}`. An archetype is the set of a user's
+         *       exclusive-group selections; `signature` is `group=node[,node];group=node`
+         *       (groups and nodes sorted). `total_population` counts users with at least one
+         *       rank in the version; users without any exclusive selection are counted there
+         *       but form no archetype. `share` = population / total_population, rounded to 4
+         *       decimals. Sorted by population, largest first.
+         *
+         *     ```json
+         *     {"tree_id": "warrior", "tree_version": 1, "total_population": 3,
+         *      "archetypes": [
+         *        {"signature": "stance=berserk", "population": 2, "share": 0.6667, "selections": [{"group": "stance", "node_id": "berserk"}]},
+         *        {"signature": "stance=defender", "population": 1, "share": 0.3333, "selections": [{"group": "stance", "node_id": "defender"}]}]}
+         *     ```
+         *
+         *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -23298,7 +29338,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's traits. sort_by created_at (default), updated_at or name. */
+        /**
+         * The tenant's traits. sort_by created_at (default), updated_at or name.
+         * @description `GET /traits?page&page_size&sort_by=created_at|updated_at|name&sort_order=asc|desc`
+         *     -> `{pagination, traits: [Trait]}` (oldest first by default).
+         *     `GET /traits/{trait_id}` -> Trait.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -23422,7 +29469,84 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a trait: mendelian (alleles with dominance; expression highest_dominance or codominant) or numeric (range; expression blend). An id in use: 409 conflict; an unknown trait in conflicts_with: 400. */
+        /**
+         * Create a trait: mendelian (alleles with dominance; expression highest_dominance or codominant) or numeric (range; expression blend). An id in use: 409 conflict; an unknown trait in conflicts_with: 400.
+         * @description `POST /traits` body (required: `kind`, `name`):
+         *
+         *     ```json
+         *     {
+         *       "trait_id": "coat",
+         *       "kind": "mendelian",
+         *       "name": "Coat colour",
+         *       "expression": "highest_dominance",
+         *       "alleles": [
+         *         {"id": "B", "label": "black", "dominance": 2},
+         *         {"id": "b", "label": "brown", "dominance": 1, "carrier_only_visible": true},
+         *         {"id": "w", "label": "white", "dominance": 0, "carrier_only_visible": true}
+         *       ],
+         *       "hidden": false,
+         *       "conflicts_with": [],
+         *       "mutation": {"rate": 0.01, "offset_min": -1, "offset_max": 1}
+         *     }
+         *     ```
+         *
+         *     201 Trait:
+         *
+         *     ```json
+         *     {
+         *       "trait_id": "coat", "name": "Coat colour", "kind": "mendelian", "expression": "highest_dominance",
+         *       "alleles": [{"id": "B", "label": "black", "dominance": 2, "carrier_only_visible": false}, "..."],
+         *       "hidden": false, "conflicts_with": [],
+         *       "inheritance": {"parent_weighting": "equal", "variance": {"distribution": "none", "stddev": 0}},
+         *       "mutation": {"rate": 0.01, "offset_min": -1, "offset_max": 1},
+         *       "range": null,
+         *       "created_at": "2026-11-25T12:00:00.000Z", "created_by": "usr_1", "updated_at": "2026-11-25T12:00:00.000Z"
+         *     }
+         *     ```
+         *
+         *     Defaults: `trait_id` generated; `expression` `highest_dominance` (mendelian)
+         *     or `blend` (numeric); `alleles` []; `hidden` false; `conflicts_with` [];
+         *     `inheritance` `{parent_weighting: "equal", variance: {distribution: "none", stddev: 0}}`;
+         *     `mutation` `{rate: 0, offset_min: 0, offset_max: 0}`; `range.decimals` 2.
+         *
+         *     Kinds and expressions (decided here; the spec shows `mendelian` and `highest_dominance`):
+         *     - **mendelian**, 1 to 32 alleles with distinct ids; `dominance` an integer
+         *       (-1000..1000, default 0), higher shows over lower.
+         *       - `highest_dominance`: the one allele with the highest dominance shows; a
+         *         tie goes to the allele listed first.
+         *       - `codominant`: alleles tied at the highest dominance show together,
+         *         joined with `+` in list order (`"g1+g2"`).
+         *       - `carrier_only_visible`: an allele carried but not shown appears in the
+         *         genome's `flags` as `carrier:<trait_id>:<allele_id>` (for everyone, unless
+         *         the trait is hidden); other unexpressed alleles are visible only in
+         *         `raw_alleles` (admins, `full=true`).
+         *     - **numeric** (polygenic, as the infinitesimal model of quantitative
+         *       genetics: the offspring's value is the parents' blend plus segregation
+         *       variance). `range {min, max, decimals 0..6}` required, min < max; values are
+         *       clamped to it and rounded to `decimals`. `expression` is `blend`.
+         *       `inheritance.parent_weighting`: `equal` (mean) or `random` (a weight w
+         *       drawn per breeding: w·first + (1-w)·second). `variance.distribution`:
+         *       `none`, `uniform` (±stddev·√3, so its standard deviation is `stddev`) or
+         *       `normal` (stddev · Irwin–Hall approximation).
+         *     - `hidden`: the trait's values (and its carrier flags) are left out of genome
+         *       reads and previews except for platform admins with `full=true` / `exact=true`.
+         *     - `conflicts_with`: trait ids (existing, not itself) that may not be in the
+         *       same species as this one (checked both ways when a species is saved).
+         *     - `mutation`: `rate` in [0, 1]. Mendelian: per inherited allele, a draw below
+         *       `rate` moves it along the allele list by an integer offset drawn from
+         *       [ceil(offset_min), floor(offset_max)] without 0 (clamped to the list); with
+         *       no such offset, to another allele drawn uniformly. Numeric: per offspring, a
+         *       draw below `rate` adds an offset drawn uniformly from [offset_min,
+         *       offset_max]. Each mutation is listed in the record's `mutations`
+         *       (`"coat:B->b"`, `"speed:+1.5"`). offset_min > offset_max: 400.
+         *
+         *     Errors: 400 for a numeric trait without a valid range, a mendelian trait
+         *     without alleles or with repeated ids, an expression of the other kind, an
+         *     unknown trait in `conflicts_with`; 409 `conflict` for a `trait_id` in use;
+         *     409 `lineage_limit_reached` past 500 traits per tenant.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -23597,7 +29721,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One trait. */
+        /**
+         * One trait.
+         * @description `GET /traits?page&page_size&sort_by=created_at|updated_at|name&sort_order=asc|desc`
+         *     -> `{pagination, traits: [Trait]}` (oldest first by default).
+         *     `GET /traits/{trait_id}` -> Trait.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -23719,7 +29850,25 @@ export interface paths {
                 };
             };
         };
-        /** Replace a trait (the whole definition, as on create). Every species using it gets a new version. In use: its kind and alleles cannot change (409 trait_in_use; new alleles may be added). */
+        /**
+         * Replace a trait (the whole definition, as on create). Every species using it gets a new version. In use: its kind and alleles cannot change (409 trait_in_use; new alleles may be added).
+         * @description `PUT /traits/{trait_id}` (not shown in the spec; decided here): the body is a
+         *     whole trait as on create (without `trait_id`), and replaces it. Every live
+         *     species that uses the trait gets a new version holding the new definition, so
+         *     breedings from now on use it while old genomes replay under their own
+         *     version. A trait in use may add alleles and change anything else, but not its
+         *     `kind` nor drop an allele (genomes carry them): 409 `trait_in_use`.
+         *
+         *     ```
+         *     PUT /api/v1/lineage/traits/coat
+         *     {"kind": "mendelian", "name": "Coat colour", "alleles": [{"id": "B", "dominance": 2}, {"id": "b", "dominance": 1}, {"id": "w"}, {"id": "r", "label": "roan"}]}
+         *
+         *     200 {"trait_id": "coat", "name": "Coat colour", "alleles": [..., {"id": "r", "label": "roan", "dominance": 0, "carrier_only_visible": false}], "updated_at": "...", ...}
+         *     (and GET /species/horse now answers "version": 4)
+         *     ```
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -23892,7 +30041,14 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a trait. Used by a live species or named in a conflicts_with: 409 trait_in_use. */
+        /**
+         * Delete a trait. Used by a live species or named in a conflicts_with: 409 trait_in_use.
+         * @description `DELETE /traits/{trait_id}` -> `{message: "Trait deleted", trait_id}`; used by
+         *     a live species or named in another trait's `conflicts_with`: 409
+         *     `trait_in_use`. Old species versions keep their copy of the definition.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -24003,7 +30159,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's live species at their current versions. sort_by created_at (default), updated_at or name. */
+        /**
+         * The tenant's live species at their current versions. sort_by created_at (default), updated_at or name.
+         * @description `GET /species?page&page_size&sort_by&sort_order` -> `{pagination, species}` (live
+         *     species at their current versions). `GET /species/{species_id}` -> Species.
+         *     `PUT /species/{species_id}`: every field optional; top-level fields replace,
+         *     nested objects merge field by field (`{"lineage": {"inbreeding": {"max_coefficient": 0.2}}}`
+         *     changes only that); `version` goes up by one (even for an empty body: a new
+         *     version). 409 `lineage_limit_reached` past 200 versions.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -24123,7 +30289,49 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a species (version 1). An unknown trait, two conflicting traits or a bad parent_count: 400; an id in use: 409 conflict. */
+        /**
+         * Create a species (version 1). An unknown trait, two conflicting traits or a bad parent_count: 400; an id in use: 409 conflict.
+         * @description `POST /species` body (required: `name`, `parent_count`):
+         *
+         *     ```json
+         *     {
+         *       "species_id": "horse",
+         *       "name": "Horse",
+         *       "parent_count": {"min": 2, "max": 2},
+         *       "traits": ["coat", "speed"],
+         *       "compatibility": {"self_compatible": false, "required_flags": ["adult"], "min_generation": 0},
+         *       "lineage": {"inbreeding": {"compute": true, "max_coefficient": 0.125, "penalties_enabled": true}, "track_generations": true},
+         *       "max_lifetime_breedings": 5,
+         *       "preview_quantization": {"bands": 4}
+         *     }
+         *     ```
+         *
+         *     201 Species: the same fields plus `version: 1`, `created_at`, `created_by`,
+         *     `updated_at`. Defaults: `compatibility {min_generation 0, required_flags [],
+         *     self_compatible false}`, `lineage {inbreeding {compute true, max_coefficient 1,
+         *     penalties_enabled false}, track_generations true}`, `max_lifetime_breedings` 0
+         *     (unlimited), `preview_quantization.bands` 4 (1..100), `traits` [].
+         *
+         *     - `parent_count`: 1 ≤ min ≤ max ≤ 2. Genetics here are diploid: an offspring
+         *       gets one allele from each of two gametes, so a breeding has one parent
+         *       (selfing) or two. One parent, or the same id twice, is selfing and needs
+         *       `self_compatible`.
+         *     - `compatibility.required_flags`: every parent must carry every flag (its own
+         *       flags given at creation, flags shared by all its parents, or carrier flags).
+         *     - `compatibility.min_generation`: every parent's generation must be at least this.
+         *     - `lineage.inbreeding.compute`: compute the coefficient (below); off, it is 0
+         *       and `max_coefficient` does not apply. `penalties_enabled`: numeric values of
+         *       an inbred offspring are pulled toward the range minimum
+         *       (value − F·(value − min)), inbreeding depression.
+         *     - `lineage.track_generations` false: genomes and pedigrees show generation 0
+         *       (they are still counted inside, for ordering ancestors).
+         *     - `max_lifetime_breedings`: how many breedings a genome may parent in its life.
+         *     - Unknown trait, repeated trait, two conflicting traits, bad parent_count,
+         *       max_coefficient outside [0, 1]: 400, nothing stored. A `species_id` in use
+         *       (or deleted: its versions are kept): 409 `conflict`.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -24282,7 +30490,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One species at its current version. */
+        /**
+         * One species at its current version.
+         * @description `GET /species?page&page_size&sort_by&sort_order` -> `{pagination, species}` (live
+         *     species at their current versions). `GET /species/{species_id}` -> Species.
+         *     `PUT /species/{species_id}`: every field optional; top-level fields replace,
+         *     nested objects merge field by field (`{"lineage": {"inbreeding": {"max_coefficient": 0.2}}}`
+         *     changes only that); `version` goes up by one (even for an empty body: a new
+         *     version). 409 `lineage_limit_reached` past 200 versions.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -24400,7 +30618,25 @@ export interface paths {
                 };
             };
         };
-        /** Change a species: the fields given replace the current ones (nested objects field by field); version goes up by one. Earlier versions stay for replay. */
+        /**
+         * Change a species: the fields given replace the current ones (nested objects field by field); version goes up by one. Earlier versions stay for replay.
+         * @description `GET /species?page&page_size&sort_by&sort_order` -> `{pagination, species}` (live
+         *     species at their current versions). `GET /species/{species_id}` -> Species.
+         *     `PUT /species/{species_id}`: every field optional; top-level fields replace,
+         *     nested objects merge field by field (`{"lineage": {"inbreeding": {"max_coefficient": 0.2}}}`
+         *     changes only that); `version` goes up by one (even for an empty body: a new
+         *     version). 409 `lineage_limit_reached` past 200 versions.
+         *
+         *     ```
+         *     PUT /api/v1/lineage/species/horse
+         *     {"max_lifetime_breedings": 3, "lineage": {"inbreeding": {"max_coefficient": 0.0625}}}
+         *
+         *     200 {"species_id": "horse", "version": 4, "max_lifetime_breedings": 3,
+         *          "lineage": {"inbreeding": {"compute": true, "max_coefficient": 0.0625, "penalties_enabled": true}, "track_generations": true}, ...}
+         *     ```
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -24557,7 +30793,14 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a species: no more breeding or founders; its genomes and versions stay (provenance still replays them). */
+        /**
+         * Delete a species: no more breeding or founders; its genomes and versions stay (provenance still replays them).
+         * @description `DELETE /species/{species_id}` -> `{message: "Species deleted", species_id}`: no
+         *     more breedings or founders of it; its genomes and versions stay, so
+         *     provenance still replays them.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -24661,7 +30904,37 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a founder genome (generation 0) for an entity of a species: given alleles, values and flags are kept, the rest drawn from the seed. An entity with a genome: 409 conflict; unknown species: 404; an unknown trait or allele: 400. */
+        /**
+         * Create a founder genome (generation 0) for an entity of a species: given alleles, values and flags are kept, the rest drawn from the seed. An entity with a genome: 409 conflict; unknown species: 404; an unknown trait or allele: 400.
+         * @description `POST /genomes` makes a **founder** (generation 0, no parents). Body
+         *     (required: `entity_id`, `species_id`):
+         *
+         *     ```json
+         *     {"entity_id": "mare-7", "species_id": "horse", "owner": "player-42", "seed": "s-1",
+         *      "alleles": {"coat": {"first": "B", "second": "b"}}, "numeric": {"speed": 40}, "flags": ["champion"]}
+         *     ```
+         *
+         *     Given alleles, values and flags are kept; every other trait is drawn from the
+         *     seed (two alleles uniformly, a value uniformly in the range). `owner` defaults
+         *     to the caller's user id, `seed` to a random one (recorded). Flags may not use
+         *     the `carrier:` prefix; at most 32. 201 Genome:
+         *
+         *     ```json
+         *     {
+         *       "entity_id": "mare-7", "species_id": "horse", "species_version": 1, "owner": "player-42",
+         *       "generation": 0, "breeding_count": 0,
+         *       "expressed": {"coat": "B"}, "numeric": {"speed": 40}, "flags": ["carrier:coat:b", "champion"],
+         *       "raw_alleles": {}, "inbreeding_coefficient": 0, "parents": [], "record_id": null,
+         *       "anchor_hash": "9f2c…", "full": false, "created_at": "2026-11-25T12:00:00.000Z"
+         *     }
+         *     ```
+         *
+         *     Unknown species: 404; an unknown trait or allele, a value outside its range:
+         *     400; an entity that already has a genome: 409 `conflict`. Nothing is stored
+         *     on a refusal.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -24820,7 +31093,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An entity's genome: expressed traits for everyone; full=true adds raw alleles and hidden traits, tenant=<id> reads another tenant's (platform admins; 403 otherwise). */
+        /**
+         * An entity's genome: expressed traits for everyone; full=true adds raw alleles and hidden traits, tenant=<id> reads another tenant's (platform admins; 403 otherwise).
+         * @description `GET /entities/{entity_id}/genome?full=&tenant=` -> Genome. `expressed` holds mendelian
+         *     phenotypes, `numeric` numeric values, both without hidden traits.
+         *     `full=true` (platform admins only, 403 `forbidden` otherwise) adds
+         *     `raw_alleles` (`{trait_id: {first, second}}`) and the hidden traits, and
+         *     answers `full: true`. `tenant=<organization id or user id>` reads another
+         *     tenant's genome (platform admins only, 403 otherwise; the spec gives admins
+         *     the full genome, and a game's genomes live in the game's tenant). `generation` is 0 when the species does not track
+         *     generations.
+         *
+         *     An entity's flags: its own (founders), the flags all its parents share
+         *     (offspring), and the carrier flags of its alleles.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -24964,7 +31252,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Ancestors to a depth (default 3), nearest first, each at its fewest generations away. */
+        /**
+         * Ancestors to a depth (default 3), nearest first, each at its fewest generations away.
+         * @description `GET /entities/{entity_id}/pedigree?depth=` (depth ≥ 0, default 3; more than
+         *     10, the window, is answered as 10) ->
+         *
+         *     ```json
+         *     {"entity_id": "foal-1", "generation": 2, "inbreeding_coefficient": 0.25, "depth": 3,
+         *      "ancestors": [{"distance": 1, "entity_id": "p1", "generation": 1}, {"distance": 2, "entity_id": "g1", "generation": 0}]}
+         *     ```
+         *
+         *     Each ancestor once, at its fewest generations away, nearest first.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -25079,7 +31380,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The entity's making, proven: it and its ancestors (nearest first, up to 10 generations and 256 genomes) are re-derived from their seeds and parents under the species versions they name, and their anchors recomputed; chain_verified is true when every one matches. */
+        /**
+         * The entity's making, proven: it and its ancestors (nearest first, up to 10 generations and 256 genomes) are re-derived from their seeds and parents under the species versions they name, and their anchors recomputed; chain_verified is true when every one matches.
+         * @description `GET /entities/{entity_id}/provenance` ->
+         *
+         *     ```json
+         *     {"entity_id": "foal-1", "species_id": "horse", "species_version": 3, "generation": 1, "owner": "usr_1",
+         *      "parents": ["mare-7", "stallion-2"], "record_id": "br_…", "seed": "s-9",
+         *      "anchor_hash": "…", "anchor_artifact_id": "anc_…",
+         *      "chain_verified": true, "genomes_verified": 3, "failures": []}
+         *     ```
+         *
+         *     The entity and its ancestors (nearest first, up to 10 generations and 256
+         *     genomes) are read, and each is made again: a founder from its seed and given
+         *     input, an offspring from its parents and seed under the species version it
+         *     names (kept even after the species changed or was deleted). Its alleles,
+         *     values, flags, mutations and generation must equal what is stored, its
+         *     parents' anchors the ones it recorded, and its anchor hash must recompute.
+         *     `chain_verified` is true when every genome passes; `failures` names each
+         *     one that does not and why. Genomes at the walk's edge are checked by their
+         *     anchor, which commits to the ancestors above them. The seed is shown to
+         *     everyone in the tenant.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -25200,7 +31524,54 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Breed: a flow that holds a lifetime breeding on each parent, computes the inbreeding coefficient from the pedigree, breeds the offspring from the recorded seed and creates its genome. Refusals, with nothing changed: unknown species or parent 404; wrong parent count 400; compatibility 409 breeding_incompatible; lifetime cap 409 breeding_limit_reached; inbreeding 409 inbreeding_limit_exceeded; offspring entity with a genome 409 conflict. */
+        /**
+         * Breed: a flow that holds a lifetime breeding on each parent, computes the inbreeding coefficient from the pedigree, breeds the offspring from the recorded seed and creates its genome. Refusals, with nothing changed: unknown species or parent 404; wrong parent count 400; compatibility 409 breeding_incompatible; lifetime cap 409 breeding_limit_reached; inbreeding 409 inbreeding_limit_exceeded; offspring entity with a genome 409 conflict.
+         * @description `POST /breed` body (required: `parents`, `species_id`):
+         *
+         *     ```json
+         *     {"parents": ["mare-7", "stallion-2"], "species_id": "horse", "seed": "optional", "offspring_entity_id": "foal-1"}
+         *     ```
+         *
+         *     201 BreedingRecord with the seed:
+         *
+         *     ```json
+         *     {
+         *       "record_id": "br_…", "species_id": "horse", "species_version": 3,
+         *       "parents": ["mare-7", "stallion-2"],
+         *       "offspring": [{"anchor_artifact_id": "anc_…", "anchor_hash": "…64 hex…", "entity_id": "foal-1", "generation": 1, "inbreeding_coefficient": 0.0625}],
+         *       "mutations": ["coat:B->b"], "requested_by": "usr_1", "seed": "optional",
+         *       "created_at": "2026-11-25T12:00:00.000Z"
+         *     }
+         *     ```
+         *
+         *     One offspring per breeding; `offspring_entity_id` defaults to `ent_…`.
+         *     `seed` defaults to a fresh random string; a caller may give its own (for
+         *     client-side prediction or replays).
+         *
+         *     How (a flow through the outbox, `actors/lineage/flows.ts`): the species'
+         *     current version is read; each parent **reserves** one lifetime breeding in
+         *     its own turn (species, `min_generation`, `required_flags` and
+         *     `max_lifetime_breedings` checked and counted there, so concurrent breedings
+         *     cannot pass the cap) and hands back its genome and pedigree window; the
+         *     coefficient and the offspring are computed; the offspring's genome is
+         *     created; the record is listed; then the answer. A refusal at any step
+         *     releases every reservation taken: nothing changes. Refusals:
+         *
+         *     | case | answer |
+         *     |---|---|
+         *     | unknown species | 404 `not_found` |
+         *     | parents outside the species' `parent_count` (or an empty list) | 400 `BAD_REQUEST` |
+         *     | unknown parent | 404 `not_found` |
+         *     | selfing (one parent, or one twice) without `self_compatible`; a parent of another species; missing required flag; generation below `min_generation` | 409 `breeding_incompatible`, `details.rule` = `self_compatible`, `species`, `required_flags`, `min_generation` |
+         *     | a parent at `max_lifetime_breedings` | 409 `breeding_limit_reached`, `details {entity_id, breeding_count, max_lifetime_breedings}` |
+         *     | coefficient above `max_coefficient` | 409 `inbreeding_limit_exceeded`, `details {inbreeding_coefficient, max_coefficient}` |
+         *     | `offspring_entity_id` already has a genome | 409 `conflict` |
+         *
+         *     If the node fails mid-flow the caller gets 503 `flow_interrupted` and the
+         *     flow still finishes (or compensates); read the records or the genome.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -25338,7 +31709,32 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** What a breeding of these parents would likely give, in quantized bands (exact values hidden; exact=true for platform admins). Breeds nothing, holds nothing. */
+        /**
+         * What a breeding of these parents would likely give, in quantized bands (exact values hidden; exact=true for platform admins). Breeds nothing, holds nothing.
+         * @description `POST /preview` body `{parents, species_id, exact?}` -> what a breeding
+         *     would likely give, breeding and reserving nothing:
+         *
+         *     ```json
+         *     {"species_id": "horse", "species_version": 3, "exact": false, "inbreeding_coefficient": 0.25,
+         *      "mutation_hint": "rare",
+         *      "traits": [{"trait_id": "coat", "band": "B 50-75%", "exact": {}},
+         *                 {"trait_id": "speed", "band": "25..50", "exact": {}}]}
+         *     ```
+         *
+         *     Bands split [0, 100 %] (mendelian: the most likely phenotype and the band of
+         *     its probability over the four equally likely gamete pairs) or the trait's
+         *     range (numeric: the band holding the expected value, the parents' mean less
+         *     the inbreeding penalty) into the species' `preview_quantization.bands` equal
+         *     parts. `exact=true` (platform admins; 403 otherwise) fills `exact`
+         *     (`{"B": 0.75, "b": 0.25}`; `{"mean": 37.5, "stddev": 3}`) and shows hidden
+         *     traits. `mutation_hint`: `none`, `rare` (< 1 %), `occasional` (< 10 %),
+         *     `frequent`, from the species' highest mutation rate. The coefficient is exact
+         *     (it is what `max_coefficient` is checked against). Errors: wrong parent count
+         *     400, unknown species or parent 404, a parent of another species 409
+         *     `breeding_incompatible`. Preview does not check flags, generations or caps.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -25478,7 +31874,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's breeding records (without seeds), newest first unless sort_order=asc; filters species_id, parent, requested_by. */
+        /**
+         * The tenant's breeding records (without seeds), newest first unless sort_order=asc; filters species_id, parent, requested_by.
+         * @description `GET /records?species_id&parent&requested_by&page&page_size&sort_order` ->
+         *     `{pagination, records: [BreedingRecord without seed]}`, newest first
+         *     (`sort_order=asc` for oldest first). `parent` matches a record listing that
+         *     entity among its parents. A record is listed as soon as its breed answered.
+         *
+         *     *From docs/api/lineage.md. The area's model, rules and decisions: the **lineage** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -25602,7 +32006,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's plans. q: substring of the description; tag: plans with this tag; sort_by created_at (default) or updated_at; sort_order asc (default) or desc. */
+        /**
+         * The tenant's plans. q: substring of the description; tag: plans with this tag; sort_by created_at (default) or updated_at; sort_order asc (default) or desc.
+         * @description ### `GET /api/v1/throttle/plans`
+         *
+         *     Query: `q` (case-insensitive substring of the description), `tag` (plans
+         *     carrying this one tag), `sort_by` (`created_at` default, `updated_at`),
+         *     `sort_order` (`asc` default, `desc`), `page` (1-based; 0 is 1), `page_size`
+         *     (default 20, at most 100).
+         *
+         *     ```http
+         *     GET /api/v1/throttle/plans?tag=api&sort_by=updated_at&sort_order=desc&page_size=2
+         *     ```
+         *
+         *     → **200**
+         *
+         *     ```json
+         *     { "pagination": { "page": 1, "page_size": 2, "total": 3, "has_more": true },
+         *       "plans": [ { "plan_id": "search-api", "...": "..." }, { "plan_id": "export", "...": "..." } ] }
+         *     ```
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -25719,7 +32144,26 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a plan. 201 with the plan; plan_id taken in the tenant: 409 throttle_plan_exists. */
+        /**
+         * Create a plan. 201 with the plan; plan_id taken in the tenant: 409 throttle_plan_exists.
+         * @description ### `POST /api/v1/throttle/plans`
+         *
+         *     Body: `plan_id` and `limits` required; every other field of ThrottlePlan is
+         *     optional (defaults above: no actions, soft, no headers, 60 s refund window,
+         *     no namespaces, no tags, empty description). Unknown fields are ignored.
+         *
+         *     ```http
+         *     POST /api/v1/throttle/plans
+         *     {"plan_id": "search-api", "limits": {"max_requests": 100, "window_seconds": 60},
+         *      "actions": {"export": {"cost": 10}}, "tags": ["api"]}
+         *     ```
+         *
+         *     → **201** with the ThrottlePlan. `plan_id` taken in the tenant: 409
+         *     `throttle_plan_exists`. An action whose cost exceeds `max_requests` (it could
+         *     never pass): 400 `BAD_REQUEST` naming `body.actions.<name>.cost`.
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -25864,7 +32308,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One plan. */
+        /**
+         * One plan.
+         * @description ### `GET /api/v1/throttle/plans/{plan_id}`
+         *
+         *     → **200** ThrottlePlan, or 404 `not_found`.
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -25977,7 +32428,16 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a plan; its subjects' buckets and totals go with it. */
+        /**
+         * Delete a plan; its subjects' buckets and totals go with it.
+         * @description ### `DELETE /api/v1/throttle/plans/{plan_id}`
+         *
+         *     → **200** `{"message": "Throttle plan deleted.", "plan_id": "search-api"}`.
+         *     The plan's buckets and totals go with it: a plan created again under the same
+         *     id starts with full buckets and zero totals.
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -26069,7 +32529,24 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change a plan: every field given replaces the current one (actions, tags and subject_namespaces as a whole; limits field by field). Subjects keep their buckets. */
+        /**
+         * Change a plan: every field given replaces the current one (actions, tags and subject_namespaces as a whole; limits field by field). Subjects keep their buckets.
+         * @description ### `PATCH /api/v1/throttle/plans/{plan_id}`
+         *
+         *     Every field given replaces the plan's: `actions`, `tags` and
+         *     `subject_namespaces` as a whole, `limits` field by field
+         *     (`{"limits": {"max_requests": 200}}` keeps the window). `plan_id` cannot
+         *     change. Subjects keep their buckets (see "The algorithm").
+         *
+         *     ```http
+         *     PATCH /api/v1/throttle/plans/search-api
+         *     {"limits": {"max_requests": 200}, "default_enforcement": "hard"}
+         *     ```
+         *
+         *     → **200** the ThrottlePlan with a higher `version`.
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -26213,7 +32690,63 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check and consume: the cost (body cost, else the action's, else 1) is taken atomically if it fits. Denied under soft enforcement: 200 with allowed false; under hard (the plan's default_enforcement, or query enforcement=hard): 429 throttle_limit_exceeded with Retry-After. headers_mode standard adds RateLimit-Policy and RateLimit headers. */
+        /**
+         * Check and consume: the cost (body cost, else the action's, else 1) is taken atomically if it fits. Denied under soft enforcement: 200 with allowed false; under hard (the plan's default_enforcement, or query enforcement=hard): 429 throttle_limit_exceeded with Retry-After. headers_mode standard adds RateLimit-Policy and RateLimit headers.
+         * @description ### `POST /api/v1/throttle/plans/{plan_id}/check`
+         *
+         *     Body: `subject` (required), `action` (one of the plan's actions), `cost`
+         *     (1 to 1,000,000). The cost consumed is `cost` if given, else the action's
+         *     cost, else 1. Query: **`enforcement=soft|hard`** overrides the plan's
+         *     `default_enforcement` for this check (the conventions name it).
+         *
+         *     ```http
+         *     POST /api/v1/throttle/plans/search-api/check?enforcement=hard
+         *     {"subject": "user:42", "action": "export"}
+         *     ```
+         *
+         *     → **200** (allowed, or denied under soft enforcement)
+         *
+         *     ```json
+         *     { "allowed": true, "consume_token": "ct_1.a.mb2k3l8w.PqX1...", "cost": 10, "limit": 100,
+         *       "reason": "within_limit", "remaining": 90, "reset_after_seconds": 6,
+         *       "reset_at": 1764072006, "retry_after_seconds": 0 }
+         *     ```
+         *
+         *     `reason` is `within_limit` or `limit_exceeded`. `cost` (not in the spec) is
+         *     the cost the check was made for. A denied check consumes nothing; its
+         *     `consume_token` refunds nothing.
+         *
+         *     → **429** `throttle_limit_exceeded` (denied under hard enforcement), with
+         *     `Retry-After: <retry_after_seconds>` and the check's result in `details`:
+         *
+         *     ```json
+         *     { "statusCode": 429, "code": "throttle_limit_exceeded", "error": "Too Many Requests",
+         *       "message": "The plan's limit is reached for this subject; retry in 6 s.",
+         *       "details": { "allowed": false, "consume_token": "ct_2.0.mb2k3l8w.Zr9...", "cost": 10,
+         *                    "limit": 100, "reason": "limit_exceeded", "remaining": 4,
+         *                    "reset_after_seconds": 58, "reset_at": 1764072058, "retry_after_seconds": 4 } }
+         *     ```
+         *
+         *     Other errors: unknown action 400 `BAD_REQUEST` (`body.action`); cost above
+         *     `max_requests` 400 `throttle_cost_exceeds_limit`; a subject that is not an
+         *     internal id 400 `throttle_subject_invalid`; unknown plan 404.
+         *
+         *     **RateLimit headers.** With `headers_mode: "standard"` every check response
+         *     (200 and 429) carries the IETF RateLimit fields
+         *     (draft-ietf-httpapi-ratelimit-headers), the plan id as the policy name:
+         *
+         *     ```
+         *     RateLimit-Policy: "default";q=6000;w=60, "search-api";q=100;w=60
+         *     RateLimit: "default";r=5990;t=55, "search-api";r=90;t=6
+         *     ```
+         *
+         *     `q` is `max_requests`, `w` the window in seconds, `r` the remaining units and
+         *     `t` the seconds until the bucket is full again. Both fields are lists: the
+         *     plan's item comes after the edge rate limit's own (docs/api/rate-limits.md),
+         *     which every limited response carries.
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         post: {
             parameters: {
                 query?: {
@@ -26342,7 +32875,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The subject's bucket, read-only: nothing is consumed. */
+        /**
+         * The subject's bucket, read-only: nothing is consumed.
+         * @description ### `POST /api/v1/throttle/plans/{plan_id}/peek`
+         *
+         *     Body `{"subject"}`. Read-only: never consumes, never writes.
+         *     → **200** `{"limit": 100, "remaining": 90, "reset_after_seconds": 6, "reset_at": 1764072006}`.
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -26458,7 +32999,37 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Give back what a check consumed, within the plan's refund_window_seconds after the check and once per consume_token; otherwise refunded false with the reason. */
+        /**
+         * Give back what a check consumed, within the plan's refund_window_seconds after the check and once per consume_token; otherwise refunded false with the reason.
+         * @description ### `POST /api/v1/throttle/plans/{plan_id}/refund`
+         *
+         *     Body `{"subject", "consume_token"}` (both required). Gives back the units the
+         *     check consumed, **only within the plan's `refund_window_seconds` after the
+         *     check** (the window in force when the check was made) and **only once per
+         *     token**. The bucket never exceeds its capacity.
+         *
+         *     ```http
+         *     POST /api/v1/throttle/plans/search-api/refund
+         *     {"subject": "user:42", "consume_token": "ct_1.a.mb2k3l8w.PqX1..."}
+         *     ```
+         *
+         *     → **200** `{"refunded": true, "cost_refunded": 10, "reason": "refunded"}`
+         *
+         *     A refund that does nothing is still 200, with `refunded: false`,
+         *     `cost_refunded: 0` and `reason` (not in the spec): `already_refunded`,
+         *     `refund_window_passed`, or `nothing_consumed` (the token of a denied check).
+         *     A token that is malformed, forged, or issued for another plan or subject:
+         *     400 `throttle_consume_token_invalid`.
+         *
+         *     The consume token carries the check's sequence number, cost and the end of
+         *     its refund window, signed with a 128-bit secret of the subject's bucket
+         *     (SHA-256 over the claims followed by the secret; the claims are parsed
+         *     strictly, so the MAC cannot be extended to other claims),
+         *     so a bucket keeps O(1) state per check and only remembers tokens already
+         *     refunded, until their window ends.
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -26581,7 +33152,16 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Fill the subject's bucket to capacity. Earlier consume tokens stay refundable (the bucket never exceeds capacity). */
+        /**
+         * Fill the subject's bucket to capacity. Earlier consume tokens stay refundable (the bucket never exceeds capacity).
+         * @description ### `POST /api/v1/throttle/plans/{plan_id}/reset`
+         *
+         *     Body `{"subject"}`. Fills the subject's bucket to capacity.
+         *     → **200** `{"message": "The subject bucket is full again."}`. Tokens of
+         *     earlier checks stay refundable (without exceeding capacity).
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -26690,7 +33270,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The plan's totals since it was created: checks, allowed, denied, refunds. They lag the checks by about 1000 ms. */
+        /**
+         * The plan's totals since it was created: checks, allowed, denied, refunds. They lag the checks by about 1000 ms.
+         * @description ### `GET /api/v1/throttle/plans/{plan_id}/stats`
+         *
+         *     → **200**
+         *
+         *     ```json
+         *     { "plan_id": "search-api", "total_checks": 21, "total_allowed": 4, "total_denied": 17, "total_refunded": 1 }
+         *     ```
+         *
+         *     Totals since the plan was created: checks (requests, not units), allowed,
+         *     denied, and refunds that gave units back. **They lag the checks by about one
+         *     second** (below).
+         *
+         *     *From docs/api/throttle.md. The area's model, rules and decisions: the **throttle** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -26798,7 +33393,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the tenant's queues: q on the name, sort_by name|-name|created_at|-created_at. */
+        /**
+         * List the tenant's queues: q on the name, sort_by name|-name|created_at|-created_at.
+         * @description `GET /api/v1/mq/queues?q=ord&sort_by=-created_at&page=1&page_size=20`: `sort_by` is `name`
+         *     (default), `-name`, `created_at` or `-created_at`; `q` is a case-insensitive substring of
+         *     the name; `page_size` defaults to 20, at most 100.
+         *
+         *     ```json
+         *     {"pagination":{"page":1,"page_size":20,"total":1,"has_more":false},
+         *      "queues":[{"queue_id":"q_3fZ...","name":"orders","created_at":"2026-11-25T12:00:00.000Z","approximate_message_count":3,"approximate_not_visible_count":1,
+         *        "approximate_delayed_count":0,"fifo":false,"dead_letter_queue":"orders-dlq","subscriptions":["payments"]}]}
+         *     ```
+         *
+         *     Each entry carries the counts of the queue's `statistics` (below, but for the oldest age),
+         *     whether it is FIFO, and its `dead_letter_queue`.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -26901,7 +33512,22 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a queue: 201; the same name with the same settings again: 200 with the queue; with other settings: 409 mq_queue_exists. */
+        /**
+         * Create a queue: 201; the same name with the same settings again: 200 with the queue; with other settings: 409 mq_queue_exists.
+         * @description `POST /api/v1/mq/queues`
+         *
+         *     ```json
+         *     {"name": "orders", "visibility_timeout_seconds": 60, "max_receive_count": 5, "dead_letter_queue": "orders-dlq"}
+         *     ```
+         *
+         *     201:
+         *
+         *     ```json
+         *     {"queue_id":"q_3fZ...","name":"orders","created_at":"2026-11-25T12:00:00.000Z","visibility_timeout_seconds":60,"delay_seconds":0,"message_retention_minutes":5760,"fifo":false,"max_receive_count":5,"dead_letter_queue":"orders-dlq"}
+         *     ```
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -27050,7 +33676,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A queue with its statistics and subscriptions. */
+        /**
+         * A queue with its statistics and subscriptions.
+         * @description `GET /api/v1/mq/queues/orders`: the create fields plus `updated_at` (changes when a
+         *     subscription is added or removed), `statistics` and `subscriptions`.
+         *
+         *     ```json
+         *     {"queue_id":"q_3fZ...","name":"orders","created_at":"...","visibility_timeout_seconds":60,"delay_seconds":0,"message_retention_minutes":5760,"fifo":false,"max_receive_count":5,"dead_letter_queue":"orders-dlq","updated_at":"...",
+         *      "statistics":{"approximate_message_count":3,"approximate_not_visible_count":1,"approximate_delayed_count":0,"oldest_message_age_seconds":42},
+         *      "subscriptions":[{"topic_name":"payments","filter_policy":{"kind":["order"]},"subscribed_at":"..."}]}
+         *     ```
+         *
+         *     `approximate_message_count` counts receivable messages (for a FIFO queue also those held
+         *     behind an in-flight message of their group), `approximate_not_visible_count` messages in
+         *     flight, `approximate_delayed_count` messages still in their delay;
+         *     `oldest_message_age_seconds` is the age of the oldest message in the queue (0 when empty).
+         *     The counts are exact at the moment of the read; "approximate" because they change at once.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -27165,7 +33809,13 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a queue with its messages; its topic subscriptions go too. */
+        /**
+         * Delete a queue with its messages; its topic subscriptions go too.
+         * @description `DELETE /api/v1/mq/queues/orders` → 200 `{"message":"Queue orders deleted."}`. Its messages
+         *     go with it; receives waiting on it answer 404.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -27268,7 +33918,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Delete every message of the queue (in flight too). */
+        /**
+         * Delete every message of the queue (in flight too).
+         * @description `POST /api/v1/mq/queues/orders/purge` → 200 `{"messages_purged": 4}`: every message,
+         *     in flight or delayed too. FIFO de-duplication ids stay.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -27372,7 +34028,24 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move messages not in flight, oldest first (at most max_messages, default and at most 1000), to the destination queue: a dead-letter queue's redrive. Each arrives exactly once with receive_count 0; a destination that is missing or of the other type (FIFO, standard) sends it back. remaining: messages left in this queue. */
+        /**
+         * Move messages not in flight, oldest first (at most max_messages, default and at most 1000), to the destination queue: a dead-letter queue's redrive. Each arrives exactly once with receive_count 0; a destination that is missing or of the other type (FIFO, standard) sends it back. remaining: messages left in this queue.
+         * @description `POST /api/v1/mq/queues/orders-dlq/redrive` `{"destination": "orders", "max_messages": 1000}` → 200
+         *     `{"moved": 3, "remaining": 1}`: a dead-letter queue's redrive (SQS's "start message move
+         *     task", done in one call). The queue moves its messages that are not in flight (a message a
+         *     consumer received, whose visibility timeout still runs, stays: its consumer may still
+         *     delete it), oldest first, at most `max_messages` (1-1,000, default 1,000) per call, to
+         *     `destination`, a queue of the same tenant; `remaining` is what the queue still holds (call
+         *     again while it is above the in-flight count). Each message moves as a dead-letter move does,
+         *     through the outbox: exactly one copy arrives even across a crash, with its `message_id`,
+         *     body, attributes, `group_id` and `sent_at`, and `receive_count` from 0. If the destination
+         *     does not exist when the message arrives, or is of the other type (FIFO or standard), the
+         *     message comes back to the queue it left. `destination` equal to the queue itself: 400;
+         *     an unknown queue: 404 `mq_queue_not_found`. Any queue can be redriven, not only one named
+         *     as a `dead_letter_queue`.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -27485,7 +34158,18 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a message. 201 once it is durably stored. */
+        /**
+         * Send a message. 201 once it is durably stored.
+         * @description `POST /api/v1/mq/queues/orders/messages`
+         *
+         *     ```json
+         *     {"body":"order 42 paid","attributes":{"kind":"order","amount":250},"delay_seconds":10}
+         *     ```
+         *
+         *     201 `{"message_id":"msg_xY..."}`. FIFO: `{"body":"...","group_id":"customer-7","deduplication_id":"order-42"}`.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -27615,7 +34299,26 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Receive up to max_messages; with wait_time_seconds, wait (long polling) until a message arrives or the time is up (then an empty list). */
+        /**
+         * Receive up to max_messages; with wait_time_seconds, wait (long polling) until a message arrives or the time is up (then an empty list).
+         * @description `POST /api/v1/mq/queues/orders/receive`
+         *
+         *     ```json
+         *     {"max_messages":10,"wait_time_seconds":20,"visibility_timeout_seconds":120}
+         *     ```
+         *
+         *     200:
+         *
+         *     ```json
+         *     {"messages":[{"message_id":"msg_xY...","receipt_handle":"1k.Zr9...","body":"order 42 paid","attributes":{"kind":"order","amount":250},"receive_count":1,"sent_at":"2026-11-25T12:00:00.000Z","group_id":null}]}
+         *     ```
+         *
+         *     `max_messages` 1-10 (default 1); `wait_time_seconds` 0-20 (default 0); the
+         *     `visibility_timeout_seconds` of the receive overrides the queue's for these messages.
+         *     `group_id` is the FIFO group (null on a standard queue).
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -27742,7 +34445,13 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a received message by its latest receipt handle. 404 mq_receipt_handle_invalid: the handle deletes nothing (already deleted, expired, or received again since). */
+        /**
+         * Delete a received message by its latest receipt handle. 404 mq_receipt_handle_invalid: the handle deletes nothing (already deleted, expired, or received again since).
+         * @description `DELETE /api/v1/mq/queues/orders/messages/1k.Zr9...` → 204; 404 `mq_receipt_handle_invalid`
+         *     (above).
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -27830,7 +34539,21 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change an in-flight message's visibility timeout, from now (0: visible again at once). */
+        /**
+         * Change an in-flight message's visibility timeout, from now (0: visible again at once).
+         * @description `PATCH /api/v1/mq/queues/orders/messages/1k.Zr9...` `{"visibility_timeout_seconds": 300}` →
+         *     200
+         *
+         *     ```json
+         *     {"message_id":"msg_xY...","receipt_handle":"1k.Zr9...","visibility_timeout_seconds":300,"visible_at":"2026-11-25T12:05:00.000Z"}
+         *     ```
+         *
+         *     The new timeout counts from now; 0 makes the message receivable at once (and wakes a
+         *     waiting receive). Only a message in flight (409 `mq_message_not_in_flight` once its timeout
+         *     has passed) and only with its latest handle (404).
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -27948,7 +34671,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the tenant's topics: q on the name, sort_by name|-name|created_at|-created_at. */
+        /**
+         * List the tenant's topics: q on the name, sort_by name|-name|created_at|-created_at.
+         * @description `GET /api/v1/mq/topics?q=pay&sort_by=name` → `{"pagination":{...},"topics":[{"topic_id":"t_9a...","name":"payments","created_at":"...","message_count":12,"subscription_count":2}]}`
+         *     (`message_count`: messages published so far).
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -28047,7 +34776,16 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a topic: 201; the same name with the same settings again: 200 with the topic; with other settings: 409 mq_topic_exists. */
+        /**
+         * Create a topic: 201; the same name with the same settings again: 200 with the topic; with other settings: 409 mq_topic_exists.
+         * @description `POST /api/v1/mq/topics` `{"name":"payments","tags":{"team":"billing"}}` → 201
+         *
+         *     ```json
+         *     {"topic_id":"t_9a...","name":"payments","created_at":"...","max_message_size_bytes":262144,"retention_minutes":5,"tags":{"team":"billing"}}
+         *     ```
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -28187,7 +34925,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A topic with its counts. */
+        /**
+         * A topic with its counts.
+         * @description `GET /api/v1/mq/topics/payments` → the create fields plus `message_count`,
+         *     `subscription_count` and `updated_at`. `DELETE` → 200 `{"message":"Topic payments deleted."}`.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -28290,7 +35034,10 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a topic and its subscriptions (the queues stay). */
+        /**
+         * Delete a topic and its subscriptions (the queues stay).
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **mq** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -28391,7 +35138,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The topic's subscriptions, oldest first. */
+        /**
+         * The topic's subscriptions, oldest first.
+         * @description `GET /api/v1/mq/topics/payments/subscriptions` → `{"subscriptions":[MqSubscription, ...]}`,
+         *     oldest first, each with every field of the create response.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -28489,7 +35242,49 @@ export interface paths {
             };
         };
         put?: never;
-        /** Subscribe a standard queue of the tenant: 201; the same subscription again: 200; other settings: 409 mq_subscription_exists. */
+        /**
+         * Subscribe a standard queue of the tenant: 201; the same subscription again: 200; other settings: 409 mq_subscription_exists.
+         * @description `POST /topics/{topic}/subscriptions` subscribes a **standard** queue of the tenant (a FIFO
+         *     queue: 400, as SNS standard topics; a missing queue: 404 `mq_queue_not_found`). The same
+         *     queue again with the same settings answers 200 with the existing subscription; with another
+         *     `filter_policy` or `raw_message_delivery`, 409 `mq_subscription_exists` (delete it first). A
+         *     topic has at most 100 subscriptions (409 `mq_limit_reached`). The queue's detail lists its
+         *     subscriptions; deleting a queue removes its subscriptions from their topics, and deleting a
+         *     topic removes its subscriptions from their queues (both a moment after the answer, through
+         *     the outbox).
+         *
+         *     **Publish** `{body, attributes?, deduplication_id?}` sends one copy to every subscribed queue
+         *     whose filter policy matches the attributes, and answers 201 `{message_id, delivered_to}`
+         *     where `delivered_to` is the number of queues a copy went to. The fan-out is one commit of
+         *     the topic: one outbox message per queue, each retried until its queue has committed it and
+         *     de-duplicated there by its outbox id, so a crash part-way (after the answer, between two
+         *     queues) neither loses a copy nor delivers one twice. A copy takes the topic's `message_id`
+         *     as its own and the queue's `delay_seconds`. A publish with a `deduplication_id` already
+         *     used within the topic's `retention_minutes` fans out nothing and answers the first
+         *     publish's `message_id` and `delivered_to`.
+         *
+         *     **Raw delivery.** With `raw_message_delivery: true` the queue gets the published body as is
+         *     and the attributes as its message attributes. Without it (the default, as SNS) the queue
+         *     gets an envelope, a JSON string, and no attributes of its own:
+         *
+         *     ```json
+         *     {"type":"Notification","message_id":"msg_Q2x...","topic_name":"orders","body":"order 42 paid","attributes":{"kind":"order","amount":250},"timestamp":"2026-11-25T12:00:00.000Z"}
+         *     ```
+         *
+         *     `POST /api/v1/mq/topics/payments/subscriptions`
+         *
+         *     ```json
+         *     {"queue_name":"orders","filter_policy":{"kind":["order",{"prefix":"refund-"}],"amount":[{"numeric":[">=",100]}]},"raw_message_delivery":true}
+         *     ```
+         *
+         *     201:
+         *
+         *     ```json
+         *     {"subscription_id":"sub_Lk...","topic_name":"payments","queue_name":"orders","filter_policy":{"kind":["order",{"prefix":"refund-"}],"amount":[{"numeric":[">=",100]}]},"raw_message_delivery":true,"created_at":"..."}
+         *     ```
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -28639,7 +35434,14 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Unsubscribe a queue from the topic. */
+        /**
+         * Unsubscribe a queue from the topic.
+         * @description `DELETE /api/v1/mq/topics/payments/subscriptions/orders` → 200
+         *     `{"message":"Queue orders unsubscribed from topic payments."}`; 404
+         *     `mq_subscription_not_found` if it is not subscribed.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -28744,7 +35546,18 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Publish: a copy to every subscribed queue whose filter policy matches the attributes; delivered_to counts them. 201 once the fan-out is durably queued. */
+        /**
+         * Publish: a copy to every subscribed queue whose filter policy matches the attributes; delivered_to counts them. 201 once the fan-out is durably queued.
+         * @description `POST /api/v1/mq/topics/payments/messages`
+         *
+         *     ```json
+         *     {"body":"order 42 paid","attributes":{"kind":"order","amount":250}}
+         *     ```
+         *
+         *     201 `{"message_id":"msg_Q2x...","delivered_to":1}`.
+         *
+         *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -28860,7 +35673,37 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's ritual definitions (current versions). q on name and description; sort_by created_at (default, newest first), name, version; filter on name, created_by, mode, version, created_at (epoch-ms or RFC 3339). */
+        /**
+         * The tenant's ritual definitions (current versions). q on name and description; sort_by created_at (default, newest first), name, version; filter on name, created_by, mode, version, created_at (epoch-ms or RFC 3339).
+         * @description `POST /api/v1/rituals/definitions` (201), `GET /api/v1/rituals/definitions`,
+         *     `GET /api/v1/rituals/definitions/{def_id}[?version=N]`,
+         *     `PUT /api/v1/rituals/definitions/{def_id}` (a new version).
+         *
+         *     | Field | Required | Default | Meaning |
+         *     |---|---|---|---|
+         *     | `name` | yes | | 1..200 characters |
+         *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
+         *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
+         *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
+         *     | `quorum` | | `{required: parts, of: parts}` | `of` must equal the number of parts; `1 <= required <= of` |
+         *     | `checkin_interval_seconds` | | `0` | 0..86,400; 0: no check-ins expected (and no escalation allowed) |
+         *     | `arm_ttl_seconds` | | `3600` | 1..604,800: an attempt's deadline after its arm |
+         *     | `escalation` | | `[]` | up to 10 steps `{action: "notify", after_missed_seconds, webhook_ids?, pubsub_channel?}`, each with at least one target; kept sorted by `after_missed_seconds` |
+         *     | `on_complete` | | `null` | `{webhook_ids?, pubsub_channel?}`: notified when an attempt ends (`ritual.completed` or `ritual.failed`) |
+         *     | `on_dispute` | | `none` | the only value |
+         *     | `announce_channel` | | `null` | the default topic of `countdown` |
+         *
+         *     `webhook_ids` are ids of webhooks of the tenant (`/api/v1/webhooks`), up to
+         *     10; a channel is a message-queue topic name (letters, digits, `-`, `_`).
+         *     Inconsistent definitions are `400 BAD_REQUEST` with `details` naming the field
+         *     (a part named twice, an ordering that is not a permutation, `quorum.of` not the
+         *     number of parts, escalation without a check-in interval, a step without a
+         *     target). At most 1,000 definitions per tenant (`409 ritual_limit_reached`).
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -28990,7 +35833,47 @@ export interface paths {
             };
         };
         put?: never;
-        /** Define a ritual: parts assigned to users, ordering and mode, the window, the quorum, check-ins and escalation, on_complete notifications. Version 1. */
+        /**
+         * Define a ritual: parts assigned to users, ordering and mode, the window, the quorum, check-ins and escalation, on_complete notifications. Version 1.
+         * @description `POST /api/v1/rituals/definitions` (201), `GET /api/v1/rituals/definitions`,
+         *     `GET /api/v1/rituals/definitions/{def_id}[?version=N]`,
+         *     `PUT /api/v1/rituals/definitions/{def_id}` (a new version).
+         *
+         *     | Field | Required | Default | Meaning |
+         *     |---|---|---|---|
+         *     | `name` | yes | | 1..200 characters |
+         *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
+         *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
+         *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
+         *     | `quorum` | | `{required: parts, of: parts}` | `of` must equal the number of parts; `1 <= required <= of` |
+         *     | `checkin_interval_seconds` | | `0` | 0..86,400; 0: no check-ins expected (and no escalation allowed) |
+         *     | `arm_ttl_seconds` | | `3600` | 1..604,800: an attempt's deadline after its arm |
+         *     | `escalation` | | `[]` | up to 10 steps `{action: "notify", after_missed_seconds, webhook_ids?, pubsub_channel?}`, each with at least one target; kept sorted by `after_missed_seconds` |
+         *     | `on_complete` | | `null` | `{webhook_ids?, pubsub_channel?}`: notified when an attempt ends (`ritual.completed` or `ritual.failed`) |
+         *     | `on_dispute` | | `none` | the only value |
+         *     | `announce_channel` | | `null` | the default topic of `countdown` |
+         *
+         *     `webhook_ids` are ids of webhooks of the tenant (`/api/v1/webhooks`), up to
+         *     10; a channel is a message-queue topic name (letters, digits, `-`, `_`).
+         *     Inconsistent definitions are `400 BAD_REQUEST` with `details` naming the field
+         *     (a part named twice, an ordering that is not a permutation, `quorum.of` not the
+         *     number of parts, escalation without a check-in interval, a step without a
+         *     target). At most 1,000 definitions per tenant (`409 ritual_limit_reached`).
+         *
+         *     ```http
+         *     POST /api/v1/rituals/definitions
+         *     {"name": "launch", "parts": [{"part_id": "key1", "assigned_to": "usr_a"}, {"part_id": "key2", "assigned_to": "usr_b"}],
+         *      "window_ms": 2000, "mode": "forward", "checkin_interval_seconds": 60,
+         *      "escalation": [{"action": "notify", "after_missed_seconds": 30, "webhook_ids": ["wh_1"], "pubsub_channel": "pager"}],
+         *      "announce_channel": "launch-start"}
+         *
+         *     201 {"created_at": "2026-11-25T13:00:00.000Z", "name": "launch", "ritual_def_id": "rdef_…", "version": 1}
+         *     ```
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -29136,7 +36019,51 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A ritual definition: the current version, or a kept earlier one with ?version=. */
+        /**
+         * A ritual definition: the current version, or a kept earlier one with ?version=.
+         * @description `POST /api/v1/rituals/definitions` (201), `GET /api/v1/rituals/definitions`,
+         *     `GET /api/v1/rituals/definitions/{def_id}[?version=N]`,
+         *     `PUT /api/v1/rituals/definitions/{def_id}` (a new version).
+         *
+         *     | Field | Required | Default | Meaning |
+         *     |---|---|---|---|
+         *     | `name` | yes | | 1..200 characters |
+         *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
+         *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
+         *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
+         *     | `quorum` | | `{required: parts, of: parts}` | `of` must equal the number of parts; `1 <= required <= of` |
+         *     | `checkin_interval_seconds` | | `0` | 0..86,400; 0: no check-ins expected (and no escalation allowed) |
+         *     | `arm_ttl_seconds` | | `3600` | 1..604,800: an attempt's deadline after its arm |
+         *     | `escalation` | | `[]` | up to 10 steps `{action: "notify", after_missed_seconds, webhook_ids?, pubsub_channel?}`, each with at least one target; kept sorted by `after_missed_seconds` |
+         *     | `on_complete` | | `null` | `{webhook_ids?, pubsub_channel?}`: notified when an attempt ends (`ritual.completed` or `ritual.failed`) |
+         *     | `on_dispute` | | `none` | the only value |
+         *     | `announce_channel` | | `null` | the default topic of `countdown` |
+         *
+         *     `webhook_ids` are ids of webhooks of the tenant (`/api/v1/webhooks`), up to
+         *     10; a channel is a message-queue topic name (letters, digits, `-`, `_`).
+         *     Inconsistent definitions are `400 BAD_REQUEST` with `details` naming the field
+         *     (a part named twice, an ordering that is not a permutation, `quorum.of` not the
+         *     number of parts, escalation without a check-in interval, a step without a
+         *     target). At most 1,000 definitions per tenant (`409 ritual_limit_reached`).
+         *
+         *     `GET .../definitions/{def_id}` answers the whole RitualDefinition (every field
+         *     above with its defaults, plus `ritual_def_id`, `created_by`, `created_at`,
+         *     `updated_at`, `version`).
+         *
+         *     **Versions.** `PUT` takes the same body as create (a full replacement) and
+         *     answers the new version (`version + 1`). The newest 50 versions are kept and
+         *     readable with `?version=N`; older are dropped. An attempt keeps a copy of the
+         *     version it armed, so changing a ritual never changes a running attempt.
+         *
+         *     **List.** `q` (name, description), `sort_by` `created_at` (default, newest
+         *     first) | `name` | `version`, `sort_order`, `filter` on `name`, `created_by`,
+         *     `mode`, `version`, `created_at` (epoch-ms or RFC 3339), `page`, `page_size`
+         *     (default 20, at most 100). Answers `{definitions, pagination}`.
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -29263,7 +36190,37 @@ export interface paths {
                 };
             };
         };
-        /** Replace a ritual definition (its creator or a platform admin): a new version (version + 1). Attempts armed before keep the version they armed. */
+        /**
+         * Replace a ritual definition (its creator or a platform admin): a new version (version + 1). Attempts armed before keep the version they armed.
+         * @description `POST /api/v1/rituals/definitions` (201), `GET /api/v1/rituals/definitions`,
+         *     `GET /api/v1/rituals/definitions/{def_id}[?version=N]`,
+         *     `PUT /api/v1/rituals/definitions/{def_id}` (a new version).
+         *
+         *     | Field | Required | Default | Meaning |
+         *     |---|---|---|---|
+         *     | `name` | yes | | 1..200 characters |
+         *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
+         *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
+         *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
+         *     | `quorum` | | `{required: parts, of: parts}` | `of` must equal the number of parts; `1 <= required <= of` |
+         *     | `checkin_interval_seconds` | | `0` | 0..86,400; 0: no check-ins expected (and no escalation allowed) |
+         *     | `arm_ttl_seconds` | | `3600` | 1..604,800: an attempt's deadline after its arm |
+         *     | `escalation` | | `[]` | up to 10 steps `{action: "notify", after_missed_seconds, webhook_ids?, pubsub_channel?}`, each with at least one target; kept sorted by `after_missed_seconds` |
+         *     | `on_complete` | | `null` | `{webhook_ids?, pubsub_channel?}`: notified when an attempt ends (`ritual.completed` or `ritual.failed`) |
+         *     | `on_dispute` | | `none` | the only value |
+         *     | `announce_channel` | | `null` | the default topic of `countdown` |
+         *
+         *     `webhook_ids` are ids of webhooks of the tenant (`/api/v1/webhooks`), up to
+         *     10; a channel is a message-queue topic name (letters, digits, `-`, `_`).
+         *     Inconsistent definitions are `400 BAD_REQUEST` with `details` naming the field
+         *     (a part named twice, an ordering that is not a permutation, `quorum.of` not the
+         *     number of parts, escalation without a check-in interval, a step without a
+         *     target). At most 1,000 definitions per tenant (`409 ritual_limit_reached`).
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -29456,7 +36413,39 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Arm an attempt (the ritual's creator, an assignee, or a platform admin): deadline_ms = armed_at_ms + arm_ttl_seconds. A rehearsal is kept in the history but not in the analytics. */
+        /**
+         * Arm an attempt (the ritual's creator, an assignee, or a platform admin): deadline_ms = armed_at_ms + arm_ttl_seconds. A rehearsal is kept in the history but not in the analytics.
+         * @description - **arm** `POST /api/v1/rituals/{def_id}/arm` (201), body optional
+         *       `{rehearsal?: bool, version?: int}`. `deadline_ms = armed_at_ms +
+         *       arm_ttl_seconds * 1000`. A **rehearsal** attempt behaves the same, is marked
+         *       `rehearsal: true` (also in its notifications) and is kept in the history but
+         *       left out of the analytics.
+         *
+         *     ```http
+         *     POST /api/v1/rituals/rdef_…/arm
+         *     {"rehearsal": false}
+         *
+         *     201 {"armed_at_ms": 1795000000000, "attempt_id": "ratt_…", "deadline_ms": 1795003600000, "rehearsal": false, "ritual_def_id": "rdef_…", "status": "armed", "version": 1}
+         *     ```
+         *
+         *     - **The window** is `[window_open_ms, window_close_ms = window_open_ms + window_ms]`.
+         *       It opens at the countdown's `window_open_ms`, or else at the first
+         *       performance. A performance at exactly `window_close_ms` still counts.
+         *     - **Completion**: in the turn whose performance brings the count to
+         *       `quorum.required`; every counted performance lies within the window, so the
+         *       spread is at most `window_ms`.
+         *     - **Failure**: by the `window` alarm when the window closes short of the
+         *       quorum (`reason: window_closed`), or by the `deadline` alarm
+         *       (`reason: deadline`). No request is needed; any request that arrives first
+         *       sees the same outcome (every turn applies what is due before anything else).
+         *     - **Late performances**: after a `window_closed` failure, a part that had not
+         *       performed may still perform until `deadline_ms`: it answers `200` with
+         *       `status: failed` and `late_by_ms` (its time minus `window_close_ms`), the
+         *       report records it, and the analytics count it. After the deadline, or on a
+         *       completed attempt: `409 ritual_attempt_closed`.
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -29581,7 +36570,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The ritual's attempts, newest armed first (rehearsals included, marked); status filters. */
+        /**
+         * The ritual's attempts, newest armed first (rehearsals included, marked); status filters.
+         * @description `GET /api/v1/rituals/{def_id}/history?status=&page=&page_size=` answers
+         *     `{attempts [Attempt], pagination}`, newest armed first, rehearsals included.
+         *     It is kept by the definition's record actor from the attempts' own updates
+         *     (outbox), so it may trail a change by a moment.
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -29742,7 +36739,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Success rate, median spread and lateness leaders over non-rehearsal terminal attempts: all of them, or the most recent `sample` (at most 1000 are kept for sampling and for the median). */
+        /**
+         * Success rate, median spread and lateness leaders over non-rehearsal terminal attempts: all of them, or the most recent `sample` (at most 1000 are kept for sampling and for the median).
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -29860,7 +36860,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An attempt, as of now (a due window close, deadline or escalation shows as the alarm will leave it). */
+        /**
+         * An attempt, as of now (a due window close, deadline or escalation shows as the alarm will leave it).
+         * @description `GET /api/v1/rituals/attempts/{attempt_id}` answers the Attempt:
+         *
+         *     ```json
+         *     {"attempt_id": "ratt_…", "ritual_def_id": "rdef_…", "version": 1, "armed_by": "usr_a",
+         *      "armed_at_ms": 1795000000000, "deadline_ms": 1795003600000, "rehearsal": false, "status": "performing",
+         *      "countdown": null, "window_open_ms": 1795000100000, "window_close_ms": 1795000102000,
+         *      "performances": [{"part_id": "key1", "performed_by": "usr_a", "server_ts_ms": 1795000100000}],
+         *      "late_performances": [], "checkins": [{"part_id": "key1", "last_checkin_ms": null, "checkins": 0, "steps_fired": 0}, …],
+         *      "escalations": [], "report": null, "ended_at_ms": null, "seq": 2}
+         *     ```
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -30011,7 +37025,23 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check in for a part (its assignee only): next_deadline_ms is when the next check-in is due (the attempt's deadline if the ritual has no check-in interval). A check-in resets the part's escalation. */
+        /**
+         * Check in for a part (its assignee only): next_deadline_ms is when the next check-in is due (the attempt's deadline if the ritual has no check-in interval). A check-in resets the part's escalation.
+         * @description `POST /api/v1/rituals/attempts/{attempt_id}/checkin` `{part_id}` by the
+         *     part's assignee, while the attempt is not terminal and the part has not
+         *     performed. Answers `{attempt_id, part_id, next_deadline_ms, status}`:
+         *     `next_deadline_ms = now + checkin_interval_seconds` (capped at the attempt's
+         *     deadline), or the deadline when the ritual has no interval.
+         *
+         *     ```http
+         *     POST /api/v1/rituals/attempts/ratt_…/checkin
+         *     {"part_id": "key1"}
+         *
+         *     200 {"attempt_id": "ratt_…", "part_id": "key1", "next_deadline_ms": 1795000060000, "status": "armed"}
+         *     ```
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -30141,7 +37171,27 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Announce the start: publishes ritual.countdown on the channel (a message-queue topic of the tenant; default the ritual's announce_channel) and opens the window at window_open_ms = now + seconds. From armed only. */
+        /**
+         * Announce the start: publishes ritual.countdown on the channel (a message-queue topic of the tenant; default the ritual's announce_channel) and opens the window at window_open_ms = now + seconds. From armed only.
+         * @description `POST /api/v1/rituals/attempts/{attempt_id}/countdown`, body optional
+         *     `{seconds?: 0..300 (default 3), channel?: topic}`, from `armed` only
+         *     (`409 ritual_attempt_state` otherwise). The channel defaults to the ritual's
+         *     `announce_channel` (neither: `400`). It sets `window_open_ms = now + seconds`,
+         *     publishes `ritual.countdown` on the topic (`data`: `seconds, window_open_ms,
+         *     window_close_ms, deadline_ms, ordering, mode, parts`) and moves the attempt to
+         *     `counting_down`. A performance before `window_open_ms` is refused with
+         *     `409 ritual_window_not_open` (nothing recorded). The window must open before
+         *     the deadline (`400`).
+         *
+         *     ```http
+         *     POST /api/v1/rituals/attempts/ratt_…/countdown
+         *     {"seconds": 5}
+         *
+         *     200 {"attempt_id": "ratt_…", "channel": "launch-start", "seconds": 5, "window_open_ms": 1795000005000, "window_close_ms": 1795000007000, "status": "counting_down"}
+         *     ```
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -30276,7 +37326,34 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Perform a part (its assignee only; anyone else: 403 ritual_not_assignee, nothing changed). The server's timestamp counts. The attempt completes when the quorum has performed within the window in order; report is set once it ends. */
+        /**
+         * Perform a part (its assignee only; anyone else: 403 ritual_not_assignee, nothing changed). The server's timestamp counts. The attempt completes when the quorum has performed within the window in order; report is set once it ends.
+         * @description `POST /api/v1/rituals/attempts/{attempt_id}/perform` `{part_id}` by the
+         *     part's assignee. The server's timestamp is recorded. Answers
+         *     `{attempt_id, part_id, server_ts_ms, performed, required, late_by_ms, report, status}`.
+         *
+         *     ```http
+         *     POST /api/v1/rituals/attempts/ratt_…/perform
+         *     {"part_id": "key2"}
+         *
+         *     200 {"attempt_id": "ratt_…", "part_id": "key2", "server_ts_ms": 1795000101200, "performed": 2, "required": 2,
+         *          "late_by_ms": null, "status": "completed", "report": {"outcome": "completed", "reason": "quorum_reached", "spread_ms": 1200, …}}
+         *     ```
+         *
+         *     | Refusal | Status, code |
+         *     |---|---|
+         *     | not the part's assignee | 403 `ritual_not_assignee` |
+         *     | no such part in the armed version | 404 `ritual_part_not_found` |
+         *     | no such attempt (or another tenant's) | 404 `not_found` |
+         *     | the part already performed | 409 `ritual_part_already_performed` |
+         *     | out of order | 409 `ritual_out_of_order` |
+         *     | before the countdown's window opens | 409 `ritual_window_not_open` |
+         *     | completed, or failed and past the deadline | 409 `ritual_attempt_closed` |
+         *
+         *     Every refusal leaves the attempt exactly as it was.
+         *
+         *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -30408,7 +37485,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List item definitions. */
+        /**
+         * List item definitions.
+         * @description `GET /definitions` lists (below); `GET /definitions/{id}` reads; `PUT
+         *     /definitions/{id}` replaces (the create body without `definition_id`; 200
+         *     Definition); `DELETE /definitions/{id}` answers 200 `{id, message}`, or 409
+         *     `items_definition_in_use` while a blueprint, a collection or another
+         *     definition's salvage outputs name it (`details.used_by`).
+         *
+         *     A PUT changes what later grants and crafts produce. Items already in
+         *     containers keep the `max_stack`, `weight` and `volume` they were placed with
+         *     (shown on each item), so a container's usage never changes behind its back; a
+         *     new grant only tops up stacks placed with the same values.
+         *
+         *     A domain holds at most 10,000 definitions, 5,000 blueprints, 500 collections
+         *     and 100,000 containers (409 `items_domain_limit`).
+         *
+         *     `GET /definitions`, `/blueprints`, `/collections` take `q` (substring of the
+         *     name, case-insensitive), `page` (1-based; 0 is 1), `page_size` (default 20,
+         *     at most 100), `sort_by` (`created_at` default, `updated_at`, `name`),
+         *     `sort_order` (`asc` default, `desc`), and answer `{<list>: [...], pagination:
+         *     {page, page_size, total, has_more}}`.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -30523,7 +37623,39 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create an item definition. */
+        /**
+         * Create an item definition.
+         * @description `POST /definitions` body:
+         *
+         *     | field | type | default | |
+         *     |---|---|---|---|
+         *     | `definition_id` | id | `def_...` | 409 `items_definition_exists` if taken |
+         *     | `name` | str 1..200 | required | |
+         *     | `max_stack` | int 1..1,000,000 | required | units per stack |
+         *     | `stackable` | bool | `max_stack > 1` and no durability | `false` needs `max_stack: 1` (400) |
+         *     | `weight`, `volume` | num 0..1e9 | 0 | per unit |
+         *     | `equip_slot` | str or null | null | stored for the game (`"main_hand"`) |
+         *     | `rarity` | str | `"common"` | |
+         *     | `tags` | [str], at most 32 | [] | |
+         *     | `default_durability` | int 1..1e9 or null | null | each new item starts with `{current, max}`; items with durability **never stack** (so `stackable: true` with it is 400) |
+         *     | `salvage_outputs` | [{definition_id, quantity, chance? (0..1, default 1)}], at most 16 | [] | must name existing definitions (404 `items_definition_not_found`, `details` names the field) |
+         *
+         *     ```http
+         *     POST /api/v1/items/rpg/definitions
+         *     {"definition_id": "iron_ore", "name": "Iron ore", "max_stack": 50, "weight": 2, "tags": ["metal"]}
+         *     ```
+         *
+         *     201
+         *
+         *     ```json
+         *     {"definition_id": "iron_ore", "domain": "rpg", "name": "Iron ore", "stackable": true, "max_stack": 50,
+         *      "weight": 2, "volume": 0, "equip_slot": null, "rarity": "common", "tags": ["metal"],
+         *      "default_durability": null, "salvage_outputs": [], "created_at": "2026-11-25T12:00:00.000Z",
+         *      "updated_at": "2026-11-25T12:00:00.000Z"}
+         *     ```
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -30678,7 +37810,17 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create up to 100 definitions, all or nothing: the first invalid one (in order) refuses the batch. */
+        /**
+         * Create up to 100 definitions, all or nothing: the first invalid one (in order) refuses the batch.
+         * @description `POST /definitions/batch` body `{definitions: [definition body]}`, 1 to **100**
+         *     per batch (more: 400). Fail-fast and all or nothing: the definitions are
+         *     checked in order in one turn of the domain's catalog; the first invalid one
+         *     refuses the batch with its index in `details` (`body.definitions.3.salvage_outputs.0.definition_id`)
+         *     and nothing is created. A definition may name one created earlier in the same
+         *     batch (or itself) as a salvage output. 201 `{count, definitions: [Definition]}`.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -30836,7 +37978,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an item definition. */
+        /**
+         * Get an item definition.
+         * @description `GET /definitions` lists (below); `GET /definitions/{id}` reads; `PUT
+         *     /definitions/{id}` replaces (the create body without `definition_id`; 200
+         *     Definition); `DELETE /definitions/{id}` answers 200 `{id, message}`, or 409
+         *     `items_definition_in_use` while a blueprint, a collection or another
+         *     definition's salvage outputs name it (`details.used_by`).
+         *
+         *     A PUT changes what later grants and crafts produce. Items already in
+         *     containers keep the `max_stack`, `weight` and `volume` they were placed with
+         *     (shown on each item), so a container's usage never changes behind its back; a
+         *     new grant only tops up stacks placed with the same values.
+         *
+         *     A domain holds at most 10,000 definitions, 5,000 blueprints, 500 collections
+         *     and 100,000 containers (409 `items_domain_limit`).
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -30945,7 +38104,10 @@ export interface paths {
                 };
             };
         };
-        /** Replace an item definition. Items already placed keep the max_stack, weight and volume they were placed with. */
+        /**
+         * Replace an item definition. Items already placed keep the max_stack, weight and volume they were placed with.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -31077,7 +38239,24 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete an item definition (409 items_definition_in_use while a blueprint, collection or salvage output names it). */
+        /**
+         * Delete an item definition (409 items_definition_in_use while a blueprint, collection or salvage output names it).
+         * @description `GET /definitions` lists (below); `GET /definitions/{id}` reads; `PUT
+         *     /definitions/{id}` replaces (the create body without `definition_id`; 200
+         *     Definition); `DELETE /definitions/{id}` answers 200 `{id, message}`, or 409
+         *     `items_definition_in_use` while a blueprint, a collection or another
+         *     definition's salvage outputs name it (`details.used_by`).
+         *
+         *     A PUT changes what later grants and crafts produce. Items already in
+         *     containers keep the `max_stack`, `weight` and `volume` they were placed with
+         *     (shown on each item), so a container's usage never changes behind its back; a
+         *     new grant only tops up stacks placed with the same values.
+         *
+         *     A domain holds at most 10,000 definitions, 5,000 blueprints, 500 collections
+         *     and 100,000 containers (409 `items_domain_limit`).
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -31189,7 +38368,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List blueprints. */
+        /**
+         * List blueprints.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -31305,7 +38487,23 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a blueprint (inputs and outputs name existing definitions). */
+        /**
+         * Create a blueprint (inputs and outputs name existing definitions).
+         * @description `POST /blueprints` body `{name, inputs: [{match?: "definition_id", value, quantity}],
+         *     outputs: [{definition_id, quantity, chance? (0..1, default 1), initial_durability_pct? (0..100, default 100)}],
+         *     context_requirements? (any JSON up to 16 KiB, stored and returned, not evaluated)}`;
+         *     1 to 16 inputs and outputs, each naming an existing definition (404).
+         *     Inputs match by `definition_id` only (the one `match` value built). 201:
+         *
+         *     ```json
+         *     {"blueprint_id": "bp_...", "domain": "rpg", "name": "Smelt", "type": "static", "version": 1,
+         *      "inputs": [{"match": "definition_id", "value": "iron_ore", "quantity": 2}],
+         *      "outputs": [{"definition_id": "iron_ingot", "quantity": 1, "chance": 1, "initial_durability_pct": 100}],
+         *      "context_requirements": null, "created_at": "...", "updated_at": "..."}
+         *     ```
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -31456,7 +38654,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a blueprint. */
+        /**
+         * Get a blueprint.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -31566,7 +38767,13 @@ export interface paths {
                 };
             };
         };
-        /** Replace a blueprint; its version goes up by one. */
+        /**
+         * Replace a blueprint; its version goes up by one.
+         * @description `PUT /blueprints/{id}` replaces it and adds 1 to `version`; `DELETE` answers
+         *     `{id, message}`.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -31697,7 +38904,10 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a blueprint. */
+        /**
+         * Delete a blueprint.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -31800,7 +39010,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List collections. */
+        /**
+         * List collections.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -31909,7 +39122,35 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a collection. */
+        /**
+         * Create a collection.
+         * @description `POST /collections` body `{name, members: [definition_id] (1..500, existing, no repeats),
+         *     tiers?: [{required (int 1..members), bonus_event}] (at most 20, distinct required),
+         *     duplicate_policy?: "ignore" | "convert" (default ignore), convert_event? (required with convert)}`.
+         *     201 Collection (`tiers` sorted by `required`). `GET`, `PUT` (replace), `DELETE`
+         *     as for blueprints. `rarity_weighting` (spec) is not built.
+         *
+         *     **Progress** is kept per (tenant, domain, user) by grants and crafts into a
+         *     container with an `owner_id`: the container's flow sends the acquisition to
+         *     the user's progress actor through the outbox (no scan), and the grant or
+         *     craft answers after the progress actor has counted it. A member acquired for the first
+         *     time is owned; every further unit is a duplicate (`duplicate_counts`). A tier
+         *     is reached when the owned count reaches `required`, once per user; the turn
+         *     that reaches it publishes on the node's internal event bus (runtime `events`,
+         *     after the commit):
+         *
+         *     - `items.collection.tier_reached`, data `{tenant, domain, user_id, collection_id, required, bonus_event, reached_at_ms}`;
+         *     - with `duplicate_policy: "convert"`, each acquisition with duplicates publishes
+         *       `items.collection.duplicate_converted`, data `{tenant, domain, user_id, collection_id, definition_id, quantity, convert_event}`.
+         *
+         *     The event type is fixed and the collection's `bonus_event` travels in the data
+         *     (a caller-chosen string never becomes an internal event type). The grant or
+         *     craft result lists the tiers it reached in `tier_events`, with `global_first`
+         *     true for the first user of the tenant's domain to reach that tier (claimed
+         *     like a craft's output).
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -32046,7 +39287,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a collection. */
+        /**
+         * Get a collection.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -32149,7 +39393,10 @@ export interface paths {
                 };
             };
         };
-        /** Replace a collection (progress already recorded stays). */
+        /**
+         * Replace a collection (progress already recorded stays).
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -32266,7 +39513,10 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a collection. */
+        /**
+         * Delete a collection.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **items** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -32369,7 +39619,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A user's progress in a collection. */
+        /**
+         * A user's progress in a collection.
+         * @description `GET /collections/{id}/progress?user_id=...` (user_id required, 400 without):
+         *
+         *     ```json
+         *     {"collection_id": "col_...", "user_id": "player-42", "owned": ["iron_ore", "iron_ingot"],
+         *      "owned_count": 2, "total_members": 3, "duplicate_counts": {"iron_ore": 3},
+         *      "tiers_reached": [2], "completed": false}
+         *     ```
+         *
+         *     A collection's PUT does not recount: progress already recorded stays, and
+         *     `owned` shows only current members.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query: {
@@ -32487,7 +39751,35 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a container. */
+        /**
+         * Create a container.
+         * @description `POST /containers`, every field optional:
+         *
+         *     | field | default | |
+         *     |---|---|---|
+         *     | `container_id` | `ctr_...` | 409 `items_container_exists` if taken |
+         *     | `kind` | `"slotted"` | the one kind |
+         *     | `owner_id` | null | the player whose collection progress its grants and crafts count for |
+         *     | `parent_container_id` | null | an existing container (404 `items_container_not_found`); itself: 409 `items_container_cycle` |
+         *     | `slots` | 20 | 1..1000 |
+         *     | `limits` | `{max_weight: null, max_volume: null}` | null: no limit |
+         *
+         *     201 Container:
+         *
+         *     ```json
+         *     {"container_id": "backpack", "domain": "rpg", "kind": "slotted", "owner_id": "player-42",
+         *      "parent_container_id": null, "slots": 20, "limits": {"max_weight": 100, "max_volume": null},
+         *      "created_at": "...", "usage": {"slots_used": 0, "weight": 0, "volume": 0},
+         *      "contents": [], "children": [], "truncated": false}
+         *     ```
+         *
+         *     Nesting: a container inside another (a pouch in a backpack) is its own
+         *     compartment with its own slots and limits; the parent's limits count only
+         *     the items directly in it (Nakama and UGS model bags the same way). Trees are
+         *     at most **16** levels below a root (409 `items_nesting_limit`).
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -32659,7 +39951,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A container with its contents; expand=contents adds every nested container with its contents, recursively. */
+        /**
+         * A container with its contents; expand=contents adds every nested container with its contents, recursively.
+         * @description `GET /containers/{container_id}` answers the Container with its `contents`
+         *     (items in slot order) and `usage` (slots, weight, volume in use, counting the
+         *     inputs a craft in progress has reserved; they leave the usage when the craft
+         *     commits, which the source does before the craft answers). `children` holds the direct
+         *     children as summaries (no contents).
+         *
+         *     **Recursive expansion: `?expand=contents`.** Every nested container, at any
+         *     depth, comes as a full Container with its own `contents` and `children`,
+         *     breadth first, at most **100** containers (`truncated: true` when there were
+         *     more). The tree is read from the catalog and each container's contents from
+         *     its own actor; the reads are not one snapshot (a grant landing meanwhile may
+         *     show in one container and not yet in another).
+         *
+         *     Items:
+         *
+         *     ```json
+         *     {"item_id": "itm_...", "container_id": "backpack", "definition_id": "iron_ore", "domain": "rpg",
+         *      "owner_id": "player-42", "quantity": 50, "slot": 0, "max_stack": 50, "weight": 2, "volume": 0,
+         *      "durability": null, "collection_tags": ["col_..."], "state": "normal",
+         *      "created_at": "...", "updated_at": "..."}
+         *     ```
+         *
+         *     `collection_tags` are the collections the definition belonged to when the
+         *     item was placed; `state` is always `normal` (no other state is built);
+         *     `attributes` and `freshness` (spec) are not built.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -32801,7 +40122,16 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Move a container under another (or to the root with null). A cycle is refused: 409 items_container_cycle. */
+        /**
+         * Move a container under another (or to the root with null). A cycle is refused: 409 items_container_cycle.
+         * @description `PATCH /containers/{container_id}` body `{parent_container_id: id | null}`
+         *     moves a container (null: to the root) and answers 200 with the container
+         *     without contents. A move under the container itself or under any of its
+         *     descendants is a cycle: 409 `items_container_cycle`, nothing moves (the tree
+         *     lives in the domain's catalog actor, so the check and the move are one turn).
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -32928,7 +40258,24 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Grant items into a container: into existing stacks up to max_stack, then new slots; all or nothing. */
+        /**
+         * Grant items into a container: into existing stacks up to max_stack, then new slots; all or nothing.
+         * @description `POST /grant` body `{container_id, definition_id, quantity (int 1..1,000,000)}`.
+         *     The quantity first tops up the existing stacks of the definition (slot order,
+         *     up to their `max_stack`), then opens new stacks of at most `max_stack` in the
+         *     lowest free slots; items with durability or of a non-stackable definition take
+         *     one slot each. The catalog resolves the plan (the definition's unit, the container's
+         *     config, the collections it belongs to; a read) and the container places it
+         *     in its turn, all or nothing: if the slots, weight or volume cannot take the
+         *     whole quantity, 409 `items_capacity_exceeded` with
+         *     `details {limit: "slots" | "weight" | "volume", needed, available}` and nothing
+         *     is granted. Unknown definition or container: 404 (`details` names the field).
+         *
+         *     200 `{container_id, items: [Item], tier_events: [...]}`: `items` are the
+         *     stacks it created or grew, as they are now; `tier_events` as for crafts.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -33079,7 +40426,75 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Craft a blueprint: its inputs are consumed from the source container and its outputs produced into the target, atomically; refused with nothing changed. */
+        /**
+         * Craft a blueprint: its inputs are consumed from the source container and its outputs produced into the target, atomically; refused with nothing changed.
+         * @description `POST /craft` body `{blueprint_id, source_container_id, target_container_id, seed?}`.
+         *     The blueprint's inputs are consumed from the source container and its
+         *     outputs produced into the target container (the two may be the same),
+         *     atomically:
+         *
+         *     1. The catalog resolves the craft's plan: the blueprint (its version is
+         *        recorded), both containers, the outputs' definitions, and every output's
+         *        `chance` rolled from the seed (below). Unknown ids: 404. This is a read
+         *        of the catalog; the plan is then handed to the source container, which
+         *        coordinates the rest and checks its own rules in its turns.
+         *     2. The source **reserves** the inputs in its turn (taken out of sight at
+         *        once, still counted in its usage). Missing: 409
+         *        `items_insufficient_inputs` with `details.missing [{definition_id,
+         *        required, available}]`, nothing changed.
+         *     3. The target **places** the produced outputs, all or nothing, as a grant
+         *        does. Durable outputs start at `floor(default_durability * initial_durability_pct / 100)`.
+         *        Refused (409 `items_capacity_exceeded`): the source **releases** the
+         *        reservation (the compensation, in the turn that hears the refusal) and the
+         *        caller gets the 409; nothing changed.
+         *     4. In the same turn the source **commits** the reservation (the inputs are
+         *        gone), asks the first-claim actor of each produced output (unless the
+         *        catalog already knows it is claimed) and the owner's collection progress,
+         *        and the caller gets the result once those answer.
+         *
+         *     The placement and its answer travel through the outbox, and the flow is the
+         *     source container's record, written in the turns that start and advance it, so
+         *     a crash (kill -9) at any point ends with the inputs consumed and the outputs
+         *     produced, or neither (test/process/items-craft-restart.test.ts); a caller cut
+         *     off by the crash gets 503 `flow_interrupted` and the craft still completes or
+         *     is refused.
+         *
+         *     Because the plan is read before the source's turn, a blueprint changed in
+         *     between is crafted at the version read (the result names it). Containers are
+         *     never deleted and a definition a blueprint names cannot be deleted, so the
+         *     plan's ids stay valid.
+         *
+         *     **Seed.** `seed` is a decimal string 0..4294967295; without it the server
+         *     draws one. Every output's chance takes one draw, in order, from pure-rand's
+         *     Mersenne Twister seeded with it: success when the draw in [0, 1e6) is below
+         *     `round(chance * 1e6)`. The same blueprint version and seed always give the
+         *     same outputs; the result records both.
+         *
+         *     **global_first** is true when this craft produced the first unit ever crafted
+         *     in the tenant's domain of one of the blueprint's output definitions
+         *     (`global_first_outputs` names them). One actor per (tenant, domain, blueprint,
+         *     output definition) takes the claim in its turn, so it is true exactly once per
+         *     output even with concurrent crafts on different nodes. An output whose chance
+         *     failed claims nothing. The claim actor tells the domain's catalog (through
+         *     the outbox) that the output is taken; later plans carry that, and their
+         *     crafts answer `global_first: false` without asking (a cache in the catalog's
+         *     memory: after a restart the next craft asks once more).
+         *
+         *     200:
+         *
+         *     ```json
+         *     {"craft_id": "crf_...", "blueprint_id": "bp_...", "blueprint_version": 1, "seed": "42",
+         *      "source_container_id": "forge-in", "target_container_id": "backpack",
+         *      "consumed": [{"definition_id": "iron_ore", "quantity": 2}],
+         *      "produced": [{"item_id": "itm_...", "definition_id": "iron_ingot", "quantity": 3, "slot": 1, "...": "..."}],
+         *      "global_first": true, "global_first_outputs": ["iron_ingot"],
+         *      "tier_events": [{"collection_id": "col_...", "required": 2, "bonus_event": "smith_adept", "global_first": true}]}
+         *     ```
+         *
+         *     `produced` lists the target's stacks the outputs created or grew.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -33243,7 +40658,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Merge one stack into another of the same definition in the same container, as much as fits. */
+        /**
+         * Merge one stack into another of the same definition in the same container, as much as fits.
+         * @description `POST /merge` body `{container_id, source_item_id, target_item_id, quantity?}`
+         *     moves units from one stack into another of the same definition in the same
+         *     container: `quantity` (default the whole source stack), or as much as the
+         *     target's room allows. The source stack disappears when emptied (its slot is
+         *     freed). Weight and volume do not change.
+         *
+         *     200 `{container_id, moved, source: Item | null, target: Item}`.
+         *     - Not two stacks of the same stackable definition without durability, placed
+         *       with the same `max_stack`, weight and volume, or the same stack twice: 409
+         *       `items_merge_incompatible`.
+         *     - Target already full: 409 `items_stack_full`. `quantity` above the source
+         *       stack: 400. An unknown item (or container): 404 `items_item_not_found`.
+         *     - Units a craft in progress has reserved keep their room in their stack, so a
+         *       merge never fills the space they return to.
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -33417,7 +40850,41 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Salvage units of an item into its definition's salvage outputs (chances rolled from a recorded seed), in the same container, all or nothing. */
+        /**
+         * Salvage units of an item into its definition's salvage outputs (chances rolled from a recorded seed), in the same container, all or nothing.
+         * @description `POST /salvage` body `{container_id, item_id, quantity? (int 1..1000, default 1), seed?}`
+         *     turns units of an item into its definition's `salvage_outputs`, in the same
+         *     container, in one turn of that container, all or nothing. Each unit rolls
+         *     each output's `chance` (unit by unit, output by output, from one Mersenne
+         *     Twister seeded as for crafts; without `seed` the server draws one), and each
+         *     success yields the output's `quantity`. The outputs are placed as a grant
+         *     places them, counting the room the salvaged units free; no room: 409
+         *     `items_capacity_exceeded` and nothing changes.
+         *
+         *     ```http
+         *     POST /api/v1/items/rpg/salvage
+         *     {"container_id": "backpack", "item_id": "itm_...", "quantity": 4, "seed": "11"}
+         *     ```
+         *
+         *     200
+         *
+         *     ```json
+         *     {"container_id": "backpack", "seed": "11",
+         *      "consumed": {"item_id": "itm_...", "definition_id": "crate", "quantity": 4},
+         *      "remaining": {"item_id": "itm_...", "quantity": 6, "...": "..."},
+         *      "produced": [{"definition_id": "scrap", "quantity": 8, "...": "..."}, {"definition_id": "gem", "quantity": 4, "...": "..."}]}
+         *     ```
+         *
+         *     `remaining` is null when the item is used up. Errors: unknown item (or
+         *     container, or another tenant's) 404 `items_item_not_found`; a definition
+         *     without salvage outputs 409 `items_not_salvageable`; more units than the item
+         *     holds 409 `items_insufficient_inputs`. Salvage does not count toward
+         *     collection progress (grants and crafts do). The route reads the item's
+         *     definition and the catalog's plan first; the container checks again in its
+         *     turn that the item is still that definition (409 `conflict` otherwise).
+         *
+         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -33594,7 +41061,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The rate-limit configuration at a glance: the default tier, endpoint tiers, support tiers and the number of users with settings. */
+        /**
+         * The rate-limit configuration at a glance: the default tier, endpoint tiers, support tiers and the number of users with settings.
+         * @description ### `GET /admin/rate-limits`
+         *
+         *     ```json
+         *     {"default_tier":{"id":"default","name":"default","tier_type":"default","max_requests":6000,"window_seconds":60,"created_at":null,"updated_at":null},
+         *      "endpoint_tiers":[{"id":"rlt_…","name":"/api/v1/jobs/{job_id}","tier_type":"endpoint","max_requests":50,"window_seconds":60,"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"}],
+         *      "module_tiers":[],
+         *      "support_tiers":[{"name":"gold","description":"Gold support","max_requests":5000,"window_seconds":60,"created_at":"…","updated_at":"…"}],
+         *      "user_count":1}
+         *     ```
+         *
+         *     `module_tiers` is an addition to the spec's shape.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -33744,7 +41226,64 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Every node drops its cached rule set, its leases (unspent tokens given back) and its remembered refusals; counts are kept. */
+        /**
+         * Every node drops its cached rule set, its leases (unspent tokens given back) and its remembered refusals; counts are kept.
+         * @description - **The count is an actor's.** Each (caller, scope) has a `rate-limit-window`
+         *       actor (one turn at a time, persisted, replicated in a cluster like any
+         *       actor), so two requests, on one node or on two, are never counted apart.
+         *     - **Leases, not an ask per request.** A node reserves a *lease* of tokens from
+         *       the window actor (a tenth of the limit, at least 1, at least as many as
+         *       requests are waiting), spends them locally with no message at all, and when
+         *       they run out or the lease ends (after a tenth of the window, between 50 ms
+         *       and 5 s), one `reserve` gives back what is left and takes the next lease.
+         *       Concurrent requests of one caller share one reserve. A refusal is
+         *       remembered until the window has room (`Retry-After`), so hammering a full
+         *       window costs no actor message either.
+         *     - **Sliding window, exact.** A lease's tokens count in the window from the
+         *       turn that granted them until *lease end + window*. Every request admitted on
+         *       a lease is admitted before the lease ends, so it is still counted a full
+         *       window after it happened: **in any interval of `window_seconds`, at most
+         *       `max_requests` requests of a caller are admitted, on one node or across a
+         *       cluster**. Overshoot margin: **zero** (plus, in a cluster, requests admitted
+         *       within the clock skew between two nodes at a lease's end). The price is on
+         *       the safe side: a token counts up to one lease (≤ 5 s, ≤ 10% of the window)
+         *       longer than its request, and a token leased by one node and not yet given
+         *       back is not available to another node (at most one lease per node and
+         *       caller), so a caller spread over several nodes may be refused slightly
+         *       early, never admitted late.
+         *     - **Rule cache.** Each node keeps the rule set for `RATE_LIMITS_RULES_CACHE_MS`
+         *       (default 2 s), then asks whether it changed (one small read per node, not per
+         *       request). A change made through a node applies on that node at once; on the
+         *       others within the cache time, counted from their last look: the check runs
+         *       beside the request that finds the copy expired, so that request (and any
+         *       arriving while the check is on its way) still uses the old copy. A node
+         *       that was idle for a while thus applies a change on its second request after
+         *       it. So a **lowered limit** may admit requests under the old limit for up to
+         *       2 s, plus one check's round trip, on other nodes (the documented margin of
+         *       the rule cache); the count itself carries over (same scope, same window).
+         *       `POST /admin/rate-limits/cache/clear` sent to a node makes it read the rules
+         *       on its next request (test/cluster/rate-limits.test.ts does so on each node).
+         *     - **cache/clear** bumps the rule set's epoch: every node drops its cached rules,
+         *       its leases (giving their unspent tokens back) and its remembered refusals,
+         *       this node at once and the others within the cache time. Counts are kept: it
+         *       is a cache, not a reset.
+         *     - **Fail open.** If a window actor cannot answer within 1 s (its partition is moving,
+         *       has no live replica, or is overloaded) the request is admitted and the node logs a warning, as Envoy's
+         *       rate-limit filter does by default: an outage of the limiter is not an outage
+         *       of the API.
+         *     - **Nothing left behind.** A node tells a window actor to forget once its
+         *       window is over; the record is deleted once nothing in it counts.
+         *     - The 20-concurrent-requests-against-3 test passes on one node over HTTP
+         *       (test/http/rate-limits.test.ts) and through four limiters sharing one window
+         *       actor (test/unit/rate-limits-limiter.test.ts), the stand-in for a cluster
+         *       until the cluster test suite covers it.
+         *
+         *     ### `POST /admin/rate-limits/cache/clear`
+         *
+         *     204, no body. See "How enforcement works".
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -33839,7 +41378,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The default tier (until an admin sets it: the node's configured default, created_at and updated_at null). */
+        /**
+         * The default tier (until an admin sets it: the node's configured default, created_at and updated_at null).
+         * @description ### `GET|PUT /admin/rate-limits/tiers/default`
+         *
+         *     `PUT {"max_requests": 2000, "window_seconds": 60}` → 200 Tier. `GET` before any
+         *     PUT answers the configured default with `created_at` and `updated_at` null.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -33934,7 +41481,15 @@ export interface paths {
                 };
             };
         };
-        /** Set the default tier. */
+        /**
+         * Set the default tier.
+         * @description ### `GET|PUT /admin/rate-limits/tiers/default`
+         *
+         *     `PUT {"max_requests": 2000, "window_seconds": 60}` → 200 Tier. `GET` before any
+         *     PUT answers the configured default with `created_at` and `updated_at` null.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -34050,7 +41605,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List endpoint tiers. tier_type=default lists the default tier instead; filter on id, name, tier_type, max_requests, window_seconds, created_at, updated_at. */
+        /**
+         * List endpoint tiers. tier_type=default lists the default tier instead; filter on id, name, tier_type, max_requests, window_seconds, created_at, updated_at.
+         * @description - `POST {"endpoint_path": "/api/v1/jobs/{job_id}", "max_requests": 50, "window_seconds": 60}` → 201
+         *       `{"id":"rlt_…","name":"/api/v1/jobs/{job_id}","tier_type":"endpoint","max_requests":50,"window_seconds":60,"created_at":"…","updated_at":"…"}`;
+         *       the endpoint already has a tier: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/tiers/endpoints/{endpoint_path}`: the
+         *       template **URL-encoded** (`/` as `%2F`, `{` `}` as `%7B` `%7D`), e.g.
+         *       `/admin/rate-limits/tiers/endpoints/%2Fapi%2Fv1%2Fjobs%2F%7Bjob_id%7D`; any
+         *       parameter spelling finds the tier. PUT body `{max_requests, window_seconds}`
+         *       → 200 Tier; unknown: 404 `not_found`.
+         *     - `GET /admin/rate-limits/tiers/endpoints`: `q` on the template; `sort_by`
+         *       name (default), max_requests, window_seconds, created_at, updated_at;
+         *       filter fields id, name, tier_type, max_requests, window_seconds, created_at,
+         *       updated_at. `tier_type` (not shown in the spec beyond its values): absent
+         *       lists this kind's tiers; `tier_type=default` lists the default tier instead
+         *       (once an admin has set it); `tier_type=endpoint` (or `module`) lists that
+         *       kind's tiers. Response `{pagination, tiers: [Tier]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -34165,7 +41739,10 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a endpoint tier. 201; one already exists for it: 409 rate_limit_tier_exists. */
+        /**
+         * Create a endpoint tier. 201; one already exists for it: 409 rate_limit_tier_exists.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -34291,7 +41868,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One endpoint tier. */
+        /**
+         * One endpoint tier.
+         * @description - `POST {"endpoint_path": "/api/v1/jobs/{job_id}", "max_requests": 50, "window_seconds": 60}` → 201
+         *       `{"id":"rlt_…","name":"/api/v1/jobs/{job_id}","tier_type":"endpoint","max_requests":50,"window_seconds":60,"created_at":"…","updated_at":"…"}`;
+         *       the endpoint already has a tier: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/tiers/endpoints/{endpoint_path}`: the
+         *       template **URL-encoded** (`/` as `%2F`, `{` `}` as `%7B` `%7D`), e.g.
+         *       `/admin/rate-limits/tiers/endpoints/%2Fapi%2Fv1%2Fjobs%2F%7Bjob_id%7D`; any
+         *       parameter spelling finds the tier. PUT body `{max_requests, window_seconds}`
+         *       → 200 Tier; unknown: 404 `not_found`.
+         *     - `GET /admin/rate-limits/tiers/endpoints`: `q` on the template; `sort_by`
+         *       name (default), max_requests, window_seconds, created_at, updated_at;
+         *       filter fields id, name, tier_type, max_requests, window_seconds, created_at,
+         *       updated_at. `tier_type` (not shown in the spec beyond its values): absent
+         *       lists this kind's tiers; `tier_type=default` lists the default tier instead
+         *       (once an admin has set it); `tier_type=endpoint` (or `module`) lists that
+         *       kind's tiers. Response `{pagination, tiers: [Tier]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -34398,7 +41994,26 @@ export interface paths {
                 };
             };
         };
-        /** Change a endpoint tier's limit. */
+        /**
+         * Change a endpoint tier's limit.
+         * @description - `POST {"endpoint_path": "/api/v1/jobs/{job_id}", "max_requests": 50, "window_seconds": 60}` → 201
+         *       `{"id":"rlt_…","name":"/api/v1/jobs/{job_id}","tier_type":"endpoint","max_requests":50,"window_seconds":60,"created_at":"…","updated_at":"…"}`;
+         *       the endpoint already has a tier: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/tiers/endpoints/{endpoint_path}`: the
+         *       template **URL-encoded** (`/` as `%2F`, `{` `}` as `%7B` `%7D`), e.g.
+         *       `/admin/rate-limits/tiers/endpoints/%2Fapi%2Fv1%2Fjobs%2F%7Bjob_id%7D`; any
+         *       parameter spelling finds the tier. PUT body `{max_requests, window_seconds}`
+         *       → 200 Tier; unknown: 404 `not_found`.
+         *     - `GET /admin/rate-limits/tiers/endpoints`: `q` on the template; `sort_by`
+         *       name (default), max_requests, window_seconds, created_at, updated_at;
+         *       filter fields id, name, tier_type, max_requests, window_seconds, created_at,
+         *       updated_at. `tier_type` (not shown in the spec beyond its values): absent
+         *       lists this kind's tiers; `tier_type=default` lists the default tier instead
+         *       (once an admin has set it); `tier_type=endpoint` (or `module`) lists that
+         *       kind's tiers. Response `{pagination, tiers: [Tier]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -34513,7 +42128,26 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a endpoint tier: its requests fall back to the next rule. */
+        /**
+         * Delete a endpoint tier: its requests fall back to the next rule.
+         * @description - `POST {"endpoint_path": "/api/v1/jobs/{job_id}", "max_requests": 50, "window_seconds": 60}` → 201
+         *       `{"id":"rlt_…","name":"/api/v1/jobs/{job_id}","tier_type":"endpoint","max_requests":50,"window_seconds":60,"created_at":"…","updated_at":"…"}`;
+         *       the endpoint already has a tier: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/tiers/endpoints/{endpoint_path}`: the
+         *       template **URL-encoded** (`/` as `%2F`, `{` `}` as `%7B` `%7D`), e.g.
+         *       `/admin/rate-limits/tiers/endpoints/%2Fapi%2Fv1%2Fjobs%2F%7Bjob_id%7D`; any
+         *       parameter spelling finds the tier. PUT body `{max_requests, window_seconds}`
+         *       → 200 Tier; unknown: 404 `not_found`.
+         *     - `GET /admin/rate-limits/tiers/endpoints`: `q` on the template; `sort_by`
+         *       name (default), max_requests, window_seconds, created_at, updated_at;
+         *       filter fields id, name, tier_type, max_requests, window_seconds, created_at,
+         *       updated_at. `tier_type` (not shown in the spec beyond its values): absent
+         *       lists this kind's tiers; `tier_type=default` lists the default tier instead
+         *       (once an admin has set it); `tier_type=endpoint` (or `module`) lists that
+         *       kind's tiers. Response `{pagination, tiers: [Tier]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -34619,7 +42253,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List module tiers. tier_type=default lists the default tier instead; filter on id, name, tier_type, max_requests, window_seconds, created_at, updated_at. */
+        /**
+         * List module tiers. tier_type=default lists the default tier instead; filter on id, name, tier_type, max_requests, window_seconds, created_at, updated_at.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -34734,7 +42371,10 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a module tier. 201; one already exists for it: 409 rate_limit_tier_exists. */
+        /**
+         * Create a module tier. 201; one already exists for it: 409 rate_limit_tier_exists.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -34859,7 +42499,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One module tier. */
+        /**
+         * One module tier.
+         * @description The same, with body `{"module": "presence", "max_requests": 300, "window_seconds": 60}`
+         *     (1-64 letters, digits, `_ . -`) and `GET|PUT|DELETE .../modules/{module}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -34965,7 +42611,13 @@ export interface paths {
                 };
             };
         };
-        /** Change a module tier's limit. */
+        /**
+         * Change a module tier's limit.
+         * @description The same, with body `{"module": "presence", "max_requests": 300, "window_seconds": 60}`
+         *     (1-64 letters, digits, `_ . -`) and `GET|PUT|DELETE .../modules/{module}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -35079,7 +42731,13 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a module tier: its requests fall back to the next rule. */
+        /**
+         * Delete a module tier: its requests fall back to the next rule.
+         * @description The same, with body `{"module": "presence", "max_requests": 300, "window_seconds": 60}`
+         *     (1-64 letters, digits, `_ . -`) and `GET|PUT|DELETE .../modules/{module}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -35184,7 +42842,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List support tiers; filter on name, description, max_requests, window_seconds, created_at, updated_at. */
+        /**
+         * List support tiers; filter on name, description, max_requests, window_seconds, created_at, updated_at.
+         * @description - `POST {"name": "gold", "max_requests": 5000, "window_seconds": 60, "description": "Gold support"}`
+         *       → 201 SupportTier (`description` optional, default ""; name 1-64 letters,
+         *       digits, `_ . -`, not `default`); taken: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/support-tiers/{tier_name}`. PUT body
+         *       `{max_requests, window_seconds, description?}` → 200. DELETE while user
+         *       settings name the tier: 409 `rate_limit_tier_in_use` (details
+         *       `{user_count}`); move them first. Unknown: 404.
+         *     - `GET /admin/rate-limits/support-tiers`: `q` on name and description;
+         *       `sort_by` name (default), max_requests, window_seconds, created_at,
+         *       updated_at; filter on the same fields and description.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -35295,7 +42967,10 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a support tier (a named limit users are put in). 201; the name taken: 409 rate_limit_tier_exists; the name default is reserved (400). */
+        /**
+         * Create a support tier (a named limit users are put in). 201; the name taken: 409 rate_limit_tier_exists; the name default is reserved (400).
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -35419,7 +43094,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One support tier. */
+        /**
+         * One support tier.
+         * @description - `POST {"name": "gold", "max_requests": 5000, "window_seconds": 60, "description": "Gold support"}`
+         *       → 201 SupportTier (`description` optional, default ""; name 1-64 letters,
+         *       digits, `_ . -`, not `default`); taken: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/support-tiers/{tier_name}`. PUT body
+         *       `{max_requests, window_seconds, description?}` → 200. DELETE while user
+         *       settings name the tier: 409 `rate_limit_tier_in_use` (details
+         *       `{user_count}`); move them first. Unknown: 404.
+         *     - `GET /admin/rate-limits/support-tiers`: `q` on name and description;
+         *       `sort_by` name (default), max_requests, window_seconds, created_at,
+         *       updated_at; filter on the same fields and description.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -35523,7 +43212,21 @@ export interface paths {
                 };
             };
         };
-        /** Change a support tier's limit (and description). */
+        /**
+         * Change a support tier's limit (and description).
+         * @description - `POST {"name": "gold", "max_requests": 5000, "window_seconds": 60, "description": "Gold support"}`
+         *       → 201 SupportTier (`description` optional, default ""; name 1-64 letters,
+         *       digits, `_ . -`, not `default`); taken: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/support-tiers/{tier_name}`. PUT body
+         *       `{max_requests, window_seconds, description?}` → 200. DELETE while user
+         *       settings name the tier: 409 `rate_limit_tier_in_use` (details
+         *       `{user_count}`); move them first. Unknown: 404.
+         *     - `GET /admin/rate-limits/support-tiers`: `q` on name and description;
+         *       `sort_by` name (default), max_requests, window_seconds, created_at,
+         *       updated_at; filter on the same fields and description.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -35636,7 +43339,21 @@ export interface paths {
             };
         };
         post?: never;
-        /** Delete a support tier. Users still in it: 409 rate_limit_tier_in_use. */
+        /**
+         * Delete a support tier. Users still in it: 409 rate_limit_tier_in_use.
+         * @description - `POST {"name": "gold", "max_requests": 5000, "window_seconds": 60, "description": "Gold support"}`
+         *       → 201 SupportTier (`description` optional, default ""; name 1-64 letters,
+         *       digits, `_ . -`, not `default`); taken: 409 `rate_limit_tier_exists`.
+         *     - `GET|PUT|DELETE /admin/rate-limits/support-tiers/{tier_name}`. PUT body
+         *       `{max_requests, window_seconds, description?}` → 200. DELETE while user
+         *       settings name the tier: 409 `rate_limit_tier_in_use` (details
+         *       `{user_count}`); move them first. Unknown: 404.
+         *     - `GET /admin/rate-limits/support-tiers`: `q` on name and description;
+         *       `sort_by` name (default), max_requests, window_seconds, created_at,
+         *       updated_at; filter on the same fields and description.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -35750,7 +43467,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List users with settings; tier and bypass narrow it; filter on user_id, tier, bypass, created_at, updated_at. */
+        /**
+         * List users with settings; tier and bypass narrow it; filter on user_id, tier, bypass, created_at, updated_at.
+         * @description - `POST {"user_id": "usr_1", "tier": "gold", "bypass": false, "custom_limits": {"/api/v1/jobs/{job_id}": {"max_requests": 5, "window_seconds": 10}}}`
+         *       → 201
+         *       `{"user_id":"usr_1","tier":"gold","bypass":false,"custom_limits":{"/api/v1/jobs/{job_id}":{"max_requests":5,"window_seconds":10}},"created_at":"…","updated_at":"…"}`.
+         *       `tier` is a support tier's name or `default`; another name is 400 (create the
+         *       support tier first). `bypass` defaults to false, `custom_limits` to `{}`; its
+         *       keys are endpoint templates (two keys naming one endpoint: 400). The user
+         *       already has settings: 409 `rate_limit_user_exists`. The user id is not
+         *       checked against the accounts (settings may be made ahead of a user, like
+         *       Upstash identifiers); 1-128 printable characters.
+         *     - `GET /admin/rate-limits/users/{user_id}` → 200 UserRateLimit; none: 404
+         *       `not_found` (the tiers apply to that user as to anyone).
+         *     - `PUT /admin/rate-limits/users/{user_id}` body `{tier, bypass?, custom_limits?}`
+         *       **replaces** the settings (omitted fields return to their defaults) or
+         *       creates them: 200 when replaced, 201 when created. `created_at` is kept.
+         *     - `DELETE /admin/rate-limits/users/{user_id}` → 204; none: 404.
+         *     - `GET /admin/rate-limits/users?tier=gold&bypass=false`: `tier` and `bypass`
+         *       narrow the list; `q` on user id and tier; `sort_by` created_at (default),
+         *       user_id, tier, updated_at; filter fields user_id, tier, bypass (eq, ne, in),
+         *       created_at, updated_at. Response `{pagination, users: [UserRateLimit]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -35868,7 +43608,10 @@ export interface paths {
             };
         };
         put?: never;
-        /** Give a user settings: a tier, bypass, custom limits per endpoint. 201; settings exist: 409 rate_limit_user_exists; an unknown tier: 400. */
+        /**
+         * Give a user settings: a tier, bypass, custom limits per endpoint. 201; settings exist: 409 rate_limit_user_exists; an unknown tier: 400.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -36005,7 +43748,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A user's settings (404 when the user has none: the tiers apply as to anyone). */
+        /**
+         * A user's settings (404 when the user has none: the tiers apply as to anyone).
+         * @description - `POST {"user_id": "usr_1", "tier": "gold", "bypass": false, "custom_limits": {"/api/v1/jobs/{job_id}": {"max_requests": 5, "window_seconds": 10}}}`
+         *       → 201
+         *       `{"user_id":"usr_1","tier":"gold","bypass":false,"custom_limits":{"/api/v1/jobs/{job_id}":{"max_requests":5,"window_seconds":10}},"created_at":"…","updated_at":"…"}`.
+         *       `tier` is a support tier's name or `default`; another name is 400 (create the
+         *       support tier first). `bypass` defaults to false, `custom_limits` to `{}`; its
+         *       keys are endpoint templates (two keys naming one endpoint: 400). The user
+         *       already has settings: 409 `rate_limit_user_exists`. The user id is not
+         *       checked against the accounts (settings may be made ahead of a user, like
+         *       Upstash identifiers); 1-128 printable characters.
+         *     - `GET /admin/rate-limits/users/{user_id}` → 200 UserRateLimit; none: 404
+         *       `not_found` (the tiers apply to that user as to anyone).
+         *     - `PUT /admin/rate-limits/users/{user_id}` body `{tier, bypass?, custom_limits?}`
+         *       **replaces** the settings (omitted fields return to their defaults) or
+         *       creates them: 200 when replaced, 201 when created. `created_at` is kept.
+         *     - `DELETE /admin/rate-limits/users/{user_id}` → 204; none: 404.
+         *     - `GET /admin/rate-limits/users?tier=gold&bypass=false`: `tier` and `bypass`
+         *       narrow the list; `q` on user id and tier; `sort_by` created_at (default),
+         *       user_id, tier, updated_at; filter fields user_id, tier, bypass (eq, ne, in),
+         *       created_at, updated_at. Response `{pagination, users: [UserRateLimit]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -36114,7 +43880,30 @@ export interface paths {
                 };
             };
         };
-        /** Replace a user's settings, or create them (201). bypass defaults to false and custom_limits to none. */
+        /**
+         * Replace a user's settings, or create them (201). bypass defaults to false and custom_limits to none.
+         * @description - `POST {"user_id": "usr_1", "tier": "gold", "bypass": false, "custom_limits": {"/api/v1/jobs/{job_id}": {"max_requests": 5, "window_seconds": 10}}}`
+         *       → 201
+         *       `{"user_id":"usr_1","tier":"gold","bypass":false,"custom_limits":{"/api/v1/jobs/{job_id}":{"max_requests":5,"window_seconds":10}},"created_at":"…","updated_at":"…"}`.
+         *       `tier` is a support tier's name or `default`; another name is 400 (create the
+         *       support tier first). `bypass` defaults to false, `custom_limits` to `{}`; its
+         *       keys are endpoint templates (two keys naming one endpoint: 400). The user
+         *       already has settings: 409 `rate_limit_user_exists`. The user id is not
+         *       checked against the accounts (settings may be made ahead of a user, like
+         *       Upstash identifiers); 1-128 printable characters.
+         *     - `GET /admin/rate-limits/users/{user_id}` → 200 UserRateLimit; none: 404
+         *       `not_found` (the tiers apply to that user as to anyone).
+         *     - `PUT /admin/rate-limits/users/{user_id}` body `{tier, bypass?, custom_limits?}`
+         *       **replaces** the settings (omitted fields return to their defaults) or
+         *       creates them: 200 when replaced, 201 when created. `created_at` is kept.
+         *     - `DELETE /admin/rate-limits/users/{user_id}` → 204; none: 404.
+         *     - `GET /admin/rate-limits/users?tier=gold&bypass=false`: `tier` and `bypass`
+         *       narrow the list; `q` on user id and tier; `sort_by` created_at (default),
+         *       user_id, tier, updated_at; filter fields user_id, tier, bypass (eq, ne, in),
+         *       created_at, updated_at. Response `{pagination, users: [UserRateLimit]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -36254,7 +44043,30 @@ export interface paths {
             };
         };
         post?: never;
-        /** Remove a user's settings: the tiers apply to them as to anyone. */
+        /**
+         * Remove a user's settings: the tiers apply to them as to anyone.
+         * @description - `POST {"user_id": "usr_1", "tier": "gold", "bypass": false, "custom_limits": {"/api/v1/jobs/{job_id}": {"max_requests": 5, "window_seconds": 10}}}`
+         *       → 201
+         *       `{"user_id":"usr_1","tier":"gold","bypass":false,"custom_limits":{"/api/v1/jobs/{job_id}":{"max_requests":5,"window_seconds":10}},"created_at":"…","updated_at":"…"}`.
+         *       `tier` is a support tier's name or `default`; another name is 400 (create the
+         *       support tier first). `bypass` defaults to false, `custom_limits` to `{}`; its
+         *       keys are endpoint templates (two keys naming one endpoint: 400). The user
+         *       already has settings: 409 `rate_limit_user_exists`. The user id is not
+         *       checked against the accounts (settings may be made ahead of a user, like
+         *       Upstash identifiers); 1-128 printable characters.
+         *     - `GET /admin/rate-limits/users/{user_id}` → 200 UserRateLimit; none: 404
+         *       `not_found` (the tiers apply to that user as to anyone).
+         *     - `PUT /admin/rate-limits/users/{user_id}` body `{tier, bypass?, custom_limits?}`
+         *       **replaces** the settings (omitted fields return to their defaults) or
+         *       creates them: 200 when replaced, 201 when created. `created_at` is kept.
+         *     - `DELETE /admin/rate-limits/users/{user_id}` → 204; none: 404.
+         *     - `GET /admin/rate-limits/users?tier=gold&bypass=false`: `tier` and `bypass`
+         *       narrow the list; `q` on user id and tier; `sort_by` created_at (default),
+         *       user_id, tier, updated_at; filter fields user_id, tier, bypass (eq, ne, in),
+         *       created_at, updated_at. Response `{pagination, users: [UserRateLimit]}`.
+         *
+         *     *From docs/api/rate-limits.md. The area's model, rules and decisions: the **rate-limits** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -36359,7 +44171,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The job queue's probe: the scheduler (durable alarms fire on this node) and the processor (the delivery worker runs). 503 when either is down. */
+        /**
+         * The job queue's probe: the scheduler (durable alarms fire on this node) and the processor (the delivery worker runs). 503 when either is down.
+         * @description `GET /health/job_queue` (no credential) -> 200, or 503 when either part is down:
+         *
+         *     ```json
+         *     {"status": "healthy", "scheduler_running": true, "processor_running": true, "redis": "not_used", "in_flight": 0, "waiting": 0}
+         *     ```
+         *
+         *     - `scheduler_running`: this node's scheduler probe (an actor keeping a
+         *       durable alarm every 5 s, the machinery that fires due jobs) ticked within
+         *       the last 15 s. The first check starts the probe and waits up to 2 s for its
+         *       first tick (an idle node keeps no alarm of its own until asked).
+         *     - `processor_running`: the node's job worker is started, not stopped,
+         *       listening on the runtime's event bus, and not wedged (when attempts wait,
+         *       some are in flight).
+         *     - `redis`: always `not_used`: jobs live in the service's own actors on LMDB;
+         *       there is no Redis to report on.
+         *     - `in_flight`, `waiting`: POSTs running and queued in this node's worker.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **health** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -36426,7 +44258,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's job queues. search on the name; filters active, auto_created, tag (a tag key); sort created_at|name|updated_at, - for descending. */
+        /**
+         * The tenant's job queues. search on the name; filters active, auto_created, tag (a tag key); sort created_at|name|updated_at, - for descending.
+         * @description `GET /api/v1/job-queues?search=&active=&auto_created=&tag=&page=&limit=&sort=`
+         *     -> `{"pagination": {"page", "page_size", "total", "has_more"}, "queues": [JobQueue]}`.
+         *     `search`: substring of the name, case-insensitive; `tag`: queues carrying
+         *     that tag key; `sort`: `created_at`, `name`, `updated_at`, `-` for descending
+         *     (default `-created_at`); `page` 1-based (0 is 1), `limit` default 20, at
+         *     most 100.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -36566,7 +44408,25 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a job queue (201). Scheduling into an unknown queue name also creates it, with auto_created true. A name in use: 409 job_queue_exists. */
+        /**
+         * Create a job queue (201). Scheduling into an unknown queue name also creates it, with auto_created true. A name in use: 409 job_queue_exists.
+         * @description `POST /api/v1/job-queues` -> 201 `{"created_at": "2025-11-25T12:00:00.000Z", "id": "jq_ZW1haWxz", "name": "emails"}`
+         *
+         *     ```json
+         *     {"name": "emails", "description": "transactional mail", "tags": {"team": "core"}, "retention_days": 7,
+         *      "retry_policy": {"max_attempts": 3, "backoff_seconds": 10}, "dlq_config": {"enabled": true, "max_entries": 10000},
+         *      "default_priority": "normal", "concurrency": 1000}
+         *     ```
+         *
+         *     Every field but `name` is optional; the values shown are the defaults (also
+         *     of an auto-created queue). A name in use (also by an auto-created queue):
+         *     409 `job_queue_exists`; change it with PATCH instead. `tags`: at most 20,
+         *     keys and values at most 128 characters. `retention_days` 1-3,650;
+         *     `dlq_config.max_entries` 1-100,000: past it the oldest entry leaves the DLQ
+         *     (its job stays failed, no longer redrivable).
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -36698,7 +44558,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One job queue with its counters. */
+        /**
+         * One job queue with its counters.
+         * @description `GET /api/v1/job-queues/{queue_id}` -> JobQueue:
+         *
+         *     ```json
+         *     {"id": "jq_ZW1haWxz", "name": "emails", "owner_id": "usr_...", "description": "transactional mail", "tags": {"team": "core"},
+         *      "active": true, "auto_created": false, "retention_days": 7, "retry_policy": {"max_attempts": 3, "backoff_seconds": 10},
+         *      "dlq_config": {"enabled": true, "max_entries": 10000}, "default_priority": "normal", "concurrency": 1000,
+         *      "pending_count": 12, "processing_count": 3, "completed_count": 950, "failed_count": 4, "cancelled_count": 1,
+         *      "created_at": "2025-11-25T12:00:00.000Z", "updated_at": "2025-11-25T12:00:00.000Z"}
+         *     ```
+         *
+         *     `owner_id` is the user who created it (or whose job auto-created it). The
+         *     counts are of the jobs the queue holds now in each status (`pending_count`:
+         *     scheduled, parked retries included); completed, failed and cancelled jobs
+         *     count until cleanup removes them.
+         *
+         *     `GET /admin/jobs/queues/{tenant}/{queue_id}` -> the queue with its `tenant`,
+         *     as the owner's `GET /api/v1/job-queues/{queue_id}`.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -36830,7 +44711,15 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a queue with its jobs and DLQ. With scheduled or processing jobs: 409 job_queue_not_empty unless force=true. */
+        /**
+         * Delete a queue with its jobs and DLQ. With scheduled or processing jobs: 409 job_queue_not_empty unless force=true.
+         * @description `DELETE /api/v1/job-queues/{queue_id}?force=true` -> 204: removes the queue,
+         *     its jobs and DLQ. With scheduled or processing jobs and without
+         *     `force=true`: 409 `job_queue_not_empty`. Results of attempts in flight are
+         *     then ignored. Scheduling into the name afterwards auto-creates a new queue.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         delete: {
             parameters: {
                 query?: {
@@ -36928,7 +44817,14 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change a queue: every field given replaces the current one (the name is the queue's identity and does not change). A new retry_policy applies to the next failure of jobs without their own. */
+        /**
+         * Change a queue: every field given replaces the current one (the name is the queue's identity and does not change). A new retry_policy applies to the next failure of jobs without their own.
+         * @description `PATCH /api/v1/job-queues/{queue_id}` with any of the create fields but
+         *     `name`, and `active` (false pauses, true resumes) -> JobQueue. A new
+         *     `retry_policy` applies to the next failure of every job without its own.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -37099,7 +44995,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pause: active false. The queue starts no attempt until resumed (jobs keep their state; attempts already in flight finish). */
+        /**
+         * Pause: active false. The queue starts no attempt until resumed (jobs keep their state; attempts already in flight finish).
+         * @description `POST /api/v1/job-queues/{queue_id}/pause` and `.../resume` -> JobQueue.
+         *     **Pause** sets `active: false`: the queue starts no attempt until resumed
+         *     (jobs keep their state and fall due as usual; attempts already in flight
+         *     finish, and a failed one is parked for its retry). Jobs can still be
+         *     scheduled, cancelled and listed. **Resume** sets `active: true`: every job
+         *     that fell due meanwhile starts at once, by priority, up to the concurrency.
+         *     The pause flag and the due schedule live in the same actor, so no attempt
+         *     starts after a pause has answered.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -37244,7 +45152,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume: active true; jobs that fell due meanwhile are delivered at once, by priority. */
+        /**
+         * Resume: active true; jobs that fell due meanwhile are delivered at once, by priority.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -37387,7 +45298,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The dead-letter queue: failed jobs, newest entry first. */
+        /**
+         * The dead-letter queue: failed jobs, newest entry first.
+         * @description `GET /api/v1/job-queues/{queue_id}/dlq?limit=50` (default 50, at most 500;
+         *     above: 400) -> newest entry first:
+         *
+         *     ```json
+         *     {"queue": "emails", "total": 1, "entries": [{"entry_id": "dlq_job_ZW1haWxz.Qm9p...", "job_id": "job_ZW1haWxz.Qm9p...",
+         *       "dead_lettered_at": 1764072100, "error": "HTTP 500: failed with 500", "job": {"...": "the Job"}}]}
+         *     ```
+         *
+         *     `GET /admin/jobs/queues/{tenant}/{queue_id}/dlq?limit=50` -> the DLQ as the
+         *     owner's `GET .../dlq`; `POST /admin/jobs/queues/{tenant}/{queue_id}/dlq/redrive`
+         *     `{"job_ids": ["job_..."]}` (absent: every entry) -> as the owner's redrive:
+         *
+         *     ```json
+         *     {"redriven_count": 1, "skipped_job_ids": []}
+         *     ```
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -37550,7 +45480,22 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Return dead-lettered jobs to the schedule (due now, attempts from 0): those in job_ids, or all (at most 10000) without it. skipped_job_ids: ids given that are not in the DLQ. */
+        /**
+         * Return dead-lettered jobs to the schedule (due now, attempts from 0): those in job_ids, or all (at most 10000) without it. skipped_job_ids: ids given that are not in the DLQ.
+         * @description | from | to | trigger |
+         *     |---|---|---|
+         *     | failed | scheduled | `POST .../dlq/redrive`: due now, `attempts` back to 0, `error` cleared |
+         *
+         *     `POST /api/v1/job-queues/{queue_id}/dlq/redrive` `{"job_ids": ["job_...", "job_nope"]}`
+         *     (at most 1,000; absent: every entry, at most 10,000 per call) ->
+         *     `{"redriven_count": 1, "skipped_job_ids": ["job_nope"]}`. A redriven job
+         *     leaves the DLQ and returns to the schedule due now, with `attempts` 0 and
+         *     its original payload, secret and id. `skipped_job_ids` lists the ids given
+         *     that are not in the DLQ (unknown, already redriven, removed, dropped past
+         *     `max_entries`).
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -37658,7 +45603,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The names of the tenant's job queues, sorted. */
+        /**
+         * The names of the tenant's job queues, sorted.
+         * @description `GET /api/v1/queues` -> `["default", "emails"]`: the tenant's queue names,
+         *     sorted (at most 1,000).
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -37748,7 +45699,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A queue's statistics: counts now, outcomes of the last hour, the oldest due job's wait. */
+        /**
+         * A queue's statistics: counts now, outcomes of the last hour, the oldest due job's wait.
+         * @description `GET /api/v1/queues/{queue_name}/stats` -> QueueStats:
+         *
+         *     ```json
+         *     {"queue": "emails", "scheduled": 12, "processing": 3, "completed_last_hour": 950, "failed_last_hour": 4,
+         *      "success_rate": 0.9958, "avg_processing_time_ms": 84, "oldest_job_age_seconds": 2}
+         *     ```
+         *
+         *     - `scheduled`, `processing`: jobs in those states now.
+         *     - `completed_last_hour`, `failed_last_hour`: jobs that completed or failed
+         *       (for good: retries do not count) in the last 60 minutes (minute buckets).
+         *     - `success_rate`: completed / (completed + failed) over that hour, 4
+         *       decimals, in [0, 1]; 0 when none finished.
+         *     - `avg_processing_time_ms`: mean duration of the successful attempts of the
+         *       hour (request sent to answer received).
+         *     - `oldest_job_age_seconds`: how long the longest-waiting **due** job (due
+         *       but not started, e.g. while paused or at the concurrency limit, or in
+         *       flight) has been due, Cloud Tasks' "oldest task age"; 0 when none is late.
+         *       Jobs due in the future do not count.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -37863,7 +45836,42 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Schedule a job (201): POSTed, signed with its secret, to webhook.url when due. An unknown queue name creates the queue (auto_created). */
+        /**
+         * Schedule a job (201): POSTed, signed with its secret, to webhook.url when due. An unknown queue name creates the queue (auto_created).
+         * @description `POST /api/v1/jobs/schedule` -> 201 ScheduledJobAck
+         *
+         *     ```json
+         *     {
+         *       "queue": "emails",
+         *       "webhook": {"url": "https://example.com/jobs", "headers": {"X-Team": "core"}, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+         *       "payload": {"to": "a@example.com"},
+         *       "scheduled_at": 1764072000,
+         *       "priority": "high",
+         *       "retry_policy": {"max_attempts": 5, "backoff_seconds": 30}
+         *     }
+         *     ```
+         *
+         *     ```json
+         *     {"job_id": "job_ZW1haWxz.Qm9pX3Vp...", "queue": "emails", "scheduled_at": 1764072000, "status": "scheduled"}
+         *     ```
+         *
+         *     | field | rule |
+         *     |---|---|
+         *     | `webhook.url` | required; absolute http(s) URL without credentials, at most 2,048 characters |
+         *     | `webhook.headers` | optional; at most 20; names the service sets (content-type, webhook-*, Service-Signature, host, ...) are refused |
+         *     | `webhook.secret` | optional `whsec_` + base64 of at least 24 bytes; generated (32 bytes) when absent; returned in `GET /api/v1/jobs/{id}` |
+         *     | `webhook.events` | optional; the only event is `job.due` (the default). Any other name: 400 `BAD_REQUEST` |
+         *     | `queue` | optional, default `default`. An unknown name **creates the queue** with the defaults below and `auto_created: true` |
+         *     | `payload` | any JSON value, at most 64 KiB serialised; `null` when absent |
+         *     | `scheduled_at` | epoch-s; absent or past: due now; at most a year ahead |
+         *     | `priority` | `critical`, `high`, `normal`, `low`; default the queue's `default_priority` |
+         *     | `retry_policy` | `{max_attempts 1-100, backoff_seconds 0-86400}`; absent: the queue's policy at the time of each failure |
+         *
+         *     Bad input: 400 `BAD_REQUEST` with `details`, nothing stored. A queue holding
+         *     1,000,000 jobs refuses more with 409 `job_queue_full` (cleanup frees room).
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -38001,7 +46009,30 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Schedule up to 1000 jobs; each item succeeds or fails on its own (failed: index and error). */
+        /**
+         * Schedule up to 1000 jobs; each item succeeds or fails on its own (failed: index and error).
+         * @description `POST /api/v1/jobs/schedule-batch` -> 200, at most 1,000 jobs, each item as
+         *     above; every item succeeds or fails on its own:
+         *
+         *     ```json
+         *     {"jobs": [{"queue": "a", "webhook": {"url": "https://example.com/j"}}, {"webhook": {"url": "nope"}}]}
+         *     ```
+         *
+         *     ```json
+         *     {
+         *       "total": 2, "success_count": 1, "failure_count": 1,
+         *       "successful": [{"job_id": "job_YQ.x1...", "queue": "a", "scheduled_at": 1764072000, "status": "scheduled"}],
+         *       "failed": [{"index": 1, "error": "body.jobs[1].webhook.url must be an absolute URL"}]
+         *     }
+         *     ```
+         *
+         *     `successful` is in batch order; `failed[].error` is the message (prefixed
+         *     with its code when a queue refused the item, e.g. `job_queue_full: ...`).
+         *     The batch is one flow: the tenant's directory sends each queue named in it
+         *     one `schedule_many` through the outbox and answers when all have.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -38139,7 +46170,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's jobs, ordered by scheduled_at then id; filters queue, status, scheduled_after/before (epoch-s, inclusive). */
+        /**
+         * The tenant's jobs, ordered by scheduled_at then id; filters queue, status, scheduled_after/before (epoch-s, inclusive).
+         * @description `GET /api/v1/jobs?queue=&status=&scheduled_after=&scheduled_before=&limit=&offset=`
+         *     -> `{"jobs": [Job], "limit": 20, "offset": 0, "total": 3}`: the tenant's
+         *     jobs, ordered by `scheduled_at` then id, across all its queues (or one);
+         *     `scheduled_after`/`scheduled_before` are epoch-s, inclusive. `limit`
+         *     default 20, at most 100 (larger values are capped); `offset` at most 10,000.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -38292,7 +46332,33 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel the caller's scheduled jobs (also those waiting between retries) that match every filter given; no filter: all of them. */
+        /**
+         * Cancel the caller's scheduled jobs (also those waiting between retries) that match every filter given; no filter: all of them.
+         * @description Queues and jobs belong to the **tenant** of the credential (its organization,
+         *     else the user). Every member of a tenant manages its queues and reads its
+         *     jobs; another tenant's queue or job answers 404 `not_found`, never 403.
+         *     `user_id` on a job is who scheduled it; `POST /api/v1/jobs/cancel-bulk`
+         *     cancels only the caller's own jobs. The `/admin/jobs/*` endpoints need the
+         *     platform `admin` role (else 403 `forbidden`) and reach every tenant
+         *     ("Administration" below: cancel-bulk, cleanup, and any tenant's queue).
+         *
+         *     | from | to | trigger |
+         *     |---|---|---|
+         *     | scheduled | cancelled | `DELETE /api/v1/jobs/{id}`, `POST /api/v1/jobs/cancel-bulk`, `POST /admin/jobs/cancel-bulk` (also a job parked between retries) |
+         *
+         *     `POST /api/v1/jobs/cancel-bulk` -> `{"cancelled_count": 2}`: cancels the
+         *     **caller's** scheduled jobs (also those parked between retries) matching
+         *     every filter given; no filter: all of them, in every queue of the tenant.
+         *
+         *     ```json
+         *     {"queue": "emails", "job_ids": ["job_..."], "priority": "low", "scheduled_after": 1764072000, "scheduled_before": 1764075600}
+         *     ```
+         *
+         *     (`job_ids` at most 1,000; times epoch-s inclusive.) Jobs of other users and
+         *     jobs not scheduled are left alone and not counted.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -38396,7 +46462,41 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One job of the tenant. */
+        /**
+         * One job of the tenant.
+         * @description | kind | fields | what it does |
+         *     |---|---|---|
+         *     | `job` | `queue`, `payload_template`, `target {url, secret, headers?}` | Enqueues one job on the tenant's job queue `queue` (docs/api/jobs.md; a queue not there yet is created as POST /api/v1/jobs does), due now, delivered by the job worker to `target.url` signed with `target.secret` (as POST /api/v1/jobs' `webhook`; the job worker's delivery guard applies). Its payload is `payload_template` filled from the submission: a string that is exactly `"{{path}}"` becomes the value at the path (any JSON type, null when absent), `{{path}}` inside a longer string is replaced by the value's text; paths are `submission_id, form_id, form_version, submitted_by, anonymous, created_at_ms, data.<field>`. The job id is fixed per attempt (`job_<queue>.f<hook>a<attempt>_<submission>`), shown as `job_id` in the run; the queue's answer makes the run `succeeded` (the job is scheduled; its own progress is at GET /api/v1/jobs/{job_id}) or `failed`. The secret is never shown in the Form. Template at most 16 KiB. |
+         *
+         *     | field | rule |
+         *     |---|---|
+         *     | `webhook.secret` | optional `whsec_` + base64 of at least 24 bytes; generated (32 bytes) when absent; returned in `GET /api/v1/jobs/{id}` |
+         *
+         *     `GET /api/v1/jobs/{job_id}` -> Job:
+         *
+         *     ```json
+         *     {
+         *       "id": "job_ZW1haWxz.Qm9pX3Vp...", "queue": "emails", "user_id": "usr_...", "status": "completed",
+         *       "priority": "high", "payload": {"to": "a@example.com"}, "attempts": 2,
+         *       "retry_policy": {"max_attempts": 5, "backoff_seconds": 30},
+         *       "scheduled_at": 1764072031, "created_at": "2025-11-25T12:00:00.000Z", "updated_at": "2025-11-25T12:00:31.410Z",
+         *       "last_attempt_at": 1764072031, "completed_at": 1764072031, "error": null,
+         *       "webhook_config": {"id": "job_ZW1haWxz.Qm9pX3Vp....webhook", "url": "https://example.com/jobs", "headers": {"X-Team": "core"},
+         *                          "secret": "whsec_...", "events": ["job.due"], "active": false, "created_at": 1764072000, "updated_at": 1764072000}
+         *     }
+         *     ```
+         *
+         *     `scheduled_at`, `last_attempt_at`, `completed_at` (the time it completed,
+         *     failed or was cancelled) and `webhook_config.created_at/updated_at` are
+         *     epoch-s; `created_at`/`updated_at` are RFC 3339. `error` is the last
+         *     failure (`HTTP 503: <first 256 characters of the answer>`, `timeout after
+         *     30000 ms`, `connection failed: ...`, `target_refused: ...`, or the deadline
+         *     message). `webhook_config.active` is true while the job may still be
+         *     delivered (scheduled or processing). `retry_policy` is the job's own, else
+         *     the queue's current one.
+         *
+         *     *From docs/api/forms.md, docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -38529,7 +46629,19 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** A scheduled job is cancelled (status cancelled, kept until cleanup); a completed, failed or cancelled one is removed; one in processing: 409 job_not_cancellable. */
+        /**
+         * A scheduled job is cancelled (status cancelled, kept until cleanup); a completed, failed or cancelled one is removed; one in processing: 409 job_not_cancellable.
+         * @description | from | to | trigger |
+         *     |---|---|---|
+         *     | scheduled | cancelled | `DELETE /api/v1/jobs/{id}`, `POST /api/v1/jobs/cancel-bulk`, `POST /admin/jobs/cancel-bulk` (also a job parked between retries) |
+         *
+         *     `DELETE /api/v1/jobs/{job_id}` -> 204: a **scheduled** job is cancelled
+         *     (status `cancelled`, kept until cleanup; a second DELETE then removes it); a
+         *     **completed, failed or cancelled** job is removed (404 afterwards, its DLQ
+         *     entry too); a job in **processing** answers 409 `job_not_cancellable`.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -38636,7 +46748,18 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Platform admin: cancel every scheduled job of user_id, or of every user without it, in every tenant. */
+        /**
+         * Platform admin: cancel every scheduled job of user_id, or of every user without it, in every tenant.
+         * @description | from | to | trigger |
+         *     |---|---|---|
+         *     | scheduled | cancelled | `DELETE /api/v1/jobs/{id}`, `POST /api/v1/jobs/cancel-bulk`, `POST /admin/jobs/cancel-bulk` (also a job parked between retries) |
+         *
+         *     `POST /admin/jobs/cancel-bulk` `{"user_id": "usr_..."}` -> `{"cancelled_count": 7}`:
+         *     cancels every scheduled job of that user in every tenant; without
+         *     `user_id`, of every user.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -38743,7 +46866,23 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Platform admin: delete completed, failed and cancelled jobs finished more than retention_days ago, in every queue (each queue's own retention_days, or the body's for all). */
+        /**
+         * Platform admin: delete completed, failed and cancelled jobs finished more than retention_days ago, in every queue (each queue's own retention_days, or the body's for all).
+         * @description `POST /admin/jobs/cleanup` `{"retention_days": 30}` -> `{"deleted_count": 120, "retention_days": 30}`:
+         *     removes completed, failed and cancelled jobs (with their DLQ entries) that
+         *     finished more than retention days ago, in every queue. Without a body (or
+         *     `retention_days`), each queue's own `retention_days` applies and the answer
+         *     says the default, 7. `retention_days: 0` removes every finished job. Cleanup
+         *     runs when called (from a scheduler such as cron, or a job of this queue);
+         *     nothing is removed on its own.
+         *
+         *     Both are flows of the registry actor (every queue of every tenant): one
+         *     message per queue through the outbox, answered when every queue has. If the
+         *     node stops first, the caller gets 503 `flow_interrupted` while every queue
+         *     still applies its part; calling again is safe.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -38851,7 +46990,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Platform admin: every job queue of every tenant, ordered by tenant then name, each with its tenant and counters. */
+        /**
+         * Platform admin: every job queue of every tenant, ordered by tenant then name, each with its tenant and counters.
+         * @description `GET /admin/jobs/queues?limit=20&offset=0` (`limit` default 20, at most 100)
+         *     -> every queue of every tenant, ordered by tenant then name, each a JobQueue
+         *     with its `tenant`. A queue appears a moment after its creation (the registry
+         *     learns of it through the outbox).
+         *
+         *     ```json
+         *     {"queues": [{"tenant": "usr_7Qm...", "id": "jq_ZW1haWxz", "name": "emails", "owner_id": "usr_7Qm...", "active": true,
+         *       "pending_count": 12, "processing_count": 3, "completed_count": 950, "failed_count": 4, "cancelled_count": 1, "...": "the JobQueue"}],
+         *      "limit": 20, "offset": 0, "total": 1}
+         *     ```
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -39005,7 +47158,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Platform admin: any tenant's queue with its counters (as GET /api/v1/job-queues/{queue_id}). */
+        /**
+         * Platform admin: any tenant's queue with its counters (as GET /api/v1/job-queues/{queue_id}).
+         * @description `GET /admin/jobs/queues/{tenant}/{queue_id}` -> the queue with its `tenant`,
+         *     as the owner's `GET /api/v1/job-queues/{queue_id}`.
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -39164,7 +47323,17 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Platform admin: pause any tenant's queue (as POST /api/v1/job-queues/{queue_id}/pause). */
+        /**
+         * Platform admin: pause any tenant's queue (as POST /api/v1/job-queues/{queue_id}/pause).
+         * @description `POST /admin/jobs/queues/{tenant}/{queue_id}/pause` and `.../resume` -> the
+         *     queue (with `tenant`), as the owner's pause and resume:
+         *
+         *     ```json
+         *     {"tenant": "usr_7Qm...", "id": "jq_ZW1haWxz", "name": "emails", "active": false, "...": "the JobQueue"}
+         *     ```
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -39321,7 +47490,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Platform admin: resume any tenant's queue (as POST /api/v1/job-queues/{queue_id}/resume). */
+        /**
+         * Platform admin: resume any tenant's queue (as POST /api/v1/job-queues/{queue_id}/resume).
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -39476,7 +47648,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Platform admin: the jobs of any tenant's queue, ordered by scheduled_at then id; filter status. */
+        /**
+         * Platform admin: the jobs of any tenant's queue, ordered by scheduled_at then id; filter status.
+         * @description `GET /admin/jobs/queues/{tenant}/{queue_id}/jobs?status=failed&limit=20&offset=0`
+         *     -> the queue's jobs, ordered by `scheduled_at` then id (`status` optional;
+         *     `limit` default 20, at most 100; `offset` at most 10,000):
+         *
+         *     ```json
+         *     {"jobs": [{"id": "job_ZW1haWxz.Qm9p...", "queue": "emails", "status": "failed", "attempts": 3, "error": "HTTP 500: failed with 500", "...": "the Job"}],
+         *      "limit": 20, "offset": 0, "total": 1}
+         *     ```
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -39642,7 +47826,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Platform admin: any tenant's dead-letter queue, newest entry first (as GET /api/v1/job-queues/{queue_id}/dlq). */
+        /**
+         * Platform admin: any tenant's dead-letter queue, newest entry first (as GET /api/v1/job-queues/{queue_id}/dlq).
+         * @description `GET /admin/jobs/queues/{tenant}/{queue_id}/dlq?limit=50` -> the DLQ as the
+         *     owner's `GET .../dlq`; `POST /admin/jobs/queues/{tenant}/{queue_id}/dlq/redrive`
+         *     `{"job_ids": ["job_..."]}` (absent: every entry) -> as the owner's redrive:
+         *
+         *     ```json
+         *     {"redriven_count": 1, "skipped_job_ids": []}
+         *     ```
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -39815,7 +48010,22 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Platform admin: redrive any tenant's dead-lettered jobs (as POST /api/v1/job-queues/{queue_id}/dlq/redrive). */
+        /**
+         * Platform admin: redrive any tenant's dead-lettered jobs (as POST /api/v1/job-queues/{queue_id}/dlq/redrive).
+         * @description | from | to | trigger |
+         *     |---|---|---|
+         *     | failed | scheduled | `POST .../dlq/redrive`: due now, `attempts` back to 0, `error` cleared |
+         *
+         *     `GET /admin/jobs/queues/{tenant}/{queue_id}/dlq?limit=50` -> the DLQ as the
+         *     owner's `GET .../dlq`; `POST /admin/jobs/queues/{tenant}/{queue_id}/dlq/redrive`
+         *     `{"job_ids": ["job_..."]}` (absent: every entry) -> as the owner's redrive:
+         *
+         *     ```json
+         *     {"redriven_count": 1, "skipped_job_ids": []}
+         *     ```
+         *
+         *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -39933,7 +48143,35 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's account in the credential's tenant: a balance per currency (balance, held, available) and the open holds, oldest first. */
+        /**
+         * The caller's account in the credential's tenant: a balance per currency (balance, held, available) and the open holds, oldest first.
+         * @description ### `GET /api/v1/ledger/me`
+         *
+         *     The caller's account in the credential's tenant: balances and open holds
+         *     (oldest first).
+         *
+         *     ```http
+         *     GET /api/v1/ledger/me
+         *     Authorization: Bearer <org API key of bob>
+         *     ```
+         *
+         *     ```json
+         *     {
+         *       "tenant": "org_8Qy...",
+         *       "user_id": "usr_bob...",
+         *       "balances": [{ "currency": "USD", "balance": 10000, "held": 400, "available": 9600 }],
+         *       "holds": [
+         *         {
+         *           "hold_id": "auc_x1.3", "currency": "USD", "amount": 400, "status": "held",
+         *           "purpose": { "area": "auctions", "ref": "auc_x1" }, "captured_amount": 0, "payee": null,
+         *           "created_at": "2026-11-25T12:00:00.000Z", "closed_at": null
+         *         }
+         *       ]
+         *     }
+         *     ```
+         *
+         *     *From docs/api/ledger.md. The area's model, rules and decisions: the **ledger** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -40054,7 +48292,26 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's holds, newest first: open ones and the newest closed ones (captured or released). */
+        /**
+         * The caller's holds, newest first: open ones and the newest closed ones (captured or released).
+         * @description ### `GET /api/v1/ledger/me/holds?status=&page=&page_size=`
+         *
+         *     The caller's holds, newest first: open ones and the kept closed ones.
+         *     `status` is `held`, `captured` or `released`; pages as everywhere (`page`
+         *     1-based, `page_size` default 20, at most 100).
+         *
+         *     ```json
+         *     {
+         *       "holds": [
+         *         { "hold_id": "auc_x1.1", "currency": "USD", "amount": 150, "status": "released", "purpose": { "area": "auctions", "ref": "auc_x1" },
+         *           "captured_amount": 0, "payee": null, "created_at": "2026-11-25T12:00:00.000Z", "closed_at": "2026-11-25T12:00:05.000Z" }
+         *       ],
+         *       "pagination": { "page": 1, "page_size": 20, "total": 1, "has_more": false }
+         *     }
+         *     ```
+         *
+         *     *From docs/api/ledger.md. The area's model, rules and decisions: the **ledger** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -40174,7 +48431,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Platform admin: any account (an account never credited or held answers with no balances). */
+        /**
+         * Platform admin: any account (an account never credited or held answers with no balances).
+         * @description ### `GET /api/v1/ledger/accounts/{tenant}/{user_id}` (platform admin)
+         *
+         *     Any account, same shape as `/me`. Anyone else: 403 `forbidden`.
+         *
+         *     *From docs/api/ledger.md. The area's model, rules and decisions: the **ledger** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -40309,7 +48573,40 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Platform admin: credit an account, idempotent by reference (201 the first time, 200 with idempotent: true for a repeat; the same reference with another amount or currency: 409 ledger_reference_conflict). */
+        /**
+         * Platform admin: credit an account, idempotent by reference (201 the first time, 200 with idempotent: true for a repeat; the same reference with another amount or currency: 409 ledger_reference_conflict).
+         * @description ### `POST /api/v1/ledger/credits` (platform admin)
+         *
+         *     Funds an account (tests, operators, grants). Idempotent by `reference`:
+         *     the first call answers 201, a repeat with the same reference, currency and
+         *     amount answers 200 with `idempotent: true` and changes nothing; the same
+         *     reference with another amount or currency is 409
+         *     `ledger_reference_conflict`. `tenant` defaults to `user_id` (the user's
+         *     personal tenant); for an organization's members pass the organization id.
+         *     A balance past `2^53 - 1` is 409 `ledger_limit_reached`. Not an admin: 403.
+         *
+         *     ```http
+         *     POST /api/v1/ledger/credits
+         *     Authorization: Bearer <admin access token>
+         *     Content-Type: application/json
+         *
+         *     { "tenant": "org_8Qy...", "user_id": "usr_bob...", "currency": "USD", "amount": 10000, "reference": "grant-2026-11-25-bob" }
+         *     ```
+         *
+         *     ```json
+         *     201
+         *     {
+         *       "reference": "grant-2026-11-25-bob", "tenant": "org_8Qy...", "user_id": "usr_bob...",
+         *       "currency": "USD", "amount": 10000, "idempotent": false,
+         *       "balance": { "currency": "USD", "balance": 10000, "held": 0, "available": 10000 }
+         *     }
+         *     ```
+         *
+         *     There is no client debit, transfer or withdrawal endpoint: money leaves an
+         *     account only through a hold captured by a flow (an auction's settlement).
+         *
+         *     *From docs/api/ledger.md. The area's model, rules and decisions: the **ledger** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -40472,7 +48769,31 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's auctions, newest first by default. q on auction_id, item_id, seller_id; status; filter on status, seller_id, item_id, currency, high_bidder, winner_id, current_price, starting_price, total_bids, start_time, end_time, created_at (times in epoch-s); sort_by created_at, start_time, end_time, current_price, total_bids. Price and bid count may lag the auction by up to 1000 ms. */
+        /**
+         * The tenant's auctions, newest first by default. q on auction_id, item_id, seller_id; status; filter on status, seller_id, item_id, currency, high_bidder, winner_id, current_price, starting_price, total_bids, start_time, end_time, created_at (times in epoch-s); sort_by created_at, start_time, end_time, current_price, total_bids. Price and bid count may lag the auction by up to 1000 ms.
+         * @description ## List: `GET /api/v1/auctions`
+         *
+         *     `q` (substring of auction_id, item_id or seller_id, case-insensitive),
+         *     `status`, `filter` (`field:operator:value`, repeatable; fields `status,
+         *     seller_id, item_id, currency, high_bidder, winner_id, current_price,
+         *     starting_price, total_bids, start_time, end_time, created_at`, times in
+         *     epoch seconds), `sort_by` (`created_at` default, `start_time`, `end_time`,
+         *     `current_price`, `total_bids`), `sort_order` (`desc` default), `page`,
+         *     `page_size` (default 20, at most 100). An unknown field or operator, or a
+         *     non-number for a numeric field: 400.
+         *
+         *     The list is answered by the tenant's index, fed by the auctions through the
+         *     outbox: status changes at once, price and bid count within 1 s
+         *     (`index_refresh_ms`), so a hot auction does not write its index on every bid.
+         *     `GET /api/v1/auctions/{id}` is always current.
+         *
+         *     ```json
+         *     { "auctions": [ { "auction_id": "auc_Zk1...", "status": "open", "current_price": 330, "...": "..." } ],
+         *       "pagination": { "page": 1, "page_size": 20, "total": 1, "has_more": false } }
+         *     ```
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -40610,7 +48931,36 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict. */
+        /**
+         * Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict.
+         * @description `POST /api/v1/auctions`
+         *
+         *     | field | rule |
+         *     |---|---|
+         *     | `item_id` | required, 1..200 characters; one **live** (scheduled or open) auction per item in a tenant: another is 409 `auction_item_conflict` |
+         *     | `start_time`, `end_time` | required; `end_time` after `start_time` and in the future; at most 90 days long; start at most 365 days ahead |
+         *     | `starting_price` | required, >= 0: the minimum first bid |
+         *     | `bid_increment` | required, >= 1 |
+         *     | `currency` | optional, default `USD` |
+         *     | `reserve_price` | optional, >= `starting_price`; hidden from everyone but the seller and admins (`reserve_price: null`), `reserve_met` shows whether it is met |
+         *     | `buy_it_now_price` | optional, > `starting_price` and >= `reserve_price` |
+         *     | `soft_close_seconds` | optional, 0..3600, default 120 (0 turns the soft close off) |
+         *
+         *     ```http
+         *     POST /api/v1/auctions
+         *     { "item_id": "sword-of-dawn", "start_time": "2026-11-25T12:00:00Z", "end_time": "2026-11-25T13:00:00Z",
+         *       "starting_price": 100, "bid_increment": 10, "reserve_price": 300, "buy_it_now_price": 2000 }
+         *     ```
+         *
+         *     ```json
+         *     201
+         *     { "auction_id": "auc_Zk1...", "status": "open" }
+         *     ```
+         *
+         *     A tenant has at most 10,000 live auctions (409 `auction_limit_reached`).
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -40740,7 +49090,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create up to max_batch_auctions (50) auctions, all or nothing: one invalid body (400, details name it) or one conflicting item (409) and none is created. */
+        /**
+         * Create up to max_batch_auctions (50) auctions, all or nothing: one invalid body (400, details name it) or one conflicting item (409) and none is created.
+         * @description ### Batch: `POST /api/v1/auctions/batch`
+         *
+         *     `{ "auctions": [ <create body>, ... ] }`, **`max_batch_auctions` = 50**. All
+         *     or nothing: a body that fails validation answers 400 with the field named
+         *     `body.auctions.<i>.<field>`; an item in a live auction, or twice in the
+         *     batch, answers 409 `auction_item_conflict` with `details: [{index, item_id,
+         *     auction_id}]` (`auction_id` null for a duplicate within the batch); in both
+         *     cases nothing is created. The tenant's auction index checks and claims
+         *     every item in one turn, then creates the auctions and answers when all exist.
+         *
+         *     ```json
+         *     201
+         *     { "auction_ids": ["auc_a...", "auc_b..."], "count": 2 }
+         *     ```
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -40870,7 +49238,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One auction of the tenant, as it stands now. */
+        /**
+         * One auction of the tenant, as it stands now.
+         * @description The list is answered by the tenant's index, fed by the auctions through the
+         *     outbox: status changes at once, price and bid count within 1 s
+         *     (`index_refresh_ms`), so a hot auction does not write its index on every bid.
+         *     `GET /api/v1/auctions/{id}` is always current.
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -41003,7 +49379,24 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Seller or platform admin: delete the auction. A live one is cancelled first, every bid hold released (holds_released counts them). An auction being settled: 409 auction_settling. */
+        /**
+         * Seller or platform admin: delete the auction. A live one is cancelled first, every bid hold released (holds_released counts them). An auction being settled: 409 auction_settling.
+         * @description ## Delete: `DELETE /api/v1/auctions/{id}`
+         *
+         *     Seller or admin. A scheduled or open auction is cancelled first: the
+         *     leader's hold and the hold of every bid still waiting are released
+         *     (`holds_released` counts them; a release that reaches the ledger before its
+         *     placement makes that placement fail, so nothing stays held). A settled or
+         *     cancelled auction is just removed (`holds_released: 0`). An auction being
+         *     settled: 409 `auction_settling`. Afterwards it is 404 and its item is free.
+         *
+         *     ```json
+         *     200
+         *     { "auction_id": "auc_Zk1...", "holds_released": 2, "message": "Auction deleted; 2 hold(s) released.", "status": "deleted" }
+         *     ```
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -41125,7 +49518,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The accepted bids, newest first (each higher than the one before it). limit: default 50, at most 1000 (0 means the default); before_seq pages back to older bids. total counts them all. */
+        /**
+         * The accepted bids, newest first (each higher than the one before it). limit: default 50, at most 1000 (0 means the default); before_seq pages back to older bids. total counts them all.
+         * @description ### Bids list: `GET .../bids?limit=&before_seq=`
+         *
+         *     The accepted bids (the history: each bid that led, including the proxies'
+         *     automatic bids), newest first; `limit` defaults to 50, at most 1,000 (0 means
+         *     the default); `before_seq` returns only older bids (pass the last `seq` you
+         *     got to read the next page). `total` counts all of them. `seq` is the position in the total
+         *     order; `hold_id` is the ledger hold backing it.
+         *
+         *     ```json
+         *     { "total": 3, "bids": [
+         *       { "bid_id": "auc_Zk1....b3", "auction_id": "auc_Zk1...", "bidder_id": "usr_carol...", "amount": 330, "is_proxy": true,
+         *         "hold_id": "auc_Zk1....2", "seq": 3, "timestamp": "2026-11-25T12:20:00.000Z" } ] }
+         *     ```
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -41229,7 +49639,53 @@ export interface paths {
             };
         };
         put?: never;
-        /** Bid exactly `amount`. The bidder's ledger holds `amount` first (409 insufficient_funds otherwise); accepted: true when the bid leads, false when a higher proxy answered at once (the price rose). At or above buy_it_now_price: wins and closed: true. Below the minimum: 409 bid_too_low; not open: 409 auction_not_open; the seller: 403. */
+        /**
+         * Bid exactly `amount`. The bidder's ledger holds `amount` first (409 insufficient_funds otherwise); accepted: true when the bid leads, false when a higher proxy answered at once (the price rose). At or above buy_it_now_price: wins and closed: true. Below the minimum: 409 bid_too_low; not open: 409 auction_not_open; the seller: 403.
+         * @description - `POST .../bids` `{"amount"}`: a **plain bid** of exactly `amount`.
+         *     - `POST .../proxy-bid` `{"max_amount"}`: a **proxy bid**: the auction bids
+         *       for you the least needed to lead, up to `max_amount`.
+         *
+         *     Rules:
+         *     1. The minimum bid is `starting_price` for the first bid, then
+         *        `current_price + bid_increment`. Below it: 409 `bid_too_low` with
+         *        `details: {minimum, current_price}`.
+         *     2. A plain bid that beats the leader's maximum leads at its amount.
+         *     3. A proxy that beats the leader's maximum leads at `min(max_amount, leader
+         *        max + bid_increment)`; the two proxies' bids both enter the history.
+         *     4. A bid at or below a leading proxy's maximum is answered by that proxy at
+         *        once: the price becomes `min(leader max, bid + bid_increment)` and the
+         *        leader stays (**ties go to the earlier bid**). Your request answers 200
+         *        with `accepted: false` (`success: false` for a proxy bid).
+         *     5. A proxy whose maximum meets the reserve raises the price to the reserve at
+         *        once (one below it bids its maximum).
+         *     6. The leader may raise its own maximum with a higher proxy bid (the price
+         *        stays); a plain bid by the leader is 409 `already_high_bidder`.
+         *     7. **Buy it now**: a plain bid at or above `buy_it_now_price`, while the
+         *        price is below it, wins at `buy_it_now_price` (whatever proxies hold) and
+         *        ends the auction: `closed: true`. A proxy maximum never triggers it.
+         *
+         *     Bids on an auction that is not open (scheduled, ended, settled, cancelled,
+         *     or past `end_time`) are 409 `auction_not_open` with `details.status`.
+         *
+         *     Besides the spec's fields (`accepted, closed, current_price, message,
+         *     your_bid` for a bid; `success, current_price, max_amount, message` for a
+         *     proxy bid), both answers carry `leading` (whether you lead now) and
+         *     `high_bidder`. A bid answers once it is decided (its hold placed and its turn
+         *     come), normally within one outbox round trip.
+         *
+         *     ```http
+         *     POST /api/v1/auctions/auc_Zk1.../bids
+         *     { "amount": 320 }
+         *     ```
+         *
+         *     ```json
+         *     200
+         *     { "accepted": false, "closed": false, "current_price": 330, "your_bid": 320, "leading": false,
+         *       "high_bidder": "usr_carol...", "message": "Outbid at once by the high bidder's maximum; the price is now 330." }
+         *     ```
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -41363,7 +49819,53 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Proxy bid: the auction bids for you the least needed to lead, up to max_amount (eBay semantics). The ledger holds max_amount. success: true when you lead (or raised your own maximum); false when a higher or earlier equal maximum outbid you at once. */
+        /**
+         * Proxy bid: the auction bids for you the least needed to lead, up to max_amount (eBay semantics). The ledger holds max_amount. success: true when you lead (or raised your own maximum); false when a higher or earlier equal maximum outbid you at once.
+         * @description - `POST .../bids` `{"amount"}`: a **plain bid** of exactly `amount`.
+         *     - `POST .../proxy-bid` `{"max_amount"}`: a **proxy bid**: the auction bids
+         *       for you the least needed to lead, up to `max_amount`.
+         *
+         *     Rules:
+         *     1. The minimum bid is `starting_price` for the first bid, then
+         *        `current_price + bid_increment`. Below it: 409 `bid_too_low` with
+         *        `details: {minimum, current_price}`.
+         *     2. A plain bid that beats the leader's maximum leads at its amount.
+         *     3. A proxy that beats the leader's maximum leads at `min(max_amount, leader
+         *        max + bid_increment)`; the two proxies' bids both enter the history.
+         *     4. A bid at or below a leading proxy's maximum is answered by that proxy at
+         *        once: the price becomes `min(leader max, bid + bid_increment)` and the
+         *        leader stays (**ties go to the earlier bid**). Your request answers 200
+         *        with `accepted: false` (`success: false` for a proxy bid).
+         *     5. A proxy whose maximum meets the reserve raises the price to the reserve at
+         *        once (one below it bids its maximum).
+         *     6. The leader may raise its own maximum with a higher proxy bid (the price
+         *        stays); a plain bid by the leader is 409 `already_high_bidder`.
+         *     7. **Buy it now**: a plain bid at or above `buy_it_now_price`, while the
+         *        price is below it, wins at `buy_it_now_price` (whatever proxies hold) and
+         *        ends the auction: `closed: true`. A proxy maximum never triggers it.
+         *
+         *     Bids on an auction that is not open (scheduled, ended, settled, cancelled,
+         *     or past `end_time`) are 409 `auction_not_open` with `details.status`.
+         *
+         *     Besides the spec's fields (`accepted, closed, current_price, message,
+         *     your_bid` for a bid; `success, current_price, max_amount, message` for a
+         *     proxy bid), both answers carry `leading` (whether you lead now) and
+         *     `high_bidder`. A bid answers once it is decided (its hold placed and its turn
+         *     come), normally within one outbox round trip.
+         *
+         *     ```http
+         *     POST /api/v1/auctions/auc_Zk1.../proxy-bid
+         *     { "max_amount": 400 }
+         *     ```
+         *
+         *     ```json
+         *     200
+         *     { "success": true, "current_price": 300, "max_amount": 400, "leading": true, "high_bidder": "usr_carol...",
+         *       "message": "You are the high bidder at 300." }
+         *     ```
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -41496,7 +49998,29 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Seller or platform admin: end the open auction now and settle it (capture the winner's hold to the seller, release the others, item step). Answers when the settlement is done. */
+        /**
+         * Seller or platform admin: end the open auction now and settle it (capture the winner's hold to the seller, release the others, item step). Answers when the settlement is done.
+         * @description At `end_time` (alarm), on `POST .../close`, on `PUT status` ended/settled,
+         *     or on buy it now, the auction stops taking bids, decides the bids that
+         *     arrived in time, then settles once:
+         *
+         *     `POST /api/v1/auctions/{id}/close` (seller or admin, the auction open)
+         *     answers when the settlement is done:
+         *
+         *     ```json
+         *     200
+         *     { "message": "Settled: usr_carol... won at 330.",
+         *       "settlement": { "auction_id": "auc_Zk1...", "status": "settled", "winner_id": "usr_carol...", "final_price": 330,
+         *                       "reserve_met": true, "funds_settled": true, "holds_released": 0, "item_transferred": false,
+         *                       "item_transfer_reason": "items_area_unavailable: this service has no items area yet, so item_id names no item it can transfer",
+         *                       "error": null, "completed_at": "2026-11-25T12:30:00.000Z" } }
+         *     ```
+         *
+         *     Closing an auction that is not open: 409 `auction_not_open`. The
+         *     settlement stays on the auction (`settlement`, `winner_id`, `final_price`).
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -41631,7 +50155,33 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Seller or platform admin: move the auction along its state machine (scheduled -> open | cancelled; open -> ended | settled | cancelled). ended and settled settle it now, like close; cancelled releases every hold. Any other move: 409 auction_invalid_transition. */
+        /**
+         * Seller or platform admin: move the auction along its state machine (scheduled -> open | cancelled; open -> ended | settled | cancelled). ended and settled settle it now, like close; cancelled releases every hold. Any other move: 409 auction_invalid_transition.
+         * @description - Durable alarms open and end auctions with no request (they survive
+         *       restarts: docs/architecture.md, "Durable alarms").
+         *     - `ended` lasts while the settlement's ledger step is on its way (one outbox
+         *       round trip); `settled` and `cancelled` are final.
+         *     - `PUT /api/v1/auctions/{id}/status` `{"status": ...}` (seller or admin)
+         *       accepts exactly: `scheduled -> open` (opens now), `scheduled -> cancelled`,
+         *       `open -> ended` and `open -> settled` (both settle now, like `close`;
+         *       the answer shows `settled`), `open -> cancelled`. Anything else is 409
+         *       `auction_invalid_transition` with `details: {from, to, allowed}`.
+         *
+         *     ```http
+         *     PUT /api/v1/auctions/auc_Zk1.../status
+         *     { "status": "cancelled" }
+         *     ```
+         *
+         *     ```json
+         *     200
+         *     { "success": true, "status": "cancelled", "message": "The auction is cancelled.",
+         *       "settlement": { "auction_id": "auc_Zk1...", "status": "cancelled", "winner_id": null, "final_price": null, "reserve_met": false,
+         *                       "funds_settled": false, "holds_released": 1, "item_transferred": false,
+         *                       "item_transfer_reason": "cancelled: nothing to transfer", "error": null, "completed_at": "2026-11-25T12:30:00.000Z" } }
+         *     ```
+         *
+         *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -41774,7 +50324,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The coordinator of an index. An index never started answers running false at tick 0. */
+        /**
+         * The coordinator of an index. An index never started answers running false at tick 0.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **ecs** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -41881,7 +50434,33 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start (or re-time) the tick loop. Idempotent. */
+        /**
+         * Start (or re-time) the tick loop. Idempotent.
+         * @description ## `POST /start`
+         *
+         *     Body optional: `{tick_rate_ms? }`, an integer from **10 to 10000** ms; default
+         *     50 for a new index, else the index's last rate. Starts the tick loop, or
+         *     re-times a running one (the next tick comes `tick_rate_ms` after the call).
+         *     Starting a running index at the same rate changes nothing. 200 Coordinator.
+         *     A rate out of bounds: 400 `BAD_REQUEST`.
+         *
+         *     ```
+         *     POST /api/v1/ecs/arena-1/coordinator/start   {"tick_rate_ms": 50}
+         *     200 {"index": "arena-1", "running": true, "tick": 0, "tick_rate_ms": 50, "last_tick_at": null, ...}
+         *     ```
+         *
+         *     The loop runs on a durable alarm: each tick is an alarm turn of the index
+         *     actor that commits the changes made since the previous tick as one tick.
+         *     An index that was running keeps ticking after a restart or a failover. The
+         *     next tick's alarm is set one period after the previous tick's due time, once
+         *     that tick is committed: a tick up to one period late (a slow commit) is
+         *     followed at once by the next, and ticks missed for longer (a restart, a
+         *     failover, a stopped node) are skipped, not replayed in a burst. Tick numbers
+         *     never skip, but the wall-clock period can stretch under load (`at` of each
+         *     tick says when it was committed; see docs/performance.md).
+         *
+         *     *From docs/api/ecs.md. The area's model, rules and decisions: the **ecs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -41993,7 +50572,16 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop the tick loop. Idempotent; pending changes go out with the first tick after the next start. */
+        /**
+         * Stop the tick loop. Idempotent; pending changes go out with the first tick after the next start.
+         * @description ## `POST /stop`
+         *
+         *     No body. Halts the loop (idempotent). 200 Coordinator. Mutations are still
+         *     accepted while stopped; their changes go out with the first tick after the
+         *     next start.
+         *
+         *     *From docs/api/ecs.md. The area's model, rules and decisions: the **ecs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -42098,7 +50686,64 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Apply per-entity mutations with optimistic concurrency; each entity succeeds or fails on its own. */
+        /**
+         * Apply per-entity mutations with optimistic concurrency; each entity succeeds or fails on its own.
+         * @description ## `POST /mutations`
+         *
+         *     Body `{mutations: [...]}`, 1 to **500** mutations:
+         *
+         *     | field | |
+         *     |---|---|
+         *     | `entity_id` | 1..128 characters, no control characters |
+         *     | `op` | `create`, `update` (default) or `delete` |
+         *     | `expected_version` | the version you read. **Required** for `update` and `delete`; 0 or absent for `create` |
+         *     | `components` | object, component name to any JSON value. `create`: the entity's components. `update`: merged into the entity's (a component set to `null` is removed). The entity's components may be at most **2 KiB** of JSON after the merge |
+         *
+         *     **Mutations apply at once, and are published at the next tick.** Each
+         *     mutation's version check and version bump happen in the request's own turn of
+         *     the index actor, and the answer leaves only after that turn is committed, so
+         *     `new_version` is durable and the next mutation of the same entity must name
+         *     it. The change is then carried by the next tick (the reply's `tick`); until
+         *     then subscribers do not see it. Changes of one entity between two ticks are
+         *     coalesced: the tick carries the entity's final state. Mutations of one batch
+         *     apply in order, so a second mutation of the same entity in the batch must
+         *     name the version the first produced.
+         *
+         *     Versions: `create` makes version 1; every `update` adds 1; a `delete` removes
+         *     the entity and its change carries the old version plus one. An entity created
+         *     again after a delete starts at version 1 again.
+         *
+         *     200:
+         *
+         *     ```json
+         *     {"succeeded": 2, "failed": 2, "tick": 1285,
+         *      "results": [
+         *        {"entity_id": "ship-1", "success": true,  "new_version": 8,    "current_version": 7, "error": null},
+         *        {"entity_id": "ship-2", "success": false, "new_version": null, "current_version": 4, "error": "version_conflict"},
+         *        {"entity_id": "ghost",  "success": false, "new_version": null, "current_version": 0, "error": "entity_not_found"},
+         *        {"entity_id": "ship-3", "success": true,  "new_version": 1,    "current_version": 0, "error": null}]}
+         *     ```
+         *
+         *     A failed mutation changes nothing and fails that entity only; the batch
+         *     answers 200 whatever the mix. `current_version` is the version the mutation
+         *     found (0: no such entity), so a client can re-read and retry. Per-entity
+         *     errors:
+         *
+         *     | error | |
+         *     |---|---|
+         *     | `version_conflict` | `expected_version` is not the entity's version (stale read) |
+         *     | `entity_not_found` | `update` or `delete` of an entity the index does not hold |
+         *     | `entity_exists` | `create` of an entity that exists |
+         *     | `index_full` | `create` while the index holds **10,000** entities |
+         *     | `components_too_large` | the entity's components would pass 2 KiB |
+         *
+         *     The whole request is refused with 400 `BAD_REQUEST` (nothing applied) when the
+         *     body fails its schema (no or too many mutations, an unknown `op`, a bad
+         *     `entity_id`) or an `update`/`delete` has no `expected_version` (`details`
+         *     names each one, e.g. `body.mutations.1.expected_version`).
+         *
+         *     *From docs/api/ecs.md. The area's model, rules and decisions: the **ecs** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -42218,7 +50863,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The domain's sessions the caller is a party of, newest first by default; status filters; sort_by created_at, updated_at, round. A list may lag a session by the outbox's delivery (milliseconds). mine=false lists every session of the tenant's domain, for platform admins only (403 otherwise). */
+        /**
+         * The domain's sessions the caller is a party of, newest first by default; status filters; sort_by created_at, updated_at, round. A list may lag a session by the outbox's delivery (milliseconds). mine=false lists every session of the tenant's domain, for platform admins only (403 otherwise).
+         * @description - `GET .../sessions?status=&sort_by=created_at|updated_at|round&sort_order=asc|desc&page=&page_size=`
+         *       lists the sessions the caller is a party of (`mine` defaults to true;
+         *       `mine=false`, every session of the domain, is for platform admins only:
+         *       403 otherwise). `page_size` default 20, at most 100. The list is built
+         *       from summaries each session sends through the outbox after every change,
+         *       so it may lag a session by milliseconds.
+         *     - `POST .../settlements/sweep` asks every settlement the list shows as
+         *       AGREED past its deadline to roll back now (each checks its deadline
+         *       itself) and answers `{"cancelled": 2, "message": "2 overdue settlement(s) rolled back."}`.
+         *       The deadline alarm does the same without a sweep.
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -42354,7 +51013,34 @@ export interface paths {
             };
         };
         put?: never;
-        /** Open a session with another user of the caller's tenant (an organization member, with an org API key): 422 handshake_counterparty_invalid otherwise. Optional policy (defaults in docs/api/handshake.md) and opening offer (round 1). */
+        /**
+         * Open a session with another user of the caller's tenant (an organization member, with an org API key): 422 handshake_counterparty_invalid otherwise. Optional policy (defaults in docs/api/handshake.md) and opening offer (round 1).
+         * @description `POST /api/v1/handshake/game/sessions`
+         *
+         *     ```json
+         *     {"counterparty_id": "usr_bob", "counterparty_kind": "auth_user",
+         *      "policy": {"max_rounds": 6},
+         *      "opening_offer": {"bundle": {"initiator_gives": {"currency_legs": [{"currency_id": "USD", "amount": 2500}]},
+         *                                   "responder_gives": {"terms": [{"key": "sword", "value": "+3 longsword", "binding": true}]}}}}
+         *     ```
+         *
+         *     201:
+         *
+         *     ```json
+         *     {"session": {"session_id": "hs_Q2x…", "domain": "game", "status": "NEGOTIATING", "round": 1,
+         *        "initiator": {"id": "usr_alice", "kind": "auth_user", "label": "usr_alice"},
+         *        "responder": {"id": "usr_bob", "kind": "auth_user", "label": "usr_bob"},
+         *        "policy": {"max_rounds": 6, "offer_ttl_seconds": 3600, "session_ttl_seconds": 86400, "settlement_timeout_seconds": 300},
+         *        "active_offer_id": "hs_Q2x….o1", "settlement_id": null, "closed_reason": null,
+         *        "created_at": "2026-11-25T13:00:00.000Z", "updated_at": "2026-11-25T13:00:00.000Z", "expires_at": "2026-11-26T13:00:00.000Z"},
+         *      "opening_offer": {"offer_id": "hs_Q2x….o1", "round": 1, "proposed_by": "usr_alice", "in_reply_to": null, "status": "OPEN",
+         *        "bundle": {"initiator_gives": {"currency_legs": [{"currency_id": "USD", "amount": 2500}], "item_legs": [], "terms": []},
+         *                   "responder_gives": {"currency_legs": [], "item_legs": [], "terms": [{"key": "sword", "value": "+3 longsword", "binding": true}]}},
+         *        "created_at": "…", "expires_at": "…", "closed_at": null, "session_id": "hs_Q2x…"}}
+         *     ```
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -42598,7 +51284,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One session, for its parties (anyone else: 404). */
+        /**
+         * One session, for its parties (anyone else: 404).
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -42735,7 +51424,39 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Either party: end the session (CANCELLED). An open offer is cancelled; a settlement still STAGING is rolled back, every hold released (rolled_back: true). After both confirmed, or once ended: 409 handshake_invalid_state. */
+        /**
+         * Either party: end the session (CANCELLED). An open offer is cancelled; a settlement still STAGING is rolled back, every hold released (rolled_back: true). After both confirmed, or once ended: 409 handshake_invalid_state.
+         * @description 1. **Stage** (`POST .../settlement/stage`, either party): the session asks
+         *        the caller's ledger account (docs/api/ledger.md) to place one hold per
+         *        currency leg the caller gives (hold id
+         *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
+         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
+         *        `insufficient_funds`) refuses the stage and releases the attempt's other
+         *        holds; fund the account and stage again (fresh hold ids). A side that
+         *        gives no money is staged at once. A second stage while holds are being
+         *        placed: 409 `handshake_stage_in_progress`; once staged, stage answers
+         *        the settlement unchanged.
+         *     2. **Confirm** (`POST .../settlement/confirm`, any body is ignored):
+         *        needs your own stage (409 `handshake_not_staged`). The first
+         *        confirmation answers `{"outcome": "WAITING_FOR_COUNTERPARTY",
+         *        "settlement": …}`. The second is the **commit point**: in that one turn
+         *        the settlement becomes COMMITTING and a capture of every hold to the
+         *        other party is sent through the outbox; it answers `COMMITTED`. The
+         *        ledger applies each capture once (idempotent by hold id) and credits the
+         *        payee once; when every capture is answered the settlement is SETTLED
+         *        (`holds_captured`) and the session SETTLED. A confirm after the commit
+         *        answers `ALREADY_CONFIRMED`.
+         *     3. **Roll back**: `POST .../cancel` (either party, while STAGING), the
+         *        deadline alarm at `deadline_at`, or `POST .../settlements/sweep`, release
+         *        every hold id of the settlement, placed or still being placed (the
+         *        ledger remembers a release that arrives before its placement and
+         *        refuses that placement), so nothing stays reserved. The cancel answers
+         *        `{"message": "…", "rolled_back": true, "session_id": "…", "session": …}`
+         *        (`rolled_back: false` when there was no settlement).
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -42883,7 +51604,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The transcript (every offer, oldest first, with its final status) and, with view=concessions, per-round deltas of what each party gives against the offer before. */
+        /**
+         * The transcript (every offer, oldest first, with its final status) and, with view=concessions, per-round deltas of what each party gives against the offer before.
+         * @description `GET .../sessions/{id}/history?view=transcript|concessions` (default
+         *     `transcript`) answers every offer, oldest first, with its final status; with
+         *     `view=concessions`, also one entry per offer comparing each side with the
+         *     offer before it (the first with an empty bundle):
+         *
+         *     ```json
+         *     {"session_id": "hs_Q2x…", "view": "concessions", "offers": […],
+         *      "concessions": [{"round": 2, "offer_id": "hs_Q2x….o2", "proposed_by": "usr_bob",
+         *        "deltas": [{"party_id": "usr_alice", "role": "initiator", "currency_deltas": [{"currency_id": "USD", "delta": 500}], "items_added": [], "items_removed": [], "terms_changed": []},
+         *                   {"party_id": "usr_bob", "role": "responder", "currency_deltas": [], "items_added": [], "items_removed": [], "terms_changed": ["sword"]}]}]}
+         *     ```
+         *
+         *     A positive `delta` means that party gives more than in the previous offer.
+         *     With `view=transcript`, `concessions` is `[]`.
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -43055,7 +51794,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Either party: make an offer (a new round). With an open offer made to you, this counters it (it becomes COUNTERED); with your own offer open: 409 handshake_offer_open. Past max_rounds: 409 handshake_max_rounds. */
+        /**
+         * Either party: make an offer (a new round). With an open offer made to you, this counters it (it becomes COUNTERED); with your own offer open: 409 handshake_offer_open. Past max_rounds: 409 handshake_max_rounds.
+         * @description `POST .../sessions/{id}/offers` with `{"bundle": …}` answers 201 with the
+         *     Offer; `POST .../offers/{offer_id}/reject` and `/withdraw` answer 200 with
+         *     the Offer as closed.
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -43266,7 +52012,58 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The party the offer was made to (403 for its proposer): accept the open offer. The session becomes AGREED and a settlement opens in STAGING with deadline_at (policy.settlement_timeout_seconds). */
+        /**
+         * The party the offer was made to (403 for its proposer): accept the open offer. The session becomes AGREED and a settlement opens in STAGING with deadline_at (policy.settlement_timeout_seconds).
+         * @description `POST .../offers/{offer_id}/accept` answers the Settlement:
+         *
+         *     ```json
+         *     {"settlement_id": "hs_Q2x….s", "session_id": "hs_Q2x…", "accepted_offer_id": "hs_Q2x….o1",
+         *      "status": "STAGING", "deadline_at": "2026-11-25T13:05:00.000Z",
+         *      "initiator_stage": {"party_id": "usr_alice", "staged": false, "staging": false, "confirmed": false, "ledger_hold_ids": [], "item_lock_ids": []},
+         *      "responder_stage": {"party_id": "usr_bob", "staged": false, "staging": false, "confirmed": false, "ledger_hold_ids": [], "item_lock_ids": []},
+         *      "rollback_reason": null, "holds_captured": 0, "created_at": "…", "completed_at": null}
+         *     ```
+         *
+         *     1. **Stage** (`POST .../settlement/stage`, either party): the session asks
+         *        the caller's ledger account (docs/api/ledger.md) to place one hold per
+         *        currency leg the caller gives (hold id
+         *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
+         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
+         *        `insufficient_funds`) refuses the stage and releases the attempt's other
+         *        holds; fund the account and stage again (fresh hold ids). A side that
+         *        gives no money is staged at once. A second stage while holds are being
+         *        placed: 409 `handshake_stage_in_progress`; once staged, stage answers
+         *        the settlement unchanged.
+         *     2. **Confirm** (`POST .../settlement/confirm`, any body is ignored):
+         *        needs your own stage (409 `handshake_not_staged`). The first
+         *        confirmation answers `{"outcome": "WAITING_FOR_COUNTERPARTY",
+         *        "settlement": …}`. The second is the **commit point**: in that one turn
+         *        the settlement becomes COMMITTING and a capture of every hold to the
+         *        other party is sent through the outbox; it answers `COMMITTED`. The
+         *        ledger applies each capture once (idempotent by hold id) and credits the
+         *        payee once; when every capture is answered the settlement is SETTLED
+         *        (`holds_captured`) and the session SETTLED. A confirm after the commit
+         *        answers `ALREADY_CONFIRMED`.
+         *     3. **Roll back**: `POST .../cancel` (either party, while STAGING), the
+         *        deadline alarm at `deadline_at`, or `POST .../settlements/sweep`, release
+         *        every hold id of the settlement, placed or still being placed (the
+         *        ledger remembers a release that arrives before its placement and
+         *        refuses that placement), so nothing stays reserved. The cancel answers
+         *        `{"message": "…", "rolled_back": true, "session_id": "…", "session": …}`
+         *        (`rolled_back: false` when there was no settlement).
+         *
+         *     **Crashes.** The session is one actor; every step of the flow is a message
+         *     through the persisted outbox, de-duplicated by the receiver. A node killed
+         *     at any moment leaves either the commit turn durable (then every capture is
+         *     delivered after the restart and applied exactly once: funds end with their
+         *     new owners) or not (then the holds are intact and the settlement is still
+         *     STAGING, to be confirmed again or rolled back by cancel or the deadline:
+         *     funds end exactly as before). A stage call interrupted by the crash gets
+         *     503 `flow_interrupted`; its holds still complete or are rolled back.
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -43417,7 +52214,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The party the offer was made to (403 for its proposer): reject the open offer (REJECTED). The session keeps negotiating unless this was the last round (then EXPIRED, closed_reason max_rounds). */
+        /**
+         * The party the offer was made to (403 for its proposer): reject the open offer (REJECTED). The session keeps negotiating unless this was the last round (then EXPIRED, closed_reason max_rounds).
+         * @description `POST .../sessions/{id}/offers` with `{"bundle": …}` answers 201 with the
+         *     Offer; `POST .../offers/{offer_id}/reject` and `/withdraw` answer 200 with
+         *     the Offer as closed.
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -43584,7 +52388,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The proposer (403 for the other party): withdraw the open offer (WITHDRAWN). The session keeps negotiating unless this was the last round. */
+        /**
+         * The proposer (403 for the other party): withdraw the open offer (WITHDRAWN). The session keeps negotiating unless this was the last round.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -43751,7 +52558,39 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Either party: place the ledger holds for what you give (one per currency leg). Answers once every hold is placed (staged: true, ledger_hold_ids); a hold refused (409 insufficient_funds) releases the others, and you may stage again. Staged already: the settlement as it is. */
+        /**
+         * Either party: place the ledger holds for what you give (one per currency leg). Answers once every hold is placed (staged: true, ledger_hold_ids); a hold refused (409 insufficient_funds) releases the others, and you may stage again. Staged already: the settlement as it is.
+         * @description 1. **Stage** (`POST .../settlement/stage`, either party): the session asks
+         *        the caller's ledger account (docs/api/ledger.md) to place one hold per
+         *        currency leg the caller gives (hold id
+         *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
+         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
+         *        `insufficient_funds`) refuses the stage and releases the attempt's other
+         *        holds; fund the account and stage again (fresh hold ids). A side that
+         *        gives no money is staged at once. A second stage while holds are being
+         *        placed: 409 `handshake_stage_in_progress`; once staged, stage answers
+         *        the settlement unchanged.
+         *     2. **Confirm** (`POST .../settlement/confirm`, any body is ignored):
+         *        needs your own stage (409 `handshake_not_staged`). The first
+         *        confirmation answers `{"outcome": "WAITING_FOR_COUNTERPARTY",
+         *        "settlement": …}`. The second is the **commit point**: in that one turn
+         *        the settlement becomes COMMITTING and a capture of every hold to the
+         *        other party is sent through the outbox; it answers `COMMITTED`. The
+         *        ledger applies each capture once (idempotent by hold id) and credits the
+         *        payee once; when every capture is answered the settlement is SETTLED
+         *        (`holds_captured`) and the session SETTLED. A confirm after the commit
+         *        answers `ALREADY_CONFIRMED`.
+         *     3. **Roll back**: `POST .../cancel` (either party, while STAGING), the
+         *        deadline alarm at `deadline_at`, or `POST .../settlements/sweep`, release
+         *        every hold id of the settlement, placed or still being placed (the
+         *        ledger remembers a release that arrives before its placement and
+         *        refuses that placement), so nothing stays reserved. The cancel answers
+         *        `{"message": "…", "rolled_back": true, "session_id": "…", "session": …}`
+         *        (`rolled_back: false` when there was no settlement).
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -43892,7 +52731,39 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Either party, once staged (409 handshake_not_staged before): confirm. The first confirmation answers WAITING_FOR_COUNTERPARTY; the second commits the swap (COMMITTED: every hold is captured to the other party, exactly once, and the settlement moves COMMITTING -> SETTLED). After the commit: ALREADY_CONFIRMED. A body, if any, is ignored (the spec names optional fields; none is used by this build). */
+        /**
+         * Either party, once staged (409 handshake_not_staged before): confirm. The first confirmation answers WAITING_FOR_COUNTERPARTY; the second commits the swap (COMMITTED: every hold is captured to the other party, exactly once, and the settlement moves COMMITTING -> SETTLED). After the commit: ALREADY_CONFIRMED. A body, if any, is ignored (the spec names optional fields; none is used by this build).
+         * @description 1. **Stage** (`POST .../settlement/stage`, either party): the session asks
+         *        the caller's ledger account (docs/api/ledger.md) to place one hold per
+         *        currency leg the caller gives (hold id
+         *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
+         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
+         *        `insufficient_funds`) refuses the stage and releases the attempt's other
+         *        holds; fund the account and stage again (fresh hold ids). A side that
+         *        gives no money is staged at once. A second stage while holds are being
+         *        placed: 409 `handshake_stage_in_progress`; once staged, stage answers
+         *        the settlement unchanged.
+         *     2. **Confirm** (`POST .../settlement/confirm`, any body is ignored):
+         *        needs your own stage (409 `handshake_not_staged`). The first
+         *        confirmation answers `{"outcome": "WAITING_FOR_COUNTERPARTY",
+         *        "settlement": …}`. The second is the **commit point**: in that one turn
+         *        the settlement becomes COMMITTING and a capture of every hold to the
+         *        other party is sent through the outbox; it answers `COMMITTED`. The
+         *        ledger applies each capture once (idempotent by hold id) and credits the
+         *        payee once; when every capture is answered the settlement is SETTLED
+         *        (`holds_captured`) and the session SETTLED. A confirm after the commit
+         *        answers `ALREADY_CONFIRMED`.
+         *     3. **Roll back**: `POST .../cancel` (either party, while STAGING), the
+         *        deadline alarm at `deadline_at`, or `POST .../settlements/sweep`, release
+         *        every hold id of the settlement, placed or still being placed (the
+         *        ledger remembers a release that arrives before its placement and
+         *        refuses that placement), so nothing stays reserved. The cancel answers
+         *        `{"message": "…", "rolled_back": true, "session_id": "…", "session": …}`
+         *        (`rolled_back: false` when there was no settlement).
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -44037,7 +52908,50 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Roll back now every settlement of the tenant's domain still STAGING past its deadline (the deadline alarm does this too; the sweep is for operators who do not want to wait). cancelled counts the settlements asked to roll back. */
+        /**
+         * Roll back now every settlement of the tenant's domain still STAGING past its deadline (the deadline alarm does this too; the sweep is for operators who do not want to wait). cancelled counts the settlements asked to roll back.
+         * @description 1. **Stage** (`POST .../settlement/stage`, either party): the session asks
+         *        the caller's ledger account (docs/api/ledger.md) to place one hold per
+         *        currency leg the caller gives (hold id
+         *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
+         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
+         *        `insufficient_funds`) refuses the stage and releases the attempt's other
+         *        holds; fund the account and stage again (fresh hold ids). A side that
+         *        gives no money is staged at once. A second stage while holds are being
+         *        placed: 409 `handshake_stage_in_progress`; once staged, stage answers
+         *        the settlement unchanged.
+         *     2. **Confirm** (`POST .../settlement/confirm`, any body is ignored):
+         *        needs your own stage (409 `handshake_not_staged`). The first
+         *        confirmation answers `{"outcome": "WAITING_FOR_COUNTERPARTY",
+         *        "settlement": …}`. The second is the **commit point**: in that one turn
+         *        the settlement becomes COMMITTING and a capture of every hold to the
+         *        other party is sent through the outbox; it answers `COMMITTED`. The
+         *        ledger applies each capture once (idempotent by hold id) and credits the
+         *        payee once; when every capture is answered the settlement is SETTLED
+         *        (`holds_captured`) and the session SETTLED. A confirm after the commit
+         *        answers `ALREADY_CONFIRMED`.
+         *     3. **Roll back**: `POST .../cancel` (either party, while STAGING), the
+         *        deadline alarm at `deadline_at`, or `POST .../settlements/sweep`, release
+         *        every hold id of the settlement, placed or still being placed (the
+         *        ledger remembers a release that arrives before its placement and
+         *        refuses that placement), so nothing stays reserved. The cancel answers
+         *        `{"message": "…", "rolled_back": true, "session_id": "…", "session": …}`
+         *        (`rolled_back: false` when there was no settlement).
+         *
+         *     - `GET .../sessions?status=&sort_by=created_at|updated_at|round&sort_order=asc|desc&page=&page_size=`
+         *       lists the sessions the caller is a party of (`mine` defaults to true;
+         *       `mine=false`, every session of the domain, is for platform admins only:
+         *       403 otherwise). `page_size` default 20, at most 100. The list is built
+         *       from summaries each session sends through the outbox after every change,
+         *       so it may lag a session by milliseconds.
+         *     - `POST .../settlements/sweep` asks every settlement the list shows as
+         *       AGREED past its deadline to roll back now (each checks its deadline
+         *       itself) and answers `{"cancelled": 2, "message": "2 overdue settlement(s) rolled back."}`.
+         *       The deadline alarm does the same without a sweep.
+         *
+         *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -44131,7 +53045,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's forms. Deprecated and disabled forms only with include_inactive (admins) or a status filter naming them. */
+        /**
+         * The tenant's forms. Deprecated and disabled forms only with include_inactive (admins) or a status filter naming them.
+         * @description `GET /api/v1/forms?q=&status=&include_inactive=&page=&page_size=&sort_by=&sort_order=`
+         *     answers `{forms: [Form], pagination}`. `q` matches name and title
+         *     (case-insensitive substring). Without `status`, deprecated and disabled forms
+         *     are left out unless `include_inactive=true`, which is for platform admins
+         *     (403 otherwise). `sort_by`: `created_at` (default), `updated_at`, `name`,
+         *     `title`; `sort_order` `desc` by default; `page_size` default 20, capped at
+         *     100. The list is kept by a per-tenant index actor that each form tells of
+         *     every definition change through the outbox: it may trail a change by
+         *     moments, and its `submission_count` is as of the form's last definition
+         *     change (GET the form for the live count). At most 10,000 forms per tenant
+         *     are listed.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -44296,7 +53225,37 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a form (status draft, version 1). An invalid JSON Schema is 400 invalid_json_schema. */
+        /**
+         * Create a form (status draft, version 1). An invalid JSON Schema is 400 invalid_json_schema.
+         * @description `POST /api/v1/forms` (required: `name`, `title`, `schema`) answers **201**
+         *     FormCreated. Optional settings and their defaults:
+         *
+         *     | field | default | meaning |
+         *     |---|---|---|
+         *     | `fields` `[{name, label?, kind?, encrypted?}]` | `[]` | Display metadata; each `name` must be a top-level property of the schema. At most 200. `encrypted: true`: see "Encrypted fields". |
+         *     | `conditional_logic` `[{when, require}]` | `[]` | See "Conditional logic". At most 100 rules. |
+         *     | `drafts` `{enabled, ttl_seconds}` | `{false, 86400}` | ttl 1 s to 30 days. |
+         *     | `spam` `{allow_anonymous, honeypot_fields, min_submit_ms, rate_limit_per_minute}` | `{false, [], 0, 10}` | See "Public submissions". |
+         *     | `approval` `{enabled, approver_role, kind}` | `{false, "owner", "single"}` | `approver_role`: `owner` (owners and admins) or `admin` (platform admins only). |
+         *     | `execution` `{on_valid_submission}` | `{[]}` | Up to 10 hooks; see "Execution hooks". |
+         *     | `multipart` `{enabled, allowed_content_types, blob_bucket, max_file_bytes, max_files}` | `{false, [], "default", 10 MiB, 5}` | See "Multipart". `allowed_content_types` must name at least one sniffable type when enabled; max_file_bytes up to 1 GiB, max_files up to 20. |
+         *
+         *     A job hook, for example:
+         *     `{"kind": "job", "queue": "welcome-mails", "payload_template": {"to": "{{data.email}}", "subject": "Welcome, {{data.name}}"}, "target": {"url": "https://mailer.example.com/jobs", "secret": "at-least-16-characters"}}`.
+         *
+         *     ```http
+         *     POST /api/v1/forms
+         *     {"name": "signup", "title": "Sign up",
+         *      "schema": {"type": "object", "properties": {"email": {"type": "string", "format": "email"},
+         *                 "country": {"type": "string"}, "state": {"type": "string"}}, "required": ["email"]},
+         *      "conditional_logic": [{"when": "country == \"US\"", "require": ["state"]}]}
+         *
+         *     201 {"form_id": "frm_dXNyXzE.p2WmVx9oQ0aAbcde", "name": "signup", "status": "draft",
+         *          "version": 1, "created_at": "2026-11-25T12:00:00.000Z"}
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -44454,7 +53413,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A form with its current schema version. */
+        /**
+         * A form with its current schema version.
+         * @description `GET /api/v1/forms/{form_id}` answers the Form: `form_id, name, title,
+         *     status, version, schema` (the current version's), `fields,
+         *     conditional_logic, drafts, spam, approval, execution, multipart,
+         *     submission_count, created_by, created_at, updated_at`.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -44620,7 +53587,35 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** A new schema version (version + 1); earlier submissions keep the version they were validated against. Owners and admins. */
+        /**
+         * A new schema version (version + 1); earlier submissions keep the version they were validated against. Owners and admins.
+         * @description A **form** has a JSON Schema (`schema`) that every submission must satisfy,
+         *     and settings around it (fields, conditional logic, drafts, spam guards,
+         *     approval). `PUT .../schema` makes a new **version** (1, 2, ...); every
+         *     version is kept, and each submission records the version it was validated
+         *     against (`form_version`, `validation.schema_version`). A form moves through a
+         *     **status** state machine; only an `active` form takes submissions and drafts.
+         *     A **submission** is validated and committed in one turn of the form's actor;
+         *     the reply leaves after the commit. A **draft** is unvalidated partial data
+         *     that expires after `drafts.ttl_seconds`.
+         *
+         *     `PUT /api/v1/forms/{form_id}/schema` (body `{schema}`; owners) answers the
+         *     Form with `version` + 1. The settings stay (they are fixed at creation: to
+         *     change them, create a new form and deprecate this one); the new schema must still hold
+         *     every property the fields and rules name (else 400). A disabled form's
+         *     definition no longer changes (409 `form_not_accepting`). At most 500
+         *     versions per form (409 `form_limit_reached`).
+         *
+         *     ```http
+         *     PUT /api/v1/forms/frm_dXNyXzE.p2WmVx9oQ0aAbcde/schema
+         *     {"schema": {"type": "object", "properties": {"email": {"type": "string", "format": "email"},
+         *                 "country": {"type": "string"}, "state": {"type": "string"}}, "required": ["email", "country"]}}
+         *
+         *     200 {"form_id": "frm_dXNyXzE.p2WmVx9oQ0aAbcde", "version": 2, "status": "draft", "schema": {...}, ...}
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -44813,7 +53808,29 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move the form through its status state machine (docs/api/forms.md). Not allowed: 409 invalid_status_transition. */
+        /**
+         * Move the form through its status state machine (docs/api/forms.md). Not allowed: 409 invalid_status_transition.
+         * @description `POST /api/v1/forms/{form_id}/status` (body `{status}`; owners) answers the
+         *     Form. The state machine (actors/forms/definition.ts, `STATUS_TRANSITIONS`):
+         *
+         *     | from | may become |
+         *     |---|---|
+         *     | `draft` | `active`, `disabled` |
+         *     | `active` | `paused`, `deprecated`, `disabled` |
+         *     | `paused` | `active`, `deprecated`, `disabled` |
+         *     | `deprecated` | `active`, `disabled` |
+         *     | `disabled` | nothing (final) |
+         *
+         *     Asking for the current status changes nothing and answers 200. Any other
+         *     move is **409 `invalid_status_transition`** with `details: {from, to}`; an
+         *     unknown status name is 400. Only `active` takes submissions and drafts;
+         *     submitting to any other status is **409 `form_not_accepting`** with
+         *     `details.status`. `paused` is a temporary stop, `deprecated` a form being
+         *     replaced (hidden from the list by default, still readable), `disabled` the
+         *     end: its submissions stay readable.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -45002,7 +54019,29 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Save a draft (not validated); it expires after drafts.ttl_seconds. Needs drafts.enabled and an active form. */
+        /**
+         * Save a draft (not validated); it expires after drafts.ttl_seconds. Needs drafts.enabled and an active form.
+         * @description `POST .../drafts` (body `{partial_data}`; the form must have
+         *     `drafts.enabled`, else 409 `conflict`, and be active, else 409
+         *     `form_not_accepting`) answers **201** Draft `{draft_id, form_id,
+         *     form_version, subject, partial_data, expires_at, updated_at}`. `partial_data`
+         *     is not validated (it is partial), at most 64 KiB. `GET .../drafts/{draft_id}`
+         *     answers the Draft to its subject, the owners and admins; anyone else, and
+         *     everyone once `expires_at` has passed, gets 404. An expired draft is gone: a
+         *     durable alarm of the form's actor deletes it at `expires_at` (reads refuse it
+         *     from that instant even before the alarm has run). At most 10,000 drafts per
+         *     form.
+         *
+         *     ```http
+         *     POST .../drafts
+         *     {"partial_data": {"email": "ada@"}}
+         *
+         *     201 {"draft_id": "drf_x1", "form_id": "...", "form_version": 2, "subject": "usr_1",
+         *          "partial_data": {"email": "ada@"}, "expires_at": "2026-11-26T12:00:00.000Z", "updated_at": "2026-11-25T12:00:00.000Z"}
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -45132,7 +54171,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A draft with its partial_data: its subject, the form's owners and admins. Expired: 404. */
+        /**
+         * A draft with its partial_data: its subject, the form's owners and admins. Expired: 404.
+         * @description `POST .../drafts` (body `{partial_data}`; the form must have
+         *     `drafts.enabled`, else 409 `conflict`, and be active, else 409
+         *     `form_not_accepting`) answers **201** Draft `{draft_id, form_id,
+         *     form_version, subject, partial_data, expires_at, updated_at}`. `partial_data`
+         *     is not validated (it is partial), at most 64 KiB. `GET .../drafts/{draft_id}`
+         *     answers the Draft to its subject, the owners and admins; anyone else, and
+         *     everyone once `expires_at` has passed, gets 404. An expired draft is gone: a
+         *     durable alarm of the form's actor deletes it at `expires_at` (reads refuse it
+         *     from that instant even before the alarm has run). At most 10,000 drafts per
+         *     form.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -45247,7 +54300,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Submissions: every one for the form's owners and admins (submitter filter theirs only), the caller's own for others. */
+        /**
+         * Submissions: every one for the form's owners and admins (submitter filter theirs only), the caller's own for others.
+         * @description `GET .../submissions?status=&submitter=&page=&page_size=&sort_by=&sort_order=`
+         *     answers `{submissions: [Submission], pagination}`. Owners and admins see
+         *     every submission and may filter by `submitter` (a user id, or `anonymous`);
+         *     anyone else sees only their own, and `submitter` is **403** for them.
+         *     `sort_by` `created_at` (default) or `updated_at`; `sort_order` `desc` by
+         *     default; submissions of the same millisecond keep their commit order.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -45394,7 +54457,30 @@ export interface paths {
             };
         };
         put?: never;
-        /** Submit: validated against the current schema version and the conditional logic, then committed. Invalid: 400 submission_invalid; form not active: 409. */
+        /**
+         * Submit: validated against the current schema version and the conditional logic, then committed. Invalid: 400 submission_invalid; form not active: 409.
+         * @description `POST /api/v1/forms/{form_id}/submissions` (body `{data}`) validates `data`
+         *     against the current schema version and the conditional logic and commits it:
+         *     **201** SubmissionAck `{submission_id, form_id, form_version, status,
+         *     execution_status}`. Invalid: **400 `submission_invalid`**, nothing stored,
+         *     `details: {errors: ["/email must match format \"email\"", ...], schema_version}`.
+         *     `data` at most 64 KiB serialised; at most 200,000 submissions per form (409
+         *     `form_limit_reached`).
+         *
+         *     ```http
+         *     POST /api/v1/forms/frm_dXNyXzE.p2WmVx9oQ0aAbcde/submissions
+         *     {"data": {"email": "ada@example.com", "country": "US", "state": "CA"}}
+         *
+         *     201 {"submission_id": "sub_Q2x0bk", "form_id": "frm_dXNyXzE.p2WmVx9oQ0aAbcde", "form_version": 2,
+         *          "status": "submitted",
+         *          "execution_status": {"approval": null, "job": null, "webhook": null, "fsm": null}}
+         *     ```
+         *
+         *     Submission `status`: `submitted` (no approval needed), `pending_approval`
+         *     (approval enabled), then `approved` or `rejected`.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -45524,7 +54610,28 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Submit up to 100 in order, fail-fast: the first refused one stops the batch (`failed`), the ones before it are committed. */
+        /**
+         * Submit up to 100 in order, fail-fast: the first refused one stops the batch (`failed`), the ones before it are committed.
+         * @description `POST .../submissions/batch` (body `{submissions: [{data}]}`, 1 to **100**
+         *     items) takes the items in order, each validated and committed on its own,
+         *     **fail-fast**: the first refused item stops the batch; the items before it
+         *     stay committed, the ones after it are not tried. Always 200 when the form
+         *     exists:
+         *
+         *     ```http
+         *     POST .../submissions/batch
+         *     {"submissions": [{"data": {"email": "a@example.com"}}, {"data": {"email": "x"}}, {"data": {"email": "c@example.com"}}]}
+         *
+         *     200 {"count": 1,
+         *          "results": [{"submission_id": "sub_a1", "form_id": "...", "form_version": 1, "status": "submitted", "execution_status": {...}}],
+         *          "failed": {"index": 1, "code": "submission_invalid", "message": "...", "details": {"errors": ["/email must match format \"email\""], "schema_version": 1}}}
+         *     ```
+         *
+         *     `failed` is null when every item was committed. A form that is not active
+         *     fails at index 0 with `form_not_accepting`. More than 100 items is 400.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -45665,7 +54772,39 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Anonymous submission (no bearer) to a form with spam.allow_anonymous: honeypots, min_submit_ms and a per-address rate limit guard it. */
+        /**
+         * Anonymous submission (no bearer) to a form with spam.allow_anonymous: honeypots, min_submit_ms and a per-address rate limit guard it.
+         * @description `POST .../submissions/public` (no bearer; body `{data, started_at?}`) is for
+         *     forms with `spam.allow_anonymous` (otherwise **403 `forbidden`**). Guards,
+         *     in order:
+         *     1. Honeypots: if any field named in `spam.honeypot_fields` is filled (not
+         *        absent, null or ""), **400 `spam_suspected`** with `details.reason:
+         *        "honeypot"`. Honeypot names may not be properties of the schema; they are
+         *        removed from `data` before validation.
+         *     2. `min_submit_ms`: when it is above 0, `started_at` (when the client showed
+         *        the form) is required and must be at least that long ago by the node's
+         *        clock, else **400 `spam_suspected`** with `details.reason: "too_fast"`.
+         *        `started_at` is the client's word: the guard stops naive bots, not a
+         *        determined one (as with Formbricks' and Typeform's timing checks).
+         *     3. Validation, as for any submission (400 `submission_invalid`).
+         *     4. Rate limit per address (the request's address as the node sees it, see
+         *        TRUST_PROXY): at most `spam.rate_limit_per_minute` (default 10) valid
+         *        submissions per address per form per fixed one-minute window, else **429
+         *        `rate_limited`** with Retry-After. The counters live in the form actor's
+         *        memory (not stored): a restart forgets them.
+         *
+         *     The submission is stored with `anonymous: true` and `submitted_by:
+         *     "anonymous"`; only owners and admins can read it.
+         *
+         *     ```http
+         *     POST /api/v1/forms/frm_dXNyXzE.p2WmVx9oQ0aAbcde/submissions/public
+         *     {"data": {"email": "ada@example.com", "website": ""}, "started_at": "2026-11-25T12:00:00.000Z"}
+         *
+         *     201 {"submission_id": "sub_Zq1", "form_id": "...", "form_version": 2, "status": "submitted", "execution_status": {...}}
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -45798,7 +54937,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A submission: its submitter, the form's owners and admins. */
+        /**
+         * A submission: its submitter, the form's owners and admins.
+         * @description `GET .../submissions/{submission_id}` answers the Submission:
+         *     `submission_id, form_id, form_version, status, anonymous, submitted_by`
+         *     (`anonymous` for public ones)`, data, attachments` (see "Multipart")`,
+         *     validation {status: "valid", errors: [], schema_version}, execution_status,
+         *     created_at, updated_at`. Its submitter, the owners and admins see it; anyone
+         *     else gets 404.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -45938,7 +55087,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a pending_approval submission (approval.enabled): the approver role decides once. */
+        /**
+         * Approve a pending_approval submission (approval.enabled): the approver role decides once.
+         * @description With `approval.enabled`, submissions start `pending_approval`.
+         *     `POST .../submissions/{submission_id}/approve` and `.../reject` (body
+         *     `{note?}`, up to 2,000 characters) by the approver role (`owner`: the
+         *     form's owners and admins; `admin`: platform admins) answer the Submission
+         *     with `status` `approved` or `rejected` and `execution_status.approval:
+         *     {status, decided_by, decided_at, note}`. A submission that is not pending
+         *     (already decided, or the form has no approval) is 409 `conflict`; anyone
+         *     else is 403 (or 404 if they cannot see the submission).
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -46100,7 +55261,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reject a pending_approval submission (approval.enabled): the approver role decides once. */
+        /**
+         * Reject a pending_approval submission (approval.enabled): the approver role decides once.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -46262,7 +55426,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run the submission's failed hooks again (a new attempt each). No failed hook: 409 conflict. Owners and admins. */
+        /**
+         * Run the submission's failed hooks again (a new attempt each). No failed hook: 409 conflict. Owners and admins.
+         * @description `POST .../submissions/{submission_id}/retry` (owners and admins; no body)
+         *     starts every `failed` run again as a new attempt (`attempts` + 1; a late
+         *     answer of an earlier attempt is ignored) and answers the Submission. A
+         *     submission with no failed run is 409 `conflict` with `details.hooks`.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -46416,7 +55588,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A state machine: its definition, current state and newest moves. */
+        /**
+         * A state machine: its definition, current state and newest moves.
+         * @description - `PUT /api/v1/forms/state-machines/{name}` body `{states, initial,
+         *       transitions: [{from, to}]}` (1-50 states, up to 500 transitions) creates the
+         *       machine in `initial`, or redefines it (its creator or an admin; 403
+         *       otherwise) keeping its current state, which the new definition must
+         *       contain (409 `conflict`). A definition naming an unknown state is 400.
+         *     - `GET /api/v1/forms/state-machines/{name}` answers `{name, states, initial,
+         *       transitions, state, moves, created_by, created_at, updated_at, history}`;
+         *       `history` holds the newest 100 moves `{from, to, at, cause}`, where `cause`
+         *       is `{form_id, submission_id}` for a hook and `{user_id}` for a hand move.
+         *     - `POST /api/v1/forms/state-machines/{name}/move` body `{target_state}` (its
+         *       creator or an admin) moves it by hand; not an allowed move from the current
+         *       state: 409 `invalid_status_transition`.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -46524,7 +55712,32 @@ export interface paths {
                 };
             };
         };
-        /** Create or redefine a named state machine that fsm hooks move (docs/api/forms.md, "State machines"). */
+        /**
+         * Create or redefine a named state machine that fsm hooks move (docs/api/forms.md, "State machines").
+         * @description - `PUT /api/v1/forms/state-machines/{name}` body `{states, initial,
+         *       transitions: [{from, to}]}` (1-50 states, up to 500 transitions) creates the
+         *       machine in `initial`, or redefines it (its creator or an admin; 403
+         *       otherwise) keeping its current state, which the new definition must
+         *       contain (409 `conflict`). A definition naming an unknown state is 400.
+         *     - `GET /api/v1/forms/state-machines/{name}` answers `{name, states, initial,
+         *       transitions, state, moves, created_by, created_at, updated_at, history}`;
+         *       `history` holds the newest 100 moves `{from, to, at, cause}`, where `cause`
+         *       is `{form_id, submission_id}` for a hook and `{user_id}` for a hand move.
+         *     - `POST /api/v1/forms/state-machines/{name}/move` body `{target_state}` (its
+         *       creator or an admin) moves it by hand; not an allowed move from the current
+         *       state: 409 `invalid_status_transition`.
+         *
+         *     ```http
+         *     PUT /api/v1/forms/state-machines/lead
+         *     {"states": ["open", "contacted", "closed"], "initial": "open",
+         *      "transitions": [{"from": "open", "to": "contacted"}, {"from": "contacted", "to": "closed"}]}
+         *
+         *     200 {"name": "lead", "states": ["open", "contacted", "closed"], "initial": "open", "transitions": [...],
+         *          "state": "open", "moves": 0, "created_by": "usr_1", "created_at": "...", "updated_at": "...", "history": []}
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -46668,7 +55881,23 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move the machine by hand (its creator or an admin). Not an allowed move: 409 invalid_status_transition. */
+        /**
+         * Move the machine by hand (its creator or an admin). Not an allowed move: 409 invalid_status_transition.
+         * @description - `PUT /api/v1/forms/state-machines/{name}` body `{states, initial,
+         *       transitions: [{from, to}]}` (1-50 states, up to 500 transitions) creates the
+         *       machine in `initial`, or redefines it (its creator or an admin; 403
+         *       otherwise) keeping its current state, which the new definition must
+         *       contain (409 `conflict`). A definition naming an unknown state is 400.
+         *     - `GET /api/v1/forms/state-machines/{name}` answers `{name, states, initial,
+         *       transitions, state, moves, created_by, created_at, updated_at, history}`;
+         *       `history` holds the newest 100 moves `{from, to, at, cause}`, where `cause`
+         *       is `{form_id, submission_id}` for a hook and `{user_id}` for a hand move.
+         *     - `POST /api/v1/forms/state-machines/{name}/move` body `{target_state}` (its
+         *       creator or an admin) moves it by hand; not an allowed move from the current
+         *       state: 409 `invalid_status_transition`.
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -46813,7 +56042,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** SCIM service provider configuration: the capabilities that are built. */
+        /**
+         * SCIM service provider configuration: the capabilities that are built.
+         * @description - `GET /scim/v2/ServiceProviderConfig`: `patch.supported: true`, `bulk.supported:
+         *       false`, `filter: {supported: true, maxResults: 200}`, `changePassword`, `sort`
+         *       and `etag` `supported: false`, `authenticationSchemes: [{type: "oauthbearertoken", primary: true, ...}]`.
+         *     - `GET /scim/v2/ResourceTypes` (and `/ResourceTypes/User`): one resource type, `User`,
+         *       endpoint `/Users`, schema `urn:ietf:params:scim:schemas:core:2.0:User`, no extensions.
+         *     - `GET /scim/v2/Schemas` (and `/Schemas/urn:ietf:params:scim:schemas:core:2.0:User`):
+         *       the User schema listing **only** the attributes stored or acted on:
+         *       `userName` (required, unique per organization, immutable), `externalId`,
+         *       `displayName` (readWrite), `name` (formatted, familyName, givenName,
+         *       middleName, honorificPrefix, honorificSuffix), `emails` (value, type,
+         *       primary), `active` (readWrite). `id` and `meta` are the common attributes
+         *       every resource has (RFC 7643 §3.1) and are always returned.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -46853,7 +56098,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** SCIM resource types: User only. */
+        /**
+         * SCIM resource types: User only.
+         * @description - `GET /scim/v2/ServiceProviderConfig`: `patch.supported: true`, `bulk.supported:
+         *       false`, `filter: {supported: true, maxResults: 200}`, `changePassword`, `sort`
+         *       and `etag` `supported: false`, `authenticationSchemes: [{type: "oauthbearertoken", primary: true, ...}]`.
+         *     - `GET /scim/v2/ResourceTypes` (and `/ResourceTypes/User`): one resource type, `User`,
+         *       endpoint `/Users`, schema `urn:ietf:params:scim:schemas:core:2.0:User`, no extensions.
+         *     - `GET /scim/v2/Schemas` (and `/Schemas/urn:ietf:params:scim:schemas:core:2.0:User`):
+         *       the User schema listing **only** the attributes stored or acted on:
+         *       `userName` (required, unique per organization, immutable), `externalId`,
+         *       `displayName` (readWrite), `name` (formatted, familyName, givenName,
+         *       middleName, honorificPrefix, honorificSuffix), `emails` (value, type,
+         *       primary), `active` (readWrite). `id` and `meta` are the common attributes
+         *       every resource has (RFC 7643 §3.1) and are always returned.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -46899,7 +56160,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One SCIM resource type. */
+        /**
+         * One SCIM resource type.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -46956,7 +56220,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** SCIM schemas: the core User schema, listing only stored attributes. */
+        /**
+         * SCIM schemas: the core User schema, listing only stored attributes.
+         * @description - `GET /scim/v2/ServiceProviderConfig`: `patch.supported: true`, `bulk.supported:
+         *       false`, `filter: {supported: true, maxResults: 200}`, `changePassword`, `sort`
+         *       and `etag` `supported: false`, `authenticationSchemes: [{type: "oauthbearertoken", primary: true, ...}]`.
+         *     - `GET /scim/v2/ResourceTypes` (and `/ResourceTypes/User`): one resource type, `User`,
+         *       endpoint `/Users`, schema `urn:ietf:params:scim:schemas:core:2.0:User`, no extensions.
+         *     - `GET /scim/v2/Schemas` (and `/Schemas/urn:ietf:params:scim:schemas:core:2.0:User`):
+         *       the User schema listing **only** the attributes stored or acted on:
+         *       `userName` (required, unique per organization, immutable), `externalId`,
+         *       `displayName` (readWrite), `name` (formatted, familyName, givenName,
+         *       middleName, honorificPrefix, honorificSuffix), `emails` (value, type,
+         *       primary), `active` (readWrite). `id` and `meta` are the common attributes
+         *       every resource has (RFC 7643 §3.1) and are always returned.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -47002,7 +56282,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One SCIM schema. */
+        /**
+         * One SCIM schema.
+         * @description *No section of docs/api names this operation. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -47059,7 +56342,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's users, in creation order, filtered and paged (startIndex/count). */
+        /**
+         * The organization's users, in creation order, filtered and paged (startIndex/count).
+         * @description ### `GET /scim/v2/Users` → 200 ScimList
+         *
+         *     Query: `filter?`, `startIndex?`, `count?` (other parameters such as
+         *     `attributes` are ignored). Users are in creation order.
+         *     - `startIndex`: 1-based; a value below 1 is treated as 1 (RFC 7644 §3.4.2.4).
+         *     - `count`: default 100, capped at 200 (`maxResults`); 0 or below returns only
+         *       `totalResults` (`Resources: []`).
+         *     - Reply: `{schemas: ["urn:ietf:params:scim:api:messages:2.0:ListResponse"],
+         *       totalResults, startIndex, itemsPerPage (= Resources.length), Resources}`.
+         *     - Filter (RFC 7644 §3.4.2.2): `attr op value`, `attr pr`, `and`, `or`
+         *       (`and` binds tighter), `not (...)`, parentheses; at most 1000 characters and
+         *       32 levels of nesting. Operators: `eq`, `ne`, `co`, `sw`, `ew`, `pr`
+         *       (`gt ge lt le` → invalidFilter). Attributes (case-insensitive, optionally
+         *       with the core User URN prefix): `userName`, `externalId`, `emails.value`
+         *       (also `emails`), `active`, `id`, `displayName`. Values are JSON literals:
+         *       strings in double quotes with JSON escapes (`\"`, `\\`, `\u00e9`), `true`,
+         *       `false`. String comparisons follow caseExact (RFC 7643): userName,
+         *       displayName and emails.value are case-insensitive; id and externalId exact.
+         *       `active` compares with `eq`/`ne` and a boolean only. A multi-valued attribute
+         *       (emails) matches when any value matches (`ne`: when none is equal). Value
+         *       paths (`emails[type eq "work"]`) are not supported (invalidFilter).
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -47179,7 +56487,81 @@ export interface paths {
             };
         };
         put?: never;
-        /** Provision a user: a platform account (no usable password) that joins the organization as a member. */
+        /**
+         * Provision a user: a platform account (no usable password) that joins the organization as a member.
+         * @description | status | scimType | when |
+         *     |---|---|---|
+         *     | 403 | — | POST /Users: the platform e-mail's domain is not verified by this organization (with `SCIM_VERIFIED_DOMAINS_ONLY` on) |
+         *     | 429 | — | POST /Users: the organization's creation rate is used up (`Retry-After` in seconds); also too many SCIM operations in progress at once (`Retry-After: 1`) |
+         *
+         *     ### `POST /scim/v2/Users` → 201 ScimUser (+ `Location`)
+         *
+         *     - `userName` is required (1–256 characters). Attribute names are
+         *       case-insensitive (RFC 7643 §2.1). Stored: `userName`, `externalId`,
+         *       `displayName`, `name`, `emails` (≤ 10; `type` defaults to `work`, `primary`
+         *       to false), `active` (default true; booleans may be the strings
+         *       `"true"`/`"false"`). **Every other attribute is ignored** (groups, locale,
+         *       enterprise extension, **password**, ...).
+         *     - A **platform account** is created for the user:
+         *       - e-mail: the primary e-mail, else the first, else the userName when it is an
+         *         e-mail address; none of those → 400 `invalidValue`;
+         *       - username: the userName's local part (characters outside `[A-Za-z0-9_.-]`
+         *         replaced by `-`, at most 20) plus `-` and 8 random hex characters (platform
+         *         usernames are global, SCIM userNames only per organization); people sign in
+         *         with their e-mail;
+         *       - display name: displayName, else name.formatted, else given + family name,
+         *         else userName;
+         *       - password: **none** (the IdP's `password` is ignored): the account stores a
+         *         marker that no password matches, so provisioning runs no password KDF; a
+         *         provisioned user signs in through the organization's SSO or a password
+         *         reset when those are available. Password login with any password fails with
+         *         the same 401 `invalid_credentials`, after the same KDF work, as a login that
+         *         matches no user.
+         *     - The account joins the organization with role `member`.
+         *     - An e-mail that already belongs to a platform account → 409 `uniqueness`:
+         *       SCIM does not take over existing accounts (an org admin could otherwise
+         *       capture any user by e-mail).
+         *     - **Verified domains only** (`SCIM_VERIFIED_DOMAINS_ONLY`, on by default): the
+         *       platform e-mail (above) must be in a domain the organization has verified
+         *       (docs/api/organizations.md, "Verified domains"); otherwise **403**, SCIM
+         *       error, `detail` naming the domain, and **nothing is created or reserved**
+         *       (the flow asks the organization `domain_verified` before it reserves the
+         *       userName). Without it anyone could create an organization, issue a token
+         *       and provision `admin@bigcorp.example`, and the real owner's registration
+         *       would then get 409 `email_taken`. The comparison is exact and
+         *       case-insensitive: a verified `bigcorp.example` covers `Ops@BigCorp.Example`
+         *       but not `eu@mail.bigcorp.example` (verify that domain too). Only the
+         *       platform e-mail is checked: the other `emails` values and a userName that
+         *       is not the platform e-mail are stored as attributes of this directory and
+         *       create nothing. Decision on the status: 403 without a `scimType` (RFC 7644
+         *       §3.12's 403 is "operation not permitted", and its scimType values are
+         *       defined for 400 only), rather than 400 `invalidValue`: the value is valid,
+         *       the organization lacks the right to it; an IdP records the user's
+         *       provisioning as failed with the `detail`, and a retry succeeds once the
+         *       domain is verified. `SCIM_VERIFIED_DOMAINS_ONLY=0` turns
+         *       the rule off for closed deployments where every organization is trusted,
+         *       and for test setups (the HTTP tests' node has it off, except
+         *       `test/http/scim-hardening.test.ts`).
+         *     - **Creation rate**: every `POST /Users` that passes the body checks takes one
+         *       creation from its organization's bucket, in the directory actor's turn:
+         *       a burst of **100**, refilled at **5 per second (300 a minute)**; an empty
+         *       bucket answers **429** with `Retry-After` (seconds until the next creation)
+         *       and nothing is done. An attempt refused later (unverified domain, an e-mail
+         *       with an account) has used its creation; one refused in the first turn (the
+         *       userName already in use, with the domain rule off) has not. An IdP's initial
+         *       sync of 3,000 users passes in about 10 minutes (IdP connectors retry a 429
+         *       later); a squatting spree is held to the same pace.
+         *       Reads, changes and deletions are not counted. The bucket is a record of
+         *       the directory (`b:create`), so it survives a restart.
+         *     - `active: false` at creation creates the user deactivated (see deactivation).
+         *     - Crash safety: the userName is reserved first (a pending record, invisible to
+         *       reads, with a 60 s lease), then the account and membership are created, then
+         *       the record becomes visible. A create that fails on a conflict releases the
+         *       reservation at once; one that stopped half-way (a crash) is resumed by the
+         *       IdP's retry once the lease has passed (same SCIM id and platform user).
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -47375,7 +56757,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One user of the organization. */
+        /**
+         * One user of the organization.
+         * @description ### `GET /scim/v2/Users/{id}` → 200 ScimUser
+         *
+         *     Another organization's user, or an unknown id → 404.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         get: {
             parameters: {
                 query?: never;
@@ -47484,7 +56873,23 @@ export interface paths {
                 };
             };
         };
-        /** Replace: active false deactivates, displayName is applied; userName cannot change; other attributes are ignored. */
+        /**
+         * Replace: active false deactivates, displayName is applied; userName cannot change; other attributes are ignored.
+         * @description ### `PUT /scim/v2/Users/{id}` → 200 ScimUser
+         *
+         *     A SCIM user body, as the spec says: its `active` decides — `false` deactivates,
+         *     `true` on an active user has nothing to do (and on a deactivated one is the
+         *     refused reactivation); an absent `active` leaves the state as it is. A
+         *     `displayName` is applied as in PATCH (an absent one leaves it). `userName` is
+         *     required and must be the current one (case-insensitively; another value → 400
+         *     `mutability`). Every other attribute (externalId, name, emails, ...) is
+         *     **ignored** (stored values are kept), so an IdP's full-profile PUT never fails
+         *     on them. In particular neither PUT nor PATCH changes the platform e-mail
+         *     (PATCH of `emails` is 400 `mutability`), so the verified-domains rule applies
+         *     at creation only.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         put: {
             parameters: {
                 query?: never;
@@ -47655,7 +57060,20 @@ export interface paths {
             };
         };
         post?: never;
-        /** Deprovision: the user leaves the organization, the platform account is deleted, the SCIM record removed. */
+        /**
+         * Deprovision: the user leaves the organization, the platform account is deleted, the SCIM record removed.
+         * @description ### `DELETE /scim/v2/Users/{id}` → 204 (empty)
+         *
+         *     Deprovisioning: the user leaves the organization, **the platform account is
+         *     deleted** (sessions, tokens and keys die with it; its e-mail and username are
+         *     freed), and the SCIM record is removed (the userName can be provisioned
+         *     again, as a new user). Decision: the account was created by this directory, so
+         *     the IdP owns it; deleting it (rather than leaving an orphan account) also lets
+         *     the IdP re-provision the same person later. Each step is idempotent, so a
+         *     retried DELETE after a crash completes it. Unknown id → 404.
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -47738,7 +57156,31 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Deactivate (active false) and/or change displayName; any other operation is refused and nothing is applied. */
+        /**
+         * Deactivate (active false) and/or change displayName; any other operation is refused and nothing is applied.
+         * @description ### `PATCH /scim/v2/Users/{id}` → 200 ScimUser
+         *
+         *     Only **deactivation** and a **displayName** change are applied (spec §4.4);
+         *     every other operation is refused with 400 and **nothing is applied** (the
+         *     whole document is checked first). Accepted forms, as Okta and Azure AD send
+         *     them (op names and paths case-insensitive, the core User URN prefix allowed):
+         *     - `{"op": "replace", "path": "active", "value": false}` (also `"False"`);
+         *     - `{"op": "replace", "path": "displayName", "value": "New Name"}`;
+         *     - `{"op": "replace", "value": {"active": false, "displayName": "..."}}` (no path);
+         *     - `add` on these two single-valued attributes works as replace (RFC 7644 §3.5.2.1).
+         *     `schemas`, if sent, must contain `urn:ietf:params:scim:api:messages:2.0:PatchOp`;
+         *     at most 50 operations.
+         *
+         *     `active: true` on an active user changes nothing; on a deactivated user it is a
+         *     **reactivation, which is refused** (400 `mutability`): the spec allows only
+         *     deactivation. A platform admin restores such an account (`POST
+         *     /admin/auth/users/{id}/unban`); the SCIM record keeps saying `active: false`.
+         *
+         *     A displayName change is also applied to the platform account's display name
+         *     (its first 100 characters).
+         *
+         *     *From docs/api/scim.md. The area's model, rules and decisions: the **scim** section's description.*
+         */
         patch: {
             parameters: {
                 query?: never;
@@ -47913,7 +57355,61 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Token endpoint (application/x-www-form-urlencoded): authorization_code with PKCE, refresh_token, client_credentials. */
+        /**
+         * Token endpoint (application/x-www-form-urlencoded): authorization_code with PKCE, refresh_token, client_credentials.
+         * @description 1. The client registers once: `POST /oauth/register`.
+         *     2. The client sends the user's browser (or its own front end calls)
+         *        `GET /oauth/authorize?response_type=code&client_id=…&redirect_uri=…&code_challenge=…&code_challenge_method=S256&scope=…&state=…`.
+         *        A valid request answers **200 JSON** `{login_state, expires_in, client_id, client_name, scope}`
+         *        (the spec's "empty body response" is replaced by this JSON body, which the issue allows;
+         *        we never redirect to a login page because there is none).
+         *     3. The front end logs the user in with the normal auth endpoints (`POST /api/v1/auth/login`,
+         *        two-factor included), shows `client_name` and `scope` for consent, then calls
+         *        `POST /oauth/authorize/complete` with the user's access token and `{login_state}`.
+         *        The reply is `{redirect_to}`: the registered `redirect_uri` with `code`, `state` (when the
+         *        request had one) and `iss`. The front end navigates there.
+         *     4. The client exchanges the code at `POST /oauth/token` with its `code_verifier`.
+         *
+         *     ### `POST /oauth/token` (no bearer) → OAuthToken
+         *
+         *     `application/x-www-form-urlencoded` only (a form parser registered for this route alone);
+         *     a repeated parameter is `invalid_request`. Replies carry `Cache-Control: no-store` and
+         *     `Pragma: no-cache`.
+         *
+         *     **Errors use the RFC 6749 §5.2 shape** `{error, error_description}`, not our error body;
+         *     this is the one place where the OAuth shape wins (the route sets `config.errorFormat: 'oauth'`;
+         *     the codes are the registry's `oauth_*`, docs/errors.md "OAuth 2.0 wire codes"). Status 400, or 401 for `invalid_client`
+         *     (with `WWW-Authenticate: Basic realm="oauth"`), 413 for a too-large body, 429/503
+         *     `temporarily_unavailable` (with `Retry-After` when known), 500 `server_error`.
+         *
+         *     Client authentication (RFC 6749 §2.3), which must be the method the client registered:
+         *     - `client_secret_basic`: `Authorization: Basic base64(urlencode(client_id):urlencode(secret))`;
+         *     - `client_secret_post`: `client_id` and `client_secret` in the form;
+         *     - `none`: `client_id` in the form, no secret.
+         *     Unknown client, wrong secret or another method → 401 `invalid_client` (one answer for all).
+         *     Two methods at once → `invalid_request`.
+         *
+         *     Grants:
+         *
+         *     | `grant_type` | parameters | result |
+         *     |---|---|---|
+         *     | `authorization_code` | `code`, `redirect_uri` (exact match), `code_verifier` | a real user session (the same session as a password login: listed in the user's sessions, ended by logout, ban or delete) → `access_token`, `token_type: "Bearer"`, `expires_in`, `scope`, and `refresh_token` when the client has the `refresh_token` grant |
+         *     | `refresh_token` | `refresh_token`, optional `scope` (a subset of the original grant) | rotation: a new access token and a new refresh token; the old one is spent, and presenting a rotated-out one again ends the session (reuse detection, as for `/api/v1/auth/refresh`). Only the client the token was issued to may use it. A narrower `scope` limits the new access token only: the grant (and so the next refresh) keeps its original scope (RFC 6749 §6). A wider `scope` is `invalid_scope` and changes nothing: the presented refresh token stays current and can be retried. |
+         *     | `client_credentials` | optional `scope` (a subset of the registered scope without `auth:read`; default: all of it) | confidential clients only; an access token for the client itself (below), no refresh token |
+         *
+         *     Grant errors: a grant the client did not register → `unauthorized_client`; other
+         *     `grant_type` → `unsupported_grant_type`; missing parameter → `invalid_request`; scope too
+         *     wide → `invalid_scope`; an unknown, expired, used or foreign code, a wrong `redirect_uri`, a
+         *     wrong `code_verifier`, a spent or foreign refresh token, or a user who can no longer log in →
+         *     `invalid_grant`.
+         *
+         *     Codes: **any** redemption attempt uses the code up, so a wrong verifier cannot be retried
+         *     with another guess. A **replayed** code is `invalid_grant` and also ends the session the
+         *     code opened (RFC 6749 §4.1.2: "SHOULD revoke all tokens previously issued based on that
+         *     code").
+         *
+         *     *From docs/api/oauth.md. The area's model, rules and decisions: the **oauth** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
@@ -48019,7 +57515,90 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** WebSocket stream of the committed ticks (docs/api/ecs.md). A request that is not an upgrade gets 426. */
+        /**
+         * WebSocket stream of the committed ticks (docs/api/ecs.md). A request that is not an upgrade gets 426.
+         * @description ## `GET /ws`: the tick stream
+         *
+         *     A WebSocket upgrade (the `ws` package behind `@fastify/websocket`).
+         *     Authentication as every B route, or (doc 1 §5.3) the token in the query:
+         *     `wss://host/api/v1/ecs/arena-1/coordinator/ws?token=<access token>`. The
+         *     query is not written to request logs. A missing or bad credential answers the
+         *     upgrade with HTTP 401 (no socket opens); a plain GET (no upgrade) gets 426
+         *     `upgrade_required`.
+         *
+         *     All messages are JSON text frames.
+         *
+         *     ### Server to client
+         *
+         *     | type | fields | |
+         *     |---|---|---|
+         *     | `hello` | `protocol` (1), `index`, `tick`, `running`, `tick_rate_ms`, `oldest_tick` | first message. The live stream continues with tick `tick + 1` |
+         *     | `tick` | `tick`, `at` (RFC 3339), `changes` | one committed tick; ticks arrive in order, each exactly once, with no gaps. A tick with no changes is still sent (a heartbeat with the tick number) |
+         *     | `snapshot` | `tick`, `part`, `parts`, `entities: [{entity_id, version, components}]` | the whole index, in parts of 500 entities; ticks after `tick` follow |
+         *     | `error` | `code`, `message`, sometimes `tick` | the connection stays open |
+         *     | `pong` | `tick` | answer to `ping`: the last tick sent to this socket |
+         *
+         *     A change in `changes` carries the entity's **full state after the tick**:
+         *     `{entity_id, op: "upsert", version, components}` or `{entity_id, op:
+         *     "delete", version}`. Applying a change twice is harmless, so a client simply
+         *     overwrites its copy (a snapshot may already include changes of the tick that
+         *     follows it).
+         *
+         *     ```
+         *     < {"type":"hello","protocol":1,"index":"arena-1","tick":1284,"running":true,"tick_rate_ms":50,"oldest_tick":1028}
+         *     < {"type":"tick","tick":1285,"at":"2026-11-25T13:01:04.300Z","changes":[{"entity_id":"ship-1","op":"upsert","version":8,"components":{"pos":[3,4]}}]}
+         *     < {"type":"tick","tick":1286,"at":"2026-11-25T13:01:04.350Z","changes":[]}
+         *     ```
+         *
+         *     ### Client to server
+         *
+         *     | message | |
+         *     |---|---|
+         *     | `{"type": "resume", "tick": N}` | replay every tick after N (the last tick you applied), then continue live. If those ticks are no longer all kept, the server sends a `snapshot` instead and continues after it. N after the current tick: `error` `resume_ahead` (with the tick the stream is at) and nothing changes |
+         *     | `{"type": "snapshot"}` | the whole index now, then the ticks after it |
+         *     | `{"type": "ping"}` | `pong` |
+         *
+         *     A reconnecting client resumes from its last applied tick: it receives exactly
+         *     the ticks it missed. A new client that wants the current state asks for a
+         *     `snapshot`.
+         *
+         *     The index keeps a **bounded ring** of recent ticks for resume: the last
+         *     **256** ticks, and at most **8 MiB** of changes (the newest tick is always
+         *     kept). At 50 ms that is 12.8 s of history; `oldest_tick` (in `hello` and the
+         *     Coordinator) says how far back a resume works.
+         *
+         *     Malformed client messages (not JSON, not an object with a known `type`, a
+         *     `resume` without a non-negative integer `tick`, a binary frame, more than
+         *     4 KiB) are answered with `error` `malformed_message`; the connection stays
+         *     open. A frame over 64 KiB closes the connection with 1009 (the `ws` limit).
+         *
+         *     `error` codes: `malformed_message`, `resume_ahead`, `stream_unavailable` (the
+         *     index could not be read while replaying: resume from your last tick again).
+         *
+         *     ### Close codes
+         *
+         *     | code | |
+         *     |---|---|
+         *     | 4001 `slow_consumer` | the client does not read fast enough: more than `ECS_WS_BUFFER_MAX_BYTES` (default 1 MiB) of messages are waiting to be sent to it. It is closed instead of slowing the tick or the other clients; reconnect and resume from your last tick |
+         *     | 1001 | the node is shutting down; reconnect (to any node) and resume |
+         *     | 1011 | the index could not be read when the connection opened |
+         *     | 1009 | a client frame over 64 KiB |
+         *
+         *     ### Clusters
+         *
+         *     A client may connect to any node. Each node runs one **follower** per index
+         *     with local subscribers: it asks the index actor for the ticks after the last
+         *     one it has (a read-only ask, forwarded to the node that leads the index's
+         *     partition), and the actor answers at once when newer ticks exist, otherwise at
+         *     its next tick (a deferred reply). The node then fans each tick out to its own
+         *     sockets, building the message once. A follower always asks from the last tick
+         *     it received, so its sockets get every tick in order and without gaps, also
+         *     across a failover (the new leader has the same ring, replicated with the
+         *     index). A follower that fell behind the ring (a long outage) sends its
+         *     sockets a `snapshot` and goes on from there.
+         *
+         *     *From docs/api/ecs.md. The area's model, rules and decisions: the **ecs** section's description.*
+         */
         get: {
             parameters: {
                 query?: {
@@ -48117,7 +57696,62 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Submit with files (multipart/form-data: a `data` field holding the JSON object, and file fields). Files stream to the blob store; type sniffed; limits enforced while streaming. */
+        /**
+         * Submit with files (multipart/form-data: a `data` field holding the JSON object, and file fields). Files stream to the blob store; type sniffed; limits enforced while streaming.
+         * @description `POST .../submissions/multipart` (B; `multipart/form-data`) takes a `data`
+         *     field holding the submission's JSON object (at most 64 KiB) and file fields,
+         *     for a form with `multipart.enabled` (else 409 `conflict`) that is active
+         *     (else 409 `form_not_accepting`). Another content type is 415. The body is
+         *     parsed as it arrives (busboy): each file is streamed to the blob store on
+         *     disk under `DATA_DIR/form-blobs/<2 hex>/<32 hex of SHA-256 of the form>/<blob_bucket>/<blob_id>`
+         *     while its size and SHA-256 are counted; nothing buffers a whole file.
+         *
+         *     - **Content sniffing.** A file's type is read from its first 512 bytes, not
+         *       taken from its declared type. The table (http/form-uploads.ts): `image/png`
+         *       (89 50 4E 47 0D 0A 1A 0A), `image/jpeg` (FF D8 FF), `image/gif` (GIF8?a),
+         *       `image/webp` (RIFF....WEBP), `application/pdf` (%PDF-), `application/zip`
+         *       (PK 03 04), `application/gzip` (1F 8B 08), and `text/plain` (no NUL byte,
+         *       valid UTF-8). A sniffed type not in `allowed_content_types` is **400
+         *       `file_rejected`** (`details.reason: "type_not_allowed"`, `sniffed_type`); a
+         *       declared type that differs from the sniffed one (except
+         *       `application/octet-stream`) is `file_rejected` with `reason: "type_mismatch"`.
+         *     - **Limits while streaming.** A file past `max_file_bytes` is **413
+         *       `payload_too_large`** (`details.reason: "file_too_large"`): the counting
+         *       stops at the limit and the rest of the body is read and dropped (memory
+         *       stays flat, test/http/forms-multipart.test.ts). More than `max_files` files
+         *       is `file_rejected` with `reason: "too_many_files"`.
+         *     - **Nothing left behind.** A refused upload (any of the above, invalid
+         *       `data`, or the submission refused by the form) deletes every file it
+         *       wrote. A file is written as `<blob_id>.part` and renamed when complete.
+         *       (A crash between the file's rename and the submission's commit can leave an
+         *       orphan blob; no sweep removes those yet.)
+         *     - **Committed with the submission.** Each file's record is in the
+         *       submission's `attachments`: `{blob_id, field, content_type` (sniffed)`,
+         *       declared_type, file_name, size_bytes, sha256}` (its path relative to
+         *       DATA_DIR is stored too). Files are not served back over HTTP yet.
+         *
+         *     ```http
+         *     POST /api/v1/forms/frm_dXNyXzE.p2WmVx9oQ0aAbcde/submissions/multipart
+         *     Content-Type: multipart/form-data; boundary=X
+         *
+         *     --X
+         *     Content-Disposition: form-data; name="data"
+         *
+         *     {"name": "Ada"}
+         *     --X
+         *     Content-Disposition: form-data; name="avatar"; filename="a.png"
+         *     Content-Type: image/png
+         *
+         *     <PNG bytes>
+         *     --X--
+         *
+         *     201 {"submission_id": "sub_M1", "form_id": "...", "form_version": 1, "status": "submitted", "execution_status": {...}}
+         *     GET .../submissions/sub_M1 → "attachments": [{"blob_id": "blob_3q...", "field": "avatar", "content_type": "image/png",
+         *       "declared_type": "image/png", "file_name": "a.png", "size_bytes": 608, "sha256": "9f86d0..."}]
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
         post: {
             parameters: {
                 query?: never;
