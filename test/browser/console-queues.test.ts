@@ -23,8 +23,7 @@ beforeAll(async () => {
   receiver = await startReceiver();
   t = await startTestNode({ config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD, jobTimeoutMs: 2_000 } });
   alice = await t.newUser('alice');
-  const login = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = login.body.access_token;
+  adminToken = await t.loginAdmin();
   browser = await launchBrowser();
 });
 afterAll(async () => {

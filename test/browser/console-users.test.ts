@@ -21,8 +21,7 @@ beforeAll(async () => {
   browser = await launchBrowser();
   ({ page, errors } = await newPage(browser));
   await signInToConsole(page, t.url, ADMIN_EMAIL, ADMIN_PASSWORD);
-  const login = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = login.body.access_token;
+  adminToken = await t.loginAdmin();
 });
 afterAll(async () => {
   await browser?.close();

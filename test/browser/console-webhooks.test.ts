@@ -20,8 +20,7 @@ let adminToken: string;
 beforeAll(async () => {
   receiver = await startReceiver();
   t = await startTestNode({ config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD, webhookTimeoutMs: 2_000 } });
-  const login = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = login.body.access_token;
+  adminToken = await t.loginAdmin();
   browser = await launchBrowser();
 });
 afterAll(async () => {

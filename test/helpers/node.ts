@@ -21,6 +21,8 @@ export interface TestNode {
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** Registers a fresh user and returns its access token and id. */
   newUser(prefix?: string): Promise<{ token: string; user_id: string; refresh_token: string; email: string; username: string; password: string }>;
+  /** Signs in as the bootstrap administrator of `config` (adminEmail, adminPassword) and returns the access token. */
+  loginAdmin(): Promise<string>;
   /** Stops the node gracefully (data dir kept: restart with restartTestNode). */
   stop(): Promise<void>;
   /** Stops the node and removes its data. */
@@ -109,6 +111,11 @@ export async function startTestNode(
     dataDir,
     clock: node.services.clock,
     request,
+    async loginAdmin() {
+      const res = await request('POST', '/api/v1/auth/login', { body: { login: config.adminEmail, password: config.adminPassword } });
+      if (res.status !== 200) throw new Error(`admin login failed: ${res.status} ${res.text}`);
+      return res.body.access_token as string;
+    },
     async newUser(prefix = 'user') {
       const n = `${process.pid}${++userCounter}${Math.floor(Math.random() * 1e6)}`;
       const username = `${prefix}${n}`.slice(0, 32);

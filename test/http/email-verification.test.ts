@@ -32,8 +32,7 @@ beforeAll(async () => {
   t.node.services.mail = mail;
 });
 beforeEach(async () => {
-  const res = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = res.body.access_token;
+  adminToken = await t.loginAdmin();
 });
 afterAll(async () => {
   await t?.destroy();

@@ -10,8 +10,7 @@ let adminToken: string;
 
 beforeAll(async () => {
   t = await startTestNode({ config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD, metricsSampleIntervalMs: 250, metricsHistorySeconds: 60 } });
-  const res = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = res.body.access_token;
+  adminToken = await t.loginAdmin();
 });
 afterAll(async () => {
   await t?.destroy();

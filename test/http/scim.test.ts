@@ -74,8 +74,7 @@ async function platformUser(email: string) {
 
 beforeAll(async () => {
   t = await startTestNode({ clock: 'manual', config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD } });
-  const login = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = login.body.access_token;
+  adminToken = await t.loginAdmin();
   owner = await t.newUser('scimowner');
   orgA = await createOrg('Acme', owner.user_id);
   orgB = await createOrg('Globex', owner.user_id);

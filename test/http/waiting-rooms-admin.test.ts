@@ -12,8 +12,7 @@ let bob: Awaited<ReturnType<TestNode['newUser']>>;
 
 beforeAll(async () => {
   t = await startTestNode({ config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD } });
-  const login = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = login.body.access_token;
+  adminToken = await t.loginAdmin();
   alice = await t.newUser('alice');
   bob = await t.newUser('bob');
 });

@@ -43,8 +43,7 @@ async function makeTraffic(): Promise<void> {
 
 beforeAll(async () => {
   t = await startTestNode({ config: { adminEmail: ADMIN_EMAIL, adminPassword: ADMIN_PASSWORD, metricsSampleIntervalMs: 1_000, partitions: 16 } });
-  const login = await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN_EMAIL, password: ADMIN_PASSWORD } });
-  adminToken = login.body.access_token;
+  adminToken = await t.loginAdmin();
   await seed();
   traffic = makeTraffic();
   browser = await launchBrowser();
