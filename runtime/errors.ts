@@ -206,7 +206,6 @@ export const errorCodes = {
   handshake_not_staged: { status: 409, description: 'The caller has not staged its side of the settlement: POST .../settlement/stage first, then confirm.' },
   handshake_stage_in_progress: { status: 409, description: "The caller's holds are still being placed by an earlier stage call; that call answers when they are." },
   handshake_counterparty_invalid: { status: 422, description: "The counterparty is not another user of the caller's tenant (an organization member for an org API key; a personal tenant has no other user), or is the caller." },
-  handshake_item_legs_unsupported: { status: 422, description: 'An offer names item legs; this build settles currency legs and terms only (docs/api/handshake.md, "Item legs"); nothing was created.' },
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 /**
