@@ -256,10 +256,10 @@ export function auctionRoutes(app: FastifyInstance, services: AppServices): void
   app.post<{ Body: CreateBody }>(base, {
     onRequest: authenticate,
     schema: schema(
-      'Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict.',
+      'Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict. With item_domain and item_container_id the item (of the items area, the seller\'s) is locked first: 404 items_item_not_found, 409 items_item_locked or items_insufficient_inputs refuse the creation; settlement transfers it to the winner.',
       { body: CreateBody },
       { 201: Type.Object({ auction_id: Type.String(), status: Status }) },
-      [409],
+      [404, 409],
     ),
   }, async (request, reply) => {
     const principal = requirePrincipal(request);
@@ -275,7 +275,7 @@ export function auctionRoutes(app: FastifyInstance, services: AppServices): void
       `Create up to max_batch_auctions (${policy.max_batch_auctions}) auctions, all or nothing: one invalid body (400, details name it) or one conflicting item (409) and none is created.`,
       { body: Type.Object({ auctions: Type.Array(CreateBody, { minItems: 1, maxItems: policy.max_batch_auctions }) }) },
       { 201: Type.Object({ auction_ids: Type.Array(Type.String()), count: Type.Integer() }) },
-      [409],
+      [404, 409],
     ),
   }, async (request, reply) => {
     const principal = requirePrincipal(request);
