@@ -28,8 +28,9 @@ import { custodyClosedOrder, lockedUnits, stepCustody } from './custody.js';
  * sends it with every placement), `i:<item_id>` (an item or stack),
  * `r:<flow_id>` (the inputs a craft in progress has taken out of use),
  * `f:<flow_id>` (a grant or craft this container coordinates, flows.ts),
- * `l:<lock_id>` (units locked for another area's flow) and `m:<room_id>`
- * (room held for arriving items), both custody.ts.
+ * `l:<lock_id>` (units locked for another area's flow), `m:<room_id>`
+ * (room held for arriving items) and `t:<transfer_id>` (a transfer
+ * received), all custody.ts.
  *
  * A reservation takes quantities out of their stacks at once (they are no
  * longer listed and cannot be taken twice), but they still count toward the
@@ -44,6 +45,12 @@ export interface Reservation {
   taken: { item: StoredItem; quantity: number }[];
 }
 
+export interface Receipt {
+  transfer_id: string;
+  item_ids: string[];
+  at_ms: number;
+}
+
 export interface ContainerState {
   config: ContainerConfig | null;
   items: Map<string, StoredItem>;
@@ -54,14 +61,16 @@ export interface ContainerState {
   locks: Map<string, ItemLock>;
   /** Rooms by room id, held and the newest closed ones (custody.ts). */
   rooms: Map<string, ItemRoom>;
-  /** Subkeys of closed locks and rooms, oldest closed first (pruned past custody_closed_kept_max). */
+  /** Transfers received, by transfer id (custody.ts): a repeated arrival changes nothing. */
+  receipts: Map<string, Receipt>;
+  /** Subkeys of closed locks and rooms and of receipts, oldest first (pruned past custody_closed_kept_max). */
   closed: string[];
 }
 
 type Result = TurnResult<ContainerState, unknown>;
 
 export function initialContainerState(): ContainerState {
-  return { config: null, items: new Map(), reservations: new Map(), flows: new Map(), locks: new Map(), rooms: new Map(), closed: [] };
+  return { config: null, items: new Map(), reservations: new Map(), flows: new Map(), locks: new Map(), rooms: new Map(), receipts: new Map(), closed: [] };
 }
 
 export function loadContainer(_key: string, records: Iterable<[string, unknown]>): ContainerState {
@@ -73,6 +82,7 @@ export function loadContainer(_key: string, records: Iterable<[string, unknown]>
     else if (subkey.startsWith('f:')) state.flows.set(subkey.slice(2), value as ContainerFlow);
     else if (subkey.startsWith('l:')) state.locks.set(subkey.slice(2), value as ItemLock);
     else if (subkey.startsWith('m:')) state.rooms.set(subkey.slice(2), value as ItemRoom);
+    else if (subkey.startsWith('t:')) state.receipts.set(subkey.slice(2), value as Receipt);
   }
   state.closed = custodyClosedOrder(state);
   return state;

@@ -1,6 +1,6 @@
 import { ServiceError, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { type FlowCall, type FlowAnswer } from '../flow-call.js';
-import { dropItem, heldSlots, putItem, sameConfig, usageOf, type ContainerState } from './container-state.js';
+import { dropItem, heldSlots, putItem, sameConfig, usageOf, type ContainerState, type Receipt } from './container-state.js';
 import {
   ITEM_CONTAINER_KIND,
   itemContainerKey,
@@ -35,7 +35,8 @@ import {
  *   them to the target through the outbox as a flow-call that answers the
  *   transfer's own caller (its reply_to). The receiver places them in the
  *   room held for them (or in free slots of a container made for them), and
- *   a receive whose items are already there changes nothing. So the units
+ *   records the transfer id: a repeated receive changes nothing (besides
+ *   the runtime's de-duplication by message id). So the units
  *   are in exactly one container at every commit, also across kill -9: the
  *   outbox delivers the receive once in effect.
  *
@@ -58,6 +59,7 @@ export function custodyClosedOrder(state: ContainerState): string[] {
   const closed: [string, number][] = [];
   for (const lock of state.locks.values()) if (lock.status !== 'held') closed.push([`l:${lock.lock_id}`, lock.closed_at_ms ?? 0]);
   for (const room of state.rooms.values()) if (room.status !== 'held') closed.push([`m:${room.room_id}`, room.closed_at_ms ?? 0]);
+  for (const receipt of state.receipts.values()) closed.push([`t:${receipt.transfer_id}`, receipt.at_ms]);
   return closed.sort((a, b) => a[1] - b[1]).map(([subkey]) => subkey);
 }
 
@@ -79,7 +81,8 @@ function remember(state: ContainerState, writes: RecordWrite[], subkey: string):
   while (state.closed.length > policy.custody_closed_kept_max) {
     const oldest = state.closed.shift()!;
     if (oldest.startsWith('l:')) state.locks.delete(oldest.slice(2));
-    else state.rooms.delete(oldest.slice(2));
+    else if (oldest.startsWith('m:')) state.rooms.delete(oldest.slice(2));
+    else state.receipts.delete(oldest.slice(2));
     writes.push({ subkey: oldest, value: undefined });
   }
 }
@@ -245,9 +248,10 @@ function transfer(state: ContainerState, call: Extract<CustodyCall, { op: 'trans
 
 function receive(state: ContainerState, message: Extract<ContainerMessage, { op: 'receive' }>, context: TurnContext): TurnResult<ContainerState, ReceiveReply> {
   const config: ContainerConfig = message.config;
-  const already = message.items.filter((item) => state.items.has(item.item_id));
-  if (already.length === message.items.length) {
-    return { state, reply: { transfer_id: message.transfer_id, container_id: config.container_id, items: already.map((item) => state.items.get(item.item_id)!), idempotent: true } };
+  const receipt = state.receipts.get(message.transfer_id);
+  if (receipt) {
+    const items = receipt.item_ids.map((item_id) => state.items.get(item_id)).filter((item): item is StoredItem => item !== undefined);
+    return { state, reply: { transfer_id: message.transfer_id, container_id: config.container_id, items, idempotent: true } };
   }
   const writes: RecordWrite[] = [];
   if (!sameConfig(state.config, config)) {
@@ -269,5 +273,9 @@ function receive(state: ContainerState, message: Extract<ContainerMessage, { op:
     .filter((item) => !state.items.has(item.item_id))
     .map((item, index) => ({ ...item, slot: slots[index], updated_at_ms: context.now }));
   for (const item of placed) putItem(state, writes, item);
+  const received: Receipt = { transfer_id: message.transfer_id, item_ids: placed.map((item) => item.item_id), at_ms: context.now };
+  state.receipts.set(received.transfer_id, received);
+  writes.push({ subkey: `t:${received.transfer_id}`, value: received });
+  remember(state, writes, `t:${received.transfer_id}`);
   return { state, reply: { transfer_id: message.transfer_id, container_id: config.container_id, items: placed, idempotent: false }, writes };
 }
