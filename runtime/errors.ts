@@ -196,6 +196,8 @@ export const errorCodes = {
   items_stack_full: { status: 409, description: 'The target stack of a merge is already full.' },
   items_not_salvageable: { status: 409, description: 'The definition has no salvage outputs.' },
   items_domain_limit: { status: 409, description: 'The domain holds the maximum number of definitions, blueprints, collections or containers (docs/api/items.md).' },
+  items_item_locked: { status: 409, description: 'The item has units locked by a trade or an auction (`details.locked_quantity`): it cannot be merged or salvaged, and only its free units can be crafted or locked, until the lock is released or transferred.' },
+  items_lock_closed: { status: 409, description: 'The item lock or room was already released or transferred (a release that arrived first wins; `details.status`).' },
   // handshake (docs/api/handshake.md)
   handshake_invalid_state: { status: 409, description: 'The handshake session or its settlement is not in a status that allows this (ended, not negotiating, no settlement, rolled back, committing); `details.status` names it (docs/api/handshake.md).' },
   handshake_offer_open: { status: 409, description: "The caller's own offer is still open in the session: withdraw it or wait for an answer before offering again (`details.offer_id`)." },
@@ -204,7 +206,6 @@ export const errorCodes = {
   handshake_not_staged: { status: 409, description: 'The caller has not staged its side of the settlement: POST .../settlement/stage first, then confirm.' },
   handshake_stage_in_progress: { status: 409, description: "The caller's holds are still being placed by an earlier stage call; that call answers when they are." },
   handshake_counterparty_invalid: { status: 422, description: "The counterparty is not another user of the caller's tenant (an organization member for an org API key; a personal tenant has no other user), or is the caller." },
-  handshake_item_legs_unsupported: { status: 422, description: 'An offer names item legs; this build settles currency legs and terms only (docs/api/handshake.md, "Item legs"); nothing was created.' },
   // cluster operations (docs/cluster.md)
   no_drain_target: { status: 409, description: 'The node cannot be drained: no other serving node could take its partitions over (an embedded node, or the last serving member of a cluster). See docs/cluster.md.' },
 } as const satisfies Record<string, ErrorCodeEntry>;

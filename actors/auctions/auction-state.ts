@@ -2,7 +2,8 @@ import { ServiceError, type ActorSend, type AlarmChange, type AlarmMessage, type
 import { answerFlowCall, flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
 import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type HoldCall, type HoldReply, type LedgerAccountMessage } from '../ledger/messages.js';
 import { minimumBid, resolveBid, type BiddingState, type HistoryBid, type Leader } from './bidding.js';
-import { itemTransferStep } from './item-transfer.js';
+import { deliverSend, transferSend, unlockSend } from './item-transfer.js';
+import type { ContainerConfig, ReceiveReply } from '../items/messages.js';
 import {
   AUCTION_INDEX_KIND,
   AUCTION_KIND,
@@ -46,9 +47,14 @@ import { canRequest, isFinal, REQUESTABLE } from './status-machine.js';
  * that arrived before the end, then captures the winner's hold to the seller
  * (flow-call, step `capture`; the ledger credits the seller through its own
  * outbox, once), releases the leader's hold when the reserve is not met,
- * and runs the item step (item-transfer.ts). Each step is recorded in the
- * settlement, so a restart continues where it stopped and nothing applies twice.
+ * and runs the item step (item-transfer.ts: the winner's delivery
+ * container, step `deliver`, then the seller's container transfers the
+ * locked item there, step `item`; without a winner the lock is released).
+ * Each step is recorded in the settlement, so a restart continues where it
+ * stopped and nothing applies twice.
  */
+/** item_transfer_reason for an auction whose item_id is a label, not an item of the items area. */
+export const FREE_LABEL_REASON = 'item_id is a label (no item_domain): the service has no item to transfer';
 export const CORE_SUBKEY = 'a';
 export const BID_PREFIX = 'b:';
 export const QUEUE_PREFIX = 'q:';
@@ -85,6 +91,8 @@ export interface AuctionCore {
   /** The list's copy is behind (price, bid count); the `index` alarm sends it. */
   index_dirty: boolean;
   deleted: boolean;
+  /** Settlement steps not yet answered (`capture`, `item`); the settlement completes when none is left. */
+  settle_pending?: string[];
   /** Asks waiting for the settlement (close, PUT status); in memory only. */
   waiting: { request_id: string; kind: 'close' | 'status' }[];
 }
@@ -375,10 +383,37 @@ function flowAnswered(state: AuctionState, answer: FlowAnswer, context: TurnCont
     if (!settlement || settlement.status !== 'in_progress' || answer.flow_id !== `${core.view.auction_id}.settle`) return { state };
     if (answer.ok) settlement.funds_settled = true;
     else settlement.error = `${answer.error.code}: ${answer.error.message}`;
-    finishSettlement(turn);
+    stepDone(turn, 'capture');
+    return turn.done();
+  }
+  if (answer.step === 'deliver' || answer.step === 'item') {
+    const settlement = core.view.settlement;
+    const item = core.view.item;
+    if (!settlement || !item || settlement.status !== 'in_progress' || answer.flow_id !== `${core.view.auction_id}.item` || !(core.settle_pending ?? []).includes('item')) return { state };
+    if (!answer.ok) {
+      settlement.item_transfer_reason = `${answer.error.code}: ${answer.error.message}`;
+      // The item could not be delivered: its lock is released, so it stays with the seller.
+      if (answer.step === 'deliver') turn.sends.push(unlockSend(core.view.tenant, core.view.auction_id, item));
+      stepDone(turn, 'item');
+    } else if (answer.step === 'deliver') {
+      turn.sends.push(transferSend(core.view, item, answer.reply as ContainerConfig, { kind: AUCTION_KIND, key: state.key, flow_id: answer.flow_id, step: 'item' }));
+      turn.touch();
+    } else {
+      settlement.item_transferred = true;
+      settlement.item_container_id = (answer.reply as ReceiveReply).container_id;
+      stepDone(turn, 'item');
+    }
     return turn.done();
   }
   return { state };
+}
+
+/** One settlement step answered; the settlement completes when none is left. */
+function stepDone(turn: Turn, step: string): void {
+  const core = turn.core;
+  core.settle_pending = (core.settle_pending ?? []).filter((entry) => entry !== step);
+  if (core.settle_pending.length === 0) finishSettlement(turn);
+  else turn.touch();
 }
 
 /** Decides the bids at the head of the queue whose hold answer is in, in arrival order. */
@@ -515,6 +550,7 @@ function beginSettlement(turn: Turn): void {
     holds_released: 0,
     item_transferred: false,
     item_transfer_reason: null,
+    item_container_id: null,
     error: null,
     completed_at_ms: null,
   };
@@ -527,12 +563,17 @@ function beginSettlement(turn: Turn): void {
   if (reserve_met) {
     const call: HoldCall = { op: 'capture_hold', hold_id: leader!.hold_id, amount: view.current_price, payee: { tenant: view.tenant, user_id: view.seller_id } };
     turn.sends.push(flowCall(LEDGER_ACCOUNT_KIND, ledgerAccountKey(view.tenant, leader!.bidder_id), call, { kind: AUCTION_KIND, key: turn.state.key, flow_id: `${view.auction_id}.settle`, step: 'capture' }));
-    const item = itemTransferStep.start({ tenant: view.tenant, item_id: view.item_id, from_user_id: view.seller_id, to_user_id: leader!.bidder_id, transfer_id: `${view.auction_id}.item` });
-    if (item.kind === 'skipped') settlement.item_transfer_reason = item.reason;
-    else turn.sends.push(...item.sends);
+    core.settle_pending = ['capture'];
+    if (view.item) {
+      core.settle_pending.push('item');
+      turn.sends.push(deliverSend(view, view.item, leader!.bidder_id, { kind: AUCTION_KIND, key: turn.state.key, flow_id: `${view.auction_id}.item`, step: 'deliver' }));
+    } else settlement.item_transfer_reason = FREE_LABEL_REASON;
     return;
   }
-  settlement.item_transfer_reason = 'no winner: nothing to transfer';
+  if (view.item) {
+    turn.sends.push(unlockSend(view.tenant, view.auction_id, view.item));
+    settlement.item_transfer_reason = "no winner: the item's lock was released; it stays with the seller";
+  } else settlement.item_transfer_reason = 'no winner: nothing to transfer';
   finishSettlement(turn);
 }
 
@@ -589,6 +630,7 @@ function cancel(turn: Turn): number {
   core.queue = [];
   core.closing = false;
   const { view } = core;
+  if (view.item) turn.sends.push(unlockSend(view.tenant, view.auction_id, view.item));
   view.status = 'cancelled';
   view.high_bidder = null;
   view.settlement = {
@@ -600,7 +642,8 @@ function cancel(turn: Turn): number {
     funds_settled: false,
     holds_released: released,
     item_transferred: false,
-    item_transfer_reason: 'cancelled: nothing to transfer',
+    item_transfer_reason: view.item ? "cancelled: the item's lock was released; it stays with the seller" : 'cancelled: nothing to transfer',
+    item_container_id: null,
     error: null,
     completed_at_ms: turn.context.now,
   };

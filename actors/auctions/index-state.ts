@@ -1,5 +1,6 @@
 import { ServiceError, type DeferredReply, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { flowCall, type FlowAnswer } from '../flow-call.js';
+import { flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
+import { lockSend, unlockSend } from './item-transfer.js';
 import {
   AUCTION_INDEX_KIND,
   AUCTION_KIND,
@@ -9,6 +10,7 @@ import {
   type AuctionListFilter,
   type AuctionListQuery,
   type AuctionListView,
+  type AuctionSpec,
   type AuctionView,
   type CreatedView,
 } from './messages.js';
@@ -30,6 +32,13 @@ import { isFinal } from './status-machine.js';
  * flow-call, step = auction id) and answers once all have answered, so the
  * auctions exist when the caller hears of them. An item is free again when
  * its auction is settled, cancelled or deleted.
+ *
+ * When auctions sell items of the items area (`spec.item`), the creation
+ * first locks each item in the seller's container (flow-calls of step
+ * `lock:<auction_id>`, item-transfer.ts); only when every lock is placed are
+ * the auctions created. One refused lock refuses the batch: every lock of
+ * it is released (tells; a release arriving before its lock is remembered)
+ * and the items are free, nothing created.
  */
 export const SUMMARY_PREFIX = 's:';
 export const ITEM_PREFIX = 'i:';
@@ -41,6 +50,11 @@ interface PendingCreation {
   request_id: string | null;
   auction_ids: string[];
   answered: string[];
+  /** Items of the items area: locked before the auctions are created. */
+  tenant?: string;
+  seller_id?: string;
+  specs?: AuctionSpec[];
+  locks?: { auction_id: string; ok: boolean | null; error: FlowError | null }[];
 }
 
 export interface AuctionIndexState {
@@ -78,7 +92,7 @@ export function stepAuctionIndex(state: AuctionIndexState, message: AuctionIndex
     case 'list':
       return { state, reply: list(state, message.query) };
     case 'flow-answer':
-      return initAnswered(state, message);
+      return message.step.startsWith('lock:') ? lockAnswered(state, message, context) : initAnswered(state, message);
     default:
       return { state };
   }
@@ -105,21 +119,72 @@ function create(state: AuctionIndexState, message: Extract<AuctionIndexMessage, 
   }
   const flow_id = context.newId('acf_');
   const pending: PendingCreation = { flow_id, request_id: context.request_id, auction_ids: specs.map((spec) => spec.auction_id), answered: [] };
-  state.pending.set(flow_id, pending);
-  const writes: RecordWrite[] = [{ subkey: PENDING_PREFIX + flow_id, value: { ...pending, request_id: null } }];
+  const writes: RecordWrite[] = [];
   for (const spec of specs) {
     state.items.set(spec.item_id, spec.auction_id);
     writes.push({ subkey: ITEM_PREFIX + spec.item_id, value: spec.auction_id });
   }
-  const sends = specs.map((spec) =>
-    flowCall(AUCTION_KIND, auctionKey(message.tenant, spec.auction_id), { op: 'init' as const, tenant: message.tenant, seller_id: message.seller_id, spec }, {
+  const withItems = specs.filter((spec) => spec.item);
+  if (withItems.length > 0) {
+    pending.tenant = message.tenant;
+    pending.seller_id = message.seller_id;
+    pending.specs = specs;
+    pending.locks = withItems.map((spec) => ({ auction_id: spec.auction_id, ok: null, error: null }));
+    state.pending.set(flow_id, pending);
+    writes.push({ subkey: PENDING_PREFIX + flow_id, value: { ...pending, request_id: null } });
+    const sends = withItems.map((spec) =>
+      lockSend(message.tenant, message.seller_id, spec.auction_id, spec.item_id, spec.item!, { kind: AUCTION_INDEX_KIND, key: context.key, flow_id, step: `lock:${spec.auction_id}` }),
+    );
+    return { state, writes, sends, defer: context.request_id !== null };
+  }
+  state.pending.set(flow_id, pending);
+  writes.push({ subkey: PENDING_PREFIX + flow_id, value: { ...pending, request_id: null } });
+  return { state, writes, sends: initSends(message.tenant, message.seller_id, specs, context.key, flow_id), defer: context.request_id !== null };
+}
+
+function initSends(tenant: string, seller_id: string, specs: AuctionSpec[], key: string, flow_id: string) {
+  return specs.map((spec) =>
+    flowCall(AUCTION_KIND, auctionKey(tenant, spec.auction_id), { op: 'init' as const, tenant, seller_id, spec }, {
       kind: AUCTION_INDEX_KIND,
-      key: context.key,
+      key,
       flow_id,
       step: spec.auction_id,
     }),
   );
-  return { state, writes, sends, defer: context.request_id !== null };
+}
+
+/** A lock's answer: when all are in, create the auctions, or release every lock and refuse the batch. */
+function lockAnswered(state: AuctionIndexState, answer: FlowAnswer, context: TurnContext): Result {
+  const pending = state.pending.get(answer.flow_id);
+  const lock = pending?.locks?.find((entry) => `lock:${entry.auction_id}` === answer.step);
+  if (!pending || !lock || lock.ok !== null) return { state };
+  lock.ok = answer.ok;
+  lock.error = answer.ok ? null : answer.error;
+  const writes: RecordWrite[] = [];
+  if (pending.locks!.some((entry) => entry.ok === null)) {
+    writes.push({ subkey: PENDING_PREFIX + pending.flow_id, value: { ...pending, request_id: null } });
+    return { state, writes };
+  }
+  const specs = pending.specs!;
+  const refused = pending.locks!.find((entry) => !entry.ok);
+  if (refused) {
+    const sends = specs.filter((spec) => spec.item).map((spec) => unlockSend(pending.tenant!, spec.auction_id, spec.item!));
+    for (const spec of specs) freeItem(state, spec.item_id, spec.auction_id, writes);
+    state.pending.delete(pending.flow_id);
+    writes.push({ subkey: PENDING_PREFIX + pending.flow_id, value: undefined });
+    const index = specs.findIndex((spec) => spec.auction_id === refused.auction_id);
+    const error = refused.error!;
+    const replies: DeferredReply[] = pending.request_id
+      ? [{ request_id: pending.request_id, error: { code: error.code, message: specs.length > 1 ? `auctions.${index}: ${error.message} None was created.` : error.message, details: error.details } }]
+      : [];
+    return { state, writes, sends, replies };
+  }
+  // Every item is locked: create the auctions (the specs are not needed any more).
+  const { tenant, seller_id } = pending;
+  delete pending.specs;
+  delete pending.locks;
+  writes.push({ subkey: PENDING_PREFIX + pending.flow_id, value: { ...pending, request_id: null } });
+  return { state, writes, sends: initSends(tenant!, seller_id!, specs, context.key, pending.flow_id) };
 }
 
 function initAnswered(state: AuctionIndexState, answer: FlowAnswer): Result {

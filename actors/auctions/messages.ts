@@ -54,9 +54,18 @@ export const AUCTION_STATUSES = ['scheduled', 'open', 'ended', 'settled', 'cance
 export type AuctionStatus = (typeof AUCTION_STATUSES)[number];
 
 /** What a client sets at creation (times in epoch-ms; prices in minor units). */
+/** An auctioned item of the items area: which domain and container hold it, and how many units are sold. */
+export interface ItemRef {
+  domain: string;
+  container_id: string;
+  quantity: number;
+}
+
 export interface AuctionSpec {
   auction_id: string;
   item_id: string;
+  /** Set: item_id names an item of the items area, locked at creation and transferred at settlement; null: a free label. */
+  item?: ItemRef | null;
   currency: string;
   starting_price: number;
   bid_increment: number;
@@ -81,6 +90,8 @@ export interface SettlementView {
   item_transferred: boolean;
   /** Why the item did not move, when it did not. */
   item_transfer_reason: string | null;
+  /** The items area's container the item was delivered to (the winner's delivery container). */
+  item_container_id?: string | null;
   /** Set if the ledger refused the capture (a defect; the hold stays with the winner). */
   error: string | null;
   completed_at_ms: number | null;

@@ -1,4 +1,5 @@
 import type { FlowAnswer, FlowCall } from '../flow-call.js';
+import type { ContainerConfig } from '../items/messages.js';
 
 /**
  * The handshake area's public surface (spec doc 2 §2 Handshake, §3, §4.6;
@@ -64,9 +65,11 @@ export interface CurrencyLeg {
   /** Integer minor units, at least 1. */
   amount: number;
 }
+/** Units of an item the side gives, from a container of the items area (same tenant, domain = the session's domain) that the giver owns. */
 export interface ItemLeg {
   item_id: string;
   quantity: number;
+  container_id: string;
 }
 export interface Term {
   key: string;
@@ -112,6 +115,8 @@ export interface StageView {
   confirmed: boolean;
   ledger_hold_ids: string[];
   item_lock_ids: string[];
+  /** Where this party receives the other side's items (named at stage; null when the other side gives none). */
+  receive_container_id: string | null;
 }
 
 export interface SettlementView {
@@ -126,6 +131,10 @@ export interface SettlementView {
   rollback_reason: string | null;
   /** Holds captured so far (COMMITTING and SETTLED). */
   holds_captured: number;
+  /** Item legs transferred so far (COMMITTING and SETTLED). */
+  items_transferred: number;
+  /** Both confirmed and room for the items is being held in the receiving containers (the commit follows). */
+  preparing: boolean;
   created_at_ms: number;
   completed_at_ms: number | null;
 }
@@ -211,7 +220,8 @@ export type SessionMessage =
   | { op: 'reject'; caller: string; offer_id: string }
   | { op: 'withdraw'; caller: string; offer_id: string }
   | { op: 'cancel'; caller: string }
-  | { op: 'stage'; caller: string }
+  /** `receive`: the caller's container for the other side's items (its config, read from the items catalog), or null. */
+  | { op: 'stage'; caller: string; receive?: ContainerConfig | null }
   | { op: 'confirm'; caller: string }
   /** From the index's sweep: roll the settlement back if its deadline has passed. */
   | { op: 'sweep' }

@@ -1,6 +1,7 @@
 import { ServiceError, type ActorSend, type AlarmChange, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
 import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type HoldCall, type LedgerAccountMessage } from '../ledger/messages.js';
+import { ITEM_CONTAINER_KIND, itemContainerKey, type ContainerConfig, type CustodyCall, type LockReply } from '../items/messages.js';
 import {
   HANDSHAKE_INDEX_KIND,
   HANDSHAKE_SESSION_KIND,
@@ -48,12 +49,38 @@ import { move, OFFER_MOVES, SESSION_MOVES, SETTLEMENT_MOVES } from './status-mac
  * sweep roll back: every hold id of the settlement is released (the ledger
  * remembers a release that arrives before its placement and refuses the
  * placement), so nothing stays reserved.
+ *
+ * Item legs go the same way through the items area's custody calls
+ * (actors/items/messages.ts): `stage` also locks the units the caller gives
+ * in its containers (flow-calls of step `lock`, lock id =
+ * `<settlement_id>.<role>.<attempt>.i<leg>`) and records the container it
+ * receives in. When both have confirmed, the session first holds room for
+ * the arriving items in each receiving container (step `room`; a refusal
+ * releases the rooms, un-confirms the party without room and answers the
+ * confirm with items_capacity_exceeded), then commits: in that one turn the
+ * captures and a `transfer` of every lock (step `item`, answered by the
+ * receiving container once the units are placed in their room) leave
+ * through the outbox. Rolling back also unlocks every lock id and releases
+ * every room id (tombstones on the items side, as on the ledger's).
  */
+export interface PendingCustody {
+  /** The hold id (a currency leg), or the lock id (an item leg: `container_id` set). */
+  hold_id: string;
+  ok: boolean | null;
+  error: FlowError | null;
+  /** Item legs: the giver's container, and the locked units' weight and volume once locked (for the receiver's room). */
+  container_id?: string;
+  weight_m?: number;
+  volume_m?: number;
+}
+
 export interface StageProgress {
   /** Increases with each staging attempt that failed, so a retry uses fresh hold ids. */
   attempt: number;
-  /** The holds of the attempt in flight: hold id, and the ledger's answer once in. */
-  pending: { hold_id: string; ok: boolean | null; error: FlowError | null }[];
+  /** The holds and locks of the attempt in flight (then of the stage done): id, and the answer once in. */
+  pending: PendingCustody[];
+  /** The caller's container for the other side's items (named at stage). */
+  receive?: ContainerConfig | null;
   /** The stage ask waiting for the holds (after a restart its caller already got 503). */
   request_id: string | null;
 }
@@ -61,9 +88,15 @@ export interface StageProgress {
 export interface SettlementState {
   view: SettlementView;
   progress: Record<Role, StageProgress>;
-  /** COMMITTING: the hold ids whose capture the ledger has not yet answered. */
+  /** COMMITTING: the hold ids whose capture, and the lock ids whose transfer, is not yet answered. */
   capturing: string[];
   capture_errors: string[];
+  /** Both confirmed: the rooms being held in the receiving containers before the commit. */
+  prepare?: { attempt: number; request_id: string | null; rooms: { room_id: string; role: Role; ok: boolean | null; error: FlowError | null }[] } | null;
+  /** Counts room attempts, so a retry after a refusal uses fresh room ids. */
+  prepare_attempts?: number;
+  /** The room held for each receiving party (set when every room is held). */
+  rooms?: Partial<Record<Role, string>>;
 }
 
 export interface SessionState {
@@ -108,6 +141,13 @@ class Turn {
     else this.sends.push(flowCall(LEDGER_ACCOUNT_KIND, key, call, { kind: HANDSHAKE_SESSION_KIND, key: this.context.key, flow_id: holdIdOf(call), step }));
   }
 
+  /** An items custody call to one of the session's domain containers; a flow-call answering `step` unless step is null. */
+  items(container_id: string, call: CustodyCall, id: string, step: string | null): void {
+    const key = itemContainerKey(this.session.tenant, this.session.domain, container_id);
+    if (step === null) this.sends.push({ kind: ITEM_CONTAINER_KIND, key, message: call });
+    else this.sends.push(flowCall(ITEM_CONTAINER_KIND, key, call, { kind: HANDSHAKE_SESSION_KIND, key: this.context.key, flow_id: id, step }));
+  }
+
   done(reply?: unknown, defer = false): Result {
     if (this.changed) {
       const session = this.session;
@@ -145,7 +185,7 @@ export function stepSession(state: SessionState, message: SessionMessage | Alarm
     case 'cancel':
       return cancel(state, message.caller, context);
     case 'stage':
-      return stage(state, message.caller, context);
+      return stage(state, message.caller, message.receive ?? null, context);
     case 'confirm':
       return confirm(state, message.caller, context);
     case 'sweep':
@@ -305,7 +345,7 @@ function closeOffer(state: SessionState, caller: string, offer_id: string, to: '
 }
 
 function emptyStage(party_id: string): StageView {
-  return { party_id, staged: false, staging: false, confirmed: false, ledger_hold_ids: [], item_lock_ids: [] };
+  return { party_id, staged: false, staging: false, confirmed: false, ledger_hold_ids: [], item_lock_ids: [], receive_container_id: null };
 }
 
 function accept(state: SessionState, caller: string, offer_id: string, context: TurnContext): Result {
@@ -330,12 +370,17 @@ function accept(state: SessionState, caller: string, offer_id: string, context: 
       responder_stage: emptyStage(session.responder.id),
       rollback_reason: null,
       holds_captured: 0,
+      items_transferred: 0,
+      preparing: false,
       created_at_ms: context.now,
       completed_at_ms: null,
     },
     progress: { initiator: { attempt: 0, pending: [], request_id: null }, responder: { attempt: 0, pending: [], request_id: null } },
     capturing: [],
     capture_errors: [],
+    prepare: null,
+    prepare_attempts: 0,
+    rooms: {},
   };
   turn.alarms.push({ name: 'session', due_ms: null }, { name: 'settlement', due_ms: deadline });
   turn.touch();
@@ -358,7 +403,11 @@ function liveSettlement(state: SessionState, caller: string): SettlementState {
   return settlement;
 }
 
-function stage(state: SessionState, caller: string, context: TurnContext): Result {
+function sideOf(bundle: Bundle, role: Role) {
+  return role === 'initiator' ? bundle.initiator_gives : bundle.responder_gives;
+}
+
+function stage(state: SessionState, caller: string, receive: ContainerConfig | null, context: TurnContext): Result {
   const settlement = liveSettlement(state, caller);
   const role = roleOf(state.session!, caller);
   const mine = stageOf(settlement, role);
@@ -368,37 +417,68 @@ function stage(state: SessionState, caller: string, context: TurnContext): Resul
   }
   if (mine.staged) return { state, reply: settlement.view };
   if (mine.staging) throw new ServiceError('handshake_stage_in_progress', 'Your holds are being placed; the first stage call answers when they are.');
+  const bundle = acceptedBundle(state);
+  const receives = sideOf(bundle, other(role)).item_legs.length > 0;
+  if (receives && receive === null) {
+    throw new ServiceError('BAD_REQUEST', 'The other side gives items: name the container you receive them in (body.receive_container_id).', {
+      details: [{ field: 'body.receive_container_id', message: 'is required when the other side gives items' }],
+    });
+  }
+  if (receive !== null && receive.owner_id !== caller) {
+    throw new ServiceError('items_container_not_found', `Container ${receive.container_id} is not one you own (its owner_id must be your user id).`, {
+      details: [{ field: 'body.receive_container_id', message: 'is not a container you own' }],
+    });
+  }
   const turn = new Turn(state, context);
   const live = turn.state.settlement!;
   const stageView = stageOf(live, role);
   const progress = live.progress[role];
-  const side = role === 'initiator' ? acceptedBundle(turn.state).initiator_gives : acceptedBundle(turn.state).responder_gives;
-  if (side.currency_legs.length === 0) {
+  const side = sideOf(bundle, role);
+  progress.receive = receives ? receive : null;
+  stageView.receive_container_id = progress.receive?.container_id ?? null;
+  if (side.currency_legs.length === 0 && side.item_legs.length === 0) {
     stageView.staged = true;
     turn.touch();
     return turn.done(live.view);
   }
   stageView.staging = true;
-  progress.pending = side.currency_legs.map((_leg, index) => ({ hold_id: `${live.view.settlement_id}.${role}.${progress.attempt}.${index}`, ok: null, error: null }));
+  const prefix = `${live.view.settlement_id}.${role}.${progress.attempt}`;
+  progress.pending = [
+    ...side.currency_legs.map((_leg, index): PendingCustody => ({ hold_id: `${prefix}.${index}`, ok: null, error: null })),
+    ...side.item_legs.map((leg, index): PendingCustody => ({ hold_id: `${prefix}.i${index}`, ok: null, error: null, container_id: leg.container_id })),
+  ];
   progress.request_id = context.request_id;
+  const purpose = { area: 'handshake', ref: live.view.settlement_id };
   side.currency_legs.forEach((leg, index) => {
-    const call: HoldCall = { op: 'place_hold', hold_id: progress.pending[index].hold_id, currency: leg.currency_id, amount: leg.amount, purpose: { area: 'handshake', ref: live.view.settlement_id } };
+    const call: HoldCall = { op: 'place_hold', hold_id: `${prefix}.${index}`, currency: leg.currency_id, amount: leg.amount, purpose };
     turn.ledger(caller, call, 'hold');
+  });
+  side.item_legs.forEach((leg, index) => {
+    const lock_id = `${prefix}.i${index}`;
+    turn.items(leg.container_id, { op: 'lock', lock_id, item_id: leg.item_id, quantity: leg.quantity, owner_id: caller, holder: purpose }, lock_id, 'lock');
   });
   turn.touch();
   return turn.done(undefined, context.request_id !== null);
 }
 
+/** Gives back a hold or a lock (a tell: the ledger and the container apply it once and remember it). */
+function giveBack(turn: Turn, role: Role, entry: PendingCustody): void {
+  if (entry.container_id === undefined) turn.ledger(userOf(turn.session, role), { op: 'release_hold', hold_id: entry.hold_id }, null);
+  else turn.items(entry.container_id, { op: 'unlock', lock_id: entry.hold_id }, entry.hold_id, null);
+}
+
 function answered(state: SessionState, answer: FlowAnswer, context: TurnContext): Result {
   const settlement = state.settlement;
   if (!settlement) return { state };
-  if (answer.step === 'hold') return holdAnswered(state, answer, context);
-  if (answer.step === 'capture') {
+  if (answer.step === 'hold' || answer.step === 'lock') return holdAnswered(state, answer, context);
+  if (answer.step === 'room') return roomAnswered(state, answer, context);
+  if (answer.step === 'capture' || answer.step === 'item') {
     if (settlement.view.status !== 'COMMITTING' || !settlement.capturing.includes(answer.flow_id)) return { state };
     const turn = new Turn(state, context);
     const live = turn.state.settlement!;
     live.capturing = live.capturing.filter((id) => id !== answer.flow_id);
-    if (answer.ok) live.view.holds_captured += 1;
+    if (answer.ok && answer.step === 'capture') live.view.holds_captured += 1;
+    else if (answer.ok) live.view.items_transferred += 1;
     else live.capture_errors.push(`${answer.flow_id}: ${answer.error.code}: ${answer.error.message}`);
     if (live.capturing.length === 0) finishCommit(turn);
     else turn.touch();
@@ -423,19 +503,25 @@ function holdAnswered(state: SessionState, answer: FlowAnswer, context: TurnCont
   if (hold.ok !== null) return { state };
   hold.ok = answer.ok;
   hold.error = answer.ok ? null : answer.error;
+  if (answer.ok && answer.step === 'lock') {
+    const { lock } = answer.reply as LockReply;
+    hold.weight_m = (lock.item?.unit_weight_m ?? 0) * lock.quantity;
+    hold.volume_m = (lock.item?.unit_volume_m ?? 0) * lock.quantity;
+  }
   if (progress.pending.some((entry) => entry.ok === null)) return turn.done();
   const stageView = stageOf(live, role);
   stageView.staging = false;
   const refused = progress.pending.find((entry) => !entry.ok);
   if (refused) {
     // All or nothing: give back what this attempt placed; the next attempt uses fresh ids.
-    for (const entry of progress.pending) turn.ledger(userOf(turn.session, role), { op: 'release_hold', hold_id: entry.hold_id }, null);
+    for (const entry of progress.pending) giveBack(turn, role, entry);
     if (progress.request_id) turn.replies.push({ request_id: progress.request_id, error: refused.error! });
     progress.pending = [];
     progress.attempt += 1;
   } else {
     stageView.staged = true;
-    stageView.ledger_hold_ids = progress.pending.map((entry) => entry.hold_id);
+    stageView.ledger_hold_ids = progress.pending.filter((entry) => entry.container_id === undefined).map((entry) => entry.hold_id);
+    stageView.item_lock_ids = progress.pending.filter((entry) => entry.container_id !== undefined).map((entry) => entry.hold_id);
     if (progress.request_id) turn.replies.push({ request_id: progress.request_id, reply: live.view });
   }
   progress.request_id = null;
@@ -458,8 +544,62 @@ function confirm(state: SessionState, caller: string, context: TurnContext): Res
   stageOf(live, role).confirmed = true;
   turn.touch();
   if (!stageOf(live, other(role)).confirmed) return turn.done({ outcome: 'WAITING_FOR_COUNTERPARTY', settlement: live.view } satisfies ConfirmReply);
+  const bundle = acceptedBundle(turn.state);
+  const receivers = (['initiator', 'responder'] as const).filter((receiver) => sideOf(bundle, other(receiver)).item_legs.length > 0);
+  if (receivers.length > 0) {
+    prepare(turn, receivers);
+    return turn.done(undefined, context.request_id !== null);
+  }
   commit(turn);
   return turn.done({ outcome: 'COMMITTED', settlement: live.view } satisfies ConfirmReply);
+}
+
+/** Both confirmed and items move: hold room for them in each receiving container first (the confirm waits). */
+function prepare(turn: Turn, receivers: Role[]): void {
+  const live = turn.state.settlement!;
+  const attempt = live.prepare_attempts ?? 0;
+  live.prepare_attempts = attempt + 1;
+  live.view.preparing = true;
+  live.prepare = { attempt, request_id: turn.context.request_id, rooms: [] };
+  for (const receiver of receivers) {
+    const room_id = `${live.view.settlement_id}.${receiver}.room${attempt}`;
+    const config = live.progress[receiver].receive!;
+    const units = live.progress[other(receiver)].pending
+      .filter((entry) => entry.container_id !== undefined)
+      .map((entry) => ({ weight_m: entry.weight_m ?? 0, volume_m: entry.volume_m ?? 0 }));
+    live.prepare.rooms.push({ room_id, role: receiver, ok: null, error: null });
+    const call: CustodyCall = { op: 'reserve_room', room_id, config, owner_id: userOf(turn.session, receiver), units, holder: { area: 'handshake', ref: live.view.settlement_id } };
+    turn.items(config.container_id, call, room_id, 'room');
+  }
+}
+
+function roomAnswered(state: SessionState, answer: FlowAnswer, context: TurnContext): Result {
+  const settlement = state.settlement!;
+  const room = settlement.prepare?.rooms.find((entry) => entry.room_id === answer.flow_id);
+  // Rolled back or refused meanwhile: the rollback (or the refusal) released every room id of the attempt.
+  if (settlement.view.status !== 'STAGING' || !room || room.ok !== null) return { state };
+  const turn = new Turn(state, context);
+  const live = turn.state.settlement!;
+  const prepared = live.prepare!;
+  const entry = prepared.rooms.find((candidate) => candidate.room_id === answer.flow_id)!;
+  entry.ok = answer.ok;
+  entry.error = answer.ok ? null : answer.error;
+  if (prepared.rooms.some((candidate) => candidate.ok === null)) return turn.done();
+  live.prepare = null;
+  live.view.preparing = false;
+  const refused = prepared.rooms.filter((candidate) => !candidate.ok);
+  if (refused.length === 0) {
+    live.rooms = Object.fromEntries(prepared.rooms.map((candidate) => [candidate.role, candidate.room_id]));
+    commit(turn);
+    if (prepared.request_id) turn.replies.push({ request_id: prepared.request_id, reply: { outcome: 'COMMITTED', settlement: live.view } satisfies ConfirmReply });
+    return turn.done();
+  }
+  // No room: give the held rooms back; whoever lacks room confirms again once it has made some.
+  for (const candidate of prepared.rooms) turn.items(live.progress[candidate.role].receive!.container_id, { op: 'release_room', room_id: candidate.room_id }, candidate.room_id, null);
+  for (const candidate of refused) stageOf(live, candidate.role).confirmed = false;
+  if (prepared.request_id) turn.replies.push({ request_id: prepared.request_id, error: refused[0].error! });
+  turn.touch();
+  return turn.done();
 }
 
 /** The commit point: both confirmed; every hold is captured to the other party, through the outbox. */
@@ -476,6 +616,14 @@ function commit(turn: Turn): void {
       live.capturing.push(hold_id);
       turn.ledger(userOf(session, role), { op: 'capture_hold', hold_id, amount: legs[index].amount, payee }, 'capture');
     });
+    const receiver = other(role);
+    const receive = live.progress[receiver].receive ?? null;
+    for (const entry of live.progress[role].pending) {
+      if (entry.container_id === undefined || receive === null) continue;
+      live.capturing.push(entry.hold_id);
+      const to = { container_id: receive.container_id, config: receive, room_id: live.rooms?.[receiver] ?? null };
+      turn.items(entry.container_id, { op: 'transfer', lock_id: entry.hold_id, to }, entry.hold_id, 'item');
+    }
   }
   if (live.capturing.length === 0) finishCommit(turn);
 }
@@ -496,8 +644,11 @@ function rollBack(turn: Turn, reason: string): void {
   for (const role of ['initiator', 'responder'] as const) {
     const stageView = stageOf(live, role);
     const progress = live.progress[role];
-    const hold_ids = new Set([...stageView.ledger_hold_ids, ...progress.pending.map((entry) => entry.hold_id)]);
+    const hold_ids = new Set([...stageView.ledger_hold_ids, ...progress.pending.filter((entry) => entry.container_id === undefined).map((entry) => entry.hold_id)]);
     for (const hold_id of hold_ids) turn.ledger(userOf(session, role), { op: 'release_hold', hold_id }, null);
+    for (const entry of progress.pending) if (entry.container_id !== undefined) giveBack(turn, role, entry);
+    const room_ids = new Set([...(live.prepare?.rooms.filter((room) => room.role === role).map((room) => room.room_id) ?? []), ...(live.rooms?.[role] ? [live.rooms[role]!] : [])]);
+    for (const room_id of room_ids) turn.items(progress.receive!.container_id, { op: 'release_room', room_id }, room_id, null);
     if (progress.request_id) {
       turn.replies.push({ request_id: progress.request_id, error: { code: 'handshake_invalid_state', message: 'The settlement was rolled back while your holds were being placed.', details: { status: 'ROLLED_BACK' } } });
     }
@@ -505,6 +656,11 @@ function rollBack(turn: Turn, reason: string): void {
     progress.pending = [];
     stageView.staging = false;
   }
+  if (live.prepare?.request_id) {
+    turn.replies.push({ request_id: live.prepare.request_id, error: { code: 'handshake_invalid_state', message: 'The settlement was rolled back while room for the items was being held.', details: { status: 'ROLLED_BACK' } } });
+  }
+  live.prepare = null;
+  live.view.preparing = false;
   move(SETTLEMENT_MOVES, live.view, 'ROLLED_BACK');
   live.view.rollback_reason = reason;
   live.view.completed_at_ms = turn.context.now;

@@ -16,6 +16,7 @@ import {
   type ListView,
 } from './messages.js';
 import { craftPlan, grantPlan, salvagePlan } from './plans.js';
+import { answerFlowCall } from '../flow-call.js';
 
 /**
  * A domain's catalog: pure domain logic of the `item-catalog` actor (storage
@@ -199,6 +200,16 @@ export function stepCatalog(state: CatalogState, message: CatalogMessage | Alarm
     }
     case 'collections_list':
       return { state, reply: list([...state.collections.values()], message.query, (c) => c.collection_id) };
+    case 'flow-call':
+      return answerFlowCall(stepCatalog, state, message as never, context);
+    case 'container_ensure': {
+      const existing = state.containers.get(message.container_id);
+      if (existing) {
+        if (existing.owner_id !== message.owner_id) throw new ServiceError('items_container_exists', `A container ${JSON.stringify(message.container_id)} already exists with another owner.`);
+        return { state, reply: existing };
+      }
+      return createContainer(state, { container_id: message.container_id, owner_id: message.owner_id, parent_container_id: null, slots: message.slots, max_weight_m: null, max_volume_m: null }, context, true);
+    }
     case 'container_create':
       return createContainer(state, message.container, context);
     case 'container_get':
@@ -366,7 +377,10 @@ function nestingLimit(): ServiceError {
   return new ServiceError('items_nesting_limit', `Containers nest at most ${policy.nesting_depth_max} levels deep.`);
 }
 
-function createContainer(state: CatalogState, input: ContainerInput, context: TurnContext): CatalogResult {
+function createContainer(state: CatalogState, input: ContainerInput, context: TurnContext, delivery = false): CatalogResult {
+  if (!delivery && input.container_id?.startsWith(policy.delivery_container_prefix)) {
+    throw badRequest('body.container_id', `may not start with ${JSON.stringify(policy.delivery_container_prefix)} (the service's auction deliveries)`);
+  }
   if (state.containers.size >= policy.containers_per_domain_max) throw domainLimit('containers', policy.containers_per_domain_max);
   const container_id = input.container_id ?? context.newId('ctr_');
   if (state.containers.has(container_id)) throw new ServiceError('items_container_exists', `A container ${JSON.stringify(container_id)} already exists in this domain.`);

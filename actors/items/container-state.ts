@@ -1,11 +1,14 @@
 import { ServiceError, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { answerFlowCall } from '../flow-call.js';
+import { answerFlowCall, type FlowCall } from '../flow-call.js';
 import {
   itemsPolicy,
   type ContainerConfig,
   type ContainerMessage,
   type ContainerUsage,
   type ContentsView,
+  type CustodyCall,
+  type ItemLock,
+  type ItemRoom,
   type MergeReply,
   type PlaceReply,
   type QuantityOf,
@@ -15,6 +18,7 @@ import {
 } from './messages.js';
 import { planPlacement } from './placement.js';
 import type { ContainerFlow } from './flows.js';
+import { custodyClosedOrder, lockedUnits, stepCustody } from './custody.js';
 
 /**
  * One container's items: pure domain logic of the `item-container` actor
@@ -23,7 +27,10 @@ import type { ContainerFlow } from './flows.js';
  * Records: `c` (the config as of the last placement; the catalog owns it and
  * sends it with every placement), `i:<item_id>` (an item or stack),
  * `r:<flow_id>` (the inputs a craft in progress has taken out of use),
- * `f:<flow_id>` (a grant or craft this container coordinates, flows.ts).
+ * `f:<flow_id>` (a grant or craft this container coordinates, flows.ts),
+ * `l:<lock_id>` (units locked for another area's flow), `m:<room_id>`
+ * (room held for arriving items) and `t:<transfer_id>` (a transfer
+ * received), all custody.ts.
  *
  * A reservation takes quantities out of their stacks at once (they are no
  * longer listed and cannot be taken twice), but they still count toward the
@@ -38,18 +45,32 @@ export interface Reservation {
   taken: { item: StoredItem; quantity: number }[];
 }
 
+export interface Receipt {
+  transfer_id: string;
+  item_ids: string[];
+  at_ms: number;
+}
+
 export interface ContainerState {
   config: ContainerConfig | null;
   items: Map<string, StoredItem>;
   reservations: Map<string, Reservation>;
   /** Grants and crafts this container coordinates (flows.ts), by flow id. */
   flows: Map<string, ContainerFlow>;
+  /** Locks by lock id, held and the newest closed ones (custody.ts). */
+  locks: Map<string, ItemLock>;
+  /** Rooms by room id, held and the newest closed ones (custody.ts). */
+  rooms: Map<string, ItemRoom>;
+  /** Transfers received, by transfer id (custody.ts): a repeated arrival changes nothing. */
+  receipts: Map<string, Receipt>;
+  /** Subkeys of closed locks and rooms and of receipts, oldest first (pruned past custody_closed_kept_max). */
+  closed: string[];
 }
 
 type Result = TurnResult<ContainerState, unknown>;
 
 export function initialContainerState(): ContainerState {
-  return { config: null, items: new Map(), reservations: new Map(), flows: new Map() };
+  return { config: null, items: new Map(), reservations: new Map(), flows: new Map(), locks: new Map(), rooms: new Map(), receipts: new Map(), closed: [] };
 }
 
 export function loadContainer(_key: string, records: Iterable<[string, unknown]>): ContainerState {
@@ -59,13 +80,18 @@ export function loadContainer(_key: string, records: Iterable<[string, unknown]>
     else if (subkey.startsWith('i:')) state.items.set(subkey.slice(2), value as StoredItem);
     else if (subkey.startsWith('r:')) state.reservations.set(subkey.slice(2), value as Reservation);
     else if (subkey.startsWith('f:')) state.flows.set(subkey.slice(2), value as ContainerFlow);
+    else if (subkey.startsWith('l:')) state.locks.set(subkey.slice(2), value as ItemLock);
+    else if (subkey.startsWith('m:')) state.rooms.set(subkey.slice(2), value as ItemRoom);
+    else if (subkey.startsWith('t:')) state.receipts.set(subkey.slice(2), value as Receipt);
   }
+  state.closed = custodyClosedOrder(state);
   return state;
 }
 
-/** Slots held by reservations for stacks they emptied. */
+/** Slots held by reservations for stacks they emptied, and by rooms for arriving items. */
 export function heldSlots(state: ContainerState): Set<number> {
   const held = new Set<number>();
+  for (const room of state.rooms.values()) if (room.status === 'held') for (const slot of room.slots) held.add(slot);
   for (const reservation of state.reservations.values()) {
     for (const { item } of reservation.taken) if (!state.items.has(item.item_id)) held.add(item.slot);
   }
@@ -81,7 +107,7 @@ export function reservedUnits(state: ContainerState): Map<string, number> {
   return units;
 }
 
-/** Slots, weight and volume in use, reservations included. */
+/** Slots, weight and volume in use, reservations and held rooms included. */
 export function usageOf(state: ContainerState): ContainerUsage {
   let weight_m = 0;
   let volume_m = 0;
@@ -95,6 +121,11 @@ export function usageOf(state: ContainerState): ContainerUsage {
       volume_m += quantity * item.unit_volume_m;
     }
   }
+  for (const room of state.rooms.values()) {
+    if (room.status !== 'held') continue;
+    weight_m += room.weight_m;
+    volume_m += room.volume_m;
+  }
   const slots = new Set(heldSlots(state));
   for (const item of state.items.values()) slots.add(item.slot);
   return { slots_used: slots.size, weight_m, volume_m };
@@ -104,12 +135,12 @@ export function sortedItems(state: ContainerState): StoredItem[] {
   return [...state.items.values()].sort((a, b) => a.slot - b.slot || (a.item_id < b.item_id ? -1 : 1));
 }
 
-function putItem(state: ContainerState, writes: RecordWrite[], item: StoredItem): void {
+export function putItem(state: ContainerState, writes: RecordWrite[], item: StoredItem): void {
   state.items.set(item.item_id, item);
   writes.push({ subkey: `i:${item.item_id}`, value: item });
 }
 
-function dropItem(state: ContainerState, writes: RecordWrite[], item_id: string): void {
+export function dropItem(state: ContainerState, writes: RecordWrite[], item_id: string): void {
   state.items.delete(item_id);
   writes.push({ subkey: `i:${item_id}`, value: undefined });
 }
@@ -117,7 +148,17 @@ function dropItem(state: ContainerState, writes: RecordWrite[], item_id: string)
 export function stepContainer(state: ContainerState, message: ContainerMessage | AlarmMessage, context: TurnContext): Result {
   switch (message.op) {
     case 'contents':
-      return { state, reply: { config: state.config, items: sortedItems(state), usage: usageOf(state) } satisfies ContentsView };
+      return {
+        state,
+        reply: { config: state.config, items: sortedItems(state), usage: usageOf(state), locks: [...state.locks.values()].filter((lock) => lock.status === 'held') } satisfies ContentsView,
+      };
+    case 'lock':
+    case 'unlock':
+    case 'reserve_room':
+    case 'release_room':
+    case 'transfer':
+    case 'receive':
+      return stepCustody(state, message, context);
     case 'place':
       return place(state, message.config, message.placements, context);
     case 'reserve':
@@ -134,13 +175,21 @@ export function stepContainer(state: ContainerState, message: ContainerMessage |
     case 'salvage':
       return salvage(state, message.item_id, message.plan, context);
     case 'flow-call':
+      // A transfer is answered by its target (the receive it forwards the caller's reply_to with).
+      if ((message.call as { op?: string }).op === 'transfer') return stepCustody(state, message as FlowCall<CustodyCall>, context);
       return answerFlowCall(stepContainer, state, message as never, context);
     default:
       return { state };
   }
 }
 
-function sameConfig(a: ContainerConfig | null, b: ContainerConfig): boolean {
+function lockedRefusal(item_id: string, locked: number): ServiceError {
+  return new ServiceError('items_item_locked', `Item ${item_id} has ${locked} unit(s) locked by a trade or an auction; they cannot be moved, merged, salvaged or crafted until the lock is released.`, {
+    details: { item_id, locked_quantity: locked },
+  });
+}
+
+export function sameConfig(a: ContainerConfig | null, b: ContainerConfig): boolean {
   return (
     a !== null &&
     a.container_id === b.container_id &&
@@ -166,7 +215,11 @@ function place(state: ContainerState, config: ContainerConfig, placements: Extra
 function reserve(state: ContainerState, flow_id: string, inputs: QuantityOf[]): Result {
   if (state.reservations.has(flow_id)) return { state, reply: { reserved: inputs } };
   // Check every input before taking anything (the contract: refuse before changing).
-  const items = sortedItems(state);
+  const locked = lockedUnits(state);
+  // Locked units are not there for crafts: only the free part of each stack counts and is taken.
+  const items = sortedItems(state)
+    .map((item) => ({ ...item, quantity: item.quantity - (locked.get(item.item_id) ?? 0) }))
+    .filter((item) => item.quantity > 0);
   const missing: { definition_id: string; required: number; available: number }[] = [];
   const required = new Map<string, number>();
   for (const input of inputs) required.set(input.definition_id, (required.get(input.definition_id) ?? 0) + input.quantity);
@@ -186,7 +239,7 @@ function reserve(state: ContainerState, flow_id: string, inputs: QuantityOf[]): 
       if (remaining === 0) break;
       if (item.definition_id !== definition_id) continue;
       const current = state.items.get(item.item_id)!;
-      const take = Math.min(current.quantity, remaining);
+      const take = Math.min(item.quantity, remaining);
       reservation.taken.push({ item: current, quantity: take });
       remaining -= take;
       if (take === current.quantity) dropItem(state, writes, current.item_id);
@@ -223,6 +276,8 @@ function merge(state: ContainerState, source_item_id: string, target_item_id: st
   if (source_item_id === target_item_id) {
     throw new ServiceError('items_merge_incompatible', 'source_item_id and target_item_id are the same stack.');
   }
+  const locked = lockedUnits(state);
+  for (const item_id of [source_item_id, target_item_id]) if (locked.has(item_id)) throw lockedRefusal(item_id, locked.get(item_id)!);
   const compatible =
     source.definition_id === target.definition_id &&
     source.durability === null &&
@@ -267,6 +322,8 @@ function salvage(state: ContainerState, item_id: string, plan: SalvagePlan, cont
   const item = state.items.get(item_id);
   if (!item) throw new ServiceError('items_item_not_found', `No item ${item_id} in this container.`);
   if (item.definition_id !== plan.definition_id) throw new ServiceError('conflict', 'The item changed while its salvage was planned; retry.');
+  const locked = lockedUnits(state).get(item_id);
+  if (locked !== undefined) throw lockedRefusal(item_id, locked);
   if (item.quantity < plan.quantity) {
     throw new ServiceError('items_insufficient_inputs', `The item holds ${item.quantity}, fewer than the ${plan.quantity} to salvage. Nothing was salvaged.`, {
       details: { missing: [{ definition_id: item.definition_id, required: plan.quantity, available: item.quantity }] },
@@ -275,7 +332,7 @@ function salvage(state: ContainerState, item_id: string, plan: SalvagePlan, cont
   const left = item.quantity - plan.quantity;
   const remaining: StoredItem | null = left === 0 ? null : { ...item, quantity: left, updated_at_ms: context.now };
   // The container as it would be after the removal.
-  const after: ContainerState = { config: state.config, items: new Map(state.items), reservations: state.reservations, flows: state.flows };
+  const after: ContainerState = { ...state, items: new Map(state.items) };
   if (remaining) after.items.set(item_id, remaining);
   else after.items.delete(item_id);
   const plan_ = planPlacement(plan.container, after.items.values(), heldSlots(after), reservedUnits(after), usageOf(after), plan.outputs, context.now, () => context.newId('itm_'), itemsPolicy.measure_scale);

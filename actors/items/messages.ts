@@ -73,6 +73,10 @@ export const itemsPolicy = {
   expand_containers_max: 100,
   /** Grants and crafts a container coordinates at once; past it 503 actor_overloaded. */
   flows_per_container_max: 1_000,
+  /** Released and transferred locks and rooms a container remembers (the newest), so a repeated call answers as the first did. */
+  custody_closed_kept_max: 10_000,
+  /** Container ids with this prefix are made by the service for auction deliveries (containerEnsure); a client cannot create one. */
+  delivery_container_prefix: 'auction:',
 } as const;
 
 export interface SalvageOutput {
@@ -215,6 +219,8 @@ export interface ContentsView {
   config: ContainerConfig | null;
   items: StoredItem[];
   usage: ContainerUsage;
+  /** The held locks on these items (the item view shows them as locked_by). */
+  locks: ItemLock[];
 }
 
 export interface QuantityOf {
@@ -222,7 +228,107 @@ export interface QuantityOf {
   quantity: number;
 }
 
+/** Who holds a lock or a room: the area and its flow (an auction, a handshake settlement). */
+export interface CustodyHolder {
+  area: string;
+  ref: string;
+}
+
+export const CUSTODY_STATUSES = ['held', 'released', 'transferred'] as const;
+export type CustodyStatus = (typeof CUSTODY_STATUSES)[number];
+
+/**
+ * Units of one item locked for a flow (locks.ts): they stay in the item (and
+ * in the container's usage) but no one else can move, consume, craft, merge
+ * or salvage them; a transfer moves exactly them to another container.
+ */
+export interface ItemLock {
+  lock_id: string;
+  item_id: string;
+  quantity: number;
+  holder: CustodyHolder | null;
+  status: CustodyStatus;
+  /** The item as it was when locked (its definition and measures), for the receiver's room. */
+  item: StoredItem | null;
+  /** transferred: the container the units went to. */
+  to_container_id: string | null;
+  created_at_ms: number;
+  closed_at_ms: number | null;
+}
+
+/**
+ * Room held in a container for items a flow will transfer into it (a trade's
+ * receiving side): slots, weight and volume counted as used until the
+ * transfer lands (status transferred) or the room is released.
+ */
+export interface ItemRoom {
+  room_id: string;
+  slots: number[];
+  weight_m: number;
+  volume_m: number;
+  holder: CustodyHolder | null;
+  status: CustodyStatus;
+  created_at_ms: number;
+  closed_at_ms: number | null;
+}
+
+/** What a room must hold: one entry per item that will arrive. */
+export interface RoomUnit {
+  weight_m: number;
+  volume_m: number;
+}
+
+/** Where a transfer goes: the container (its config, from the catalog) and the room held there (null: a container made for it). */
+export interface TransferTarget {
+  container_id: string;
+  config: ContainerConfig;
+  room_id: string | null;
+}
+
+/**
+ * The calls other areas send as flow-calls (actors/flow-call.ts) to an
+ * `item-container`, each idempotent by its lock or room id:
+ * - lock: `quantity` units of `item_id`, in a container whose owner_id is
+ *   `owner_id`; 404 items_item_not_found (no such item of that owner), 409
+ *   items_item_locked (the units are locked by another flow),
+ *   items_insufficient_inputs (fewer units), items_lock_closed (this lock id
+ *   was released or transferred: a release that arrived first wins).
+ * - unlock: the units are free again; an unknown id is remembered as
+ *   released, so a lock arriving after it is refused.
+ * - reserve_room / release_room: room for arriving items in a container the
+ *   `owner_id` owns (items_capacity_exceeded when it lacks it).
+ * - transfer: the locked units leave this container, the lock is consumed,
+ *   and in the same commit a `receive` flow-call carries them to the target,
+ *   which answers the original caller (its reply_to) when they are placed.
+ */
+export type CustodyCall =
+  | { op: 'lock'; lock_id: string; item_id: string; quantity: number; owner_id: string; holder: CustodyHolder }
+  | { op: 'unlock'; lock_id: string }
+  | { op: 'reserve_room'; room_id: string; config: ContainerConfig; owner_id: string; units: RoomUnit[]; holder: CustodyHolder }
+  | { op: 'release_room'; room_id: string }
+  | { op: 'transfer'; lock_id: string; to: TransferTarget };
+
+export interface LockReply {
+  lock: ItemLock;
+  idempotent: boolean;
+}
+export interface RoomReply {
+  room: ItemRoom;
+  idempotent: boolean;
+}
+/** The target's answer to a transfer (through its receive): the items as placed there. */
+export interface ReceiveReply {
+  transfer_id: string;
+  container_id: string;
+  items: StoredItem[];
+  /** The items had arrived before (a repeat): nothing changed. */
+  idempotent: boolean;
+}
+
 export type ContainerMessage =
+  | CustodyCall
+  /** A transfer's arrival (sent by the source's transfer as a flow-call answering the transfer's caller). */
+  | { op: 'receive'; transfer_id: string; room_id: string | null; config: ContainerConfig; items: StoredItem[] }
   /** Place all or nothing; refused with items_capacity_exceeded. */
   | { op: 'place'; config: ContainerConfig; placements: Placement[] }
   /** Take the inputs of a craft out of use (all or nothing; items_insufficient_inputs). */
@@ -386,7 +492,14 @@ export type CatalogMessage =
   /** Read-only: what a craft needs, the outputs' chances rolled from `seed`. */
   | { op: 'craft_plan'; blueprint_id: string; source_container_id: string; target_container_id: string; seed: number }
   /** From a first-claim actor, once: its subject is taken for good (cached in memory). */
-  | { op: 'claimed'; subject_key: string };
+  | { op: 'claimed'; subject_key: string }
+  /**
+   * For another area's flow (an auction's delivery): the root container
+   * `container_id` owned by `owner_id`, created with `slots` and no limits
+   * when missing; one that exists with another owner is 409 items_container_exists.
+   */
+  | { op: 'container_ensure'; container_id: string; owner_id: string; slots: number }
+  | FlowCall<CatalogMessage>;
 
 export interface ListView<T> {
   total: number;

@@ -52,6 +52,7 @@ const Settlement = Type.Object(
     holds_released: Type.Integer(),
     item_transferred: Type.Boolean(),
     item_transfer_reason: Type.Union([Type.String(), Type.Null()]),
+    item_container_id: Type.Union([Type.String(), Type.Null()], { description: "The items area container the item was delivered to (auction:<auction_id>, the winner's)." }),
     error: Type.Union([Type.String(), Type.Null()]),
     completed_at: NullableTime,
   },
@@ -71,6 +72,9 @@ const Auction = Type.Object(
     final_price: NullableMoney,
     high_bidder: Type.Union([Type.String(), Type.Null()]),
     item_id: Type.String(),
+    item_domain: Type.Union([Type.String(), Type.Null()], { description: 'Set when item_id names an item of the items area.' }),
+    item_container_id: Type.Union([Type.String(), Type.Null()], { description: "The seller's container it is locked in." }),
+    item_quantity: Type.Union([Type.Integer(), Type.Null()]),
     reserve_price: Type.Union([Type.Integer(), Type.Null()], { description: 'Shown to the seller and platform admins only (null for others, as on eBay); reserve_met tells everyone.' }),
     reserve_met: Type.Boolean(),
     seller_id: Type.String(),
@@ -98,8 +102,12 @@ const Bid = Type.Object(
   },
   { title: 'Bid' },
 );
+const ItemsId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' });
 const CreateBody = Type.Object({
-  item_id: Type.String({ minLength: 1, maxLength: policy.item_id_length_max }),
+  item_id: Type.String({ minLength: 1, maxLength: policy.item_id_length_max, description: 'A label of your choosing, or, with item_domain and item_container_id, an item of the items area (locked now, transferred to the winner).' }),
+  item_domain: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'The items area domain of item_id (with item_container_id).' })),
+  item_container_id: Type.Optional(Type.String({ ...ItemsId, description: "The seller's container holding item_id (its owner_id must be the seller)." })),
+  item_quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Units of the item sold (a part of a stack); default 1.' })),
   start_time: Type.String({ format: 'date-time', description: 'RFC 3339; in the past or now opens the auction at once.' }),
   end_time: Type.String({ format: 'date-time', description: 'RFC 3339; after start_time and in the future.' }),
   starting_price: Money('The minimum first bid.'),
@@ -140,9 +148,15 @@ export function specOf(body: CreateBody, now: number, field: string): AuctionSpe
   if (reserve_price !== null && reserve_price < body.starting_price) throw badRequest(`${field}.reserve_price`, 'must be at least starting_price');
   if (buy_it_now_price !== null && buy_it_now_price <= body.starting_price) throw badRequest(`${field}.buy_it_now_price`, 'must be above starting_price');
   if (buy_it_now_price !== null && reserve_price !== null && buy_it_now_price < reserve_price) throw badRequest(`${field}.buy_it_now_price`, 'must be at least reserve_price');
+  if ((body.item_domain === undefined) !== (body.item_container_id === undefined)) {
+    throw badRequest(`${field}.${body.item_domain === undefined ? 'item_domain' : 'item_container_id'}`, 'is required with the other: item_domain and item_container_id name an item of the items area together');
+  }
+  if (body.item_quantity !== undefined && body.item_domain === undefined) throw badRequest(`${field}.item_quantity`, 'applies to an item of the items area only (with item_domain)');
+  if (body.item_domain !== undefined && !/^[A-Za-z0-9_.:-]{1,128}$/.test(body.item_id)) throw badRequest(`${field}.item_id`, 'must be an item id of the items area');
   return {
     auction_id: randomId('auc_'),
     item_id: body.item_id,
+    item: body.item_domain === undefined ? null : { domain: body.item_domain, container_id: body.item_container_id!, quantity: body.item_quantity ?? 1 },
     currency: body.currency ?? policy.currency_default,
     starting_price: body.starting_price,
     bid_increment: body.bid_increment,
@@ -157,7 +171,7 @@ export function specOf(body: CreateBody, now: number, field: string): AuctionSpe
 
 function settlementShape(settlement: SettlementView) {
   const { completed_at_ms, ...rest } = settlement;
-  return { ...rest, completed_at: isoTime(completed_at_ms) };
+  return { ...rest, item_container_id: settlement.item_container_id ?? null, completed_at: isoTime(completed_at_ms) };
 }
 
 function auctionShape(view: AuctionView, caller: AuctionCaller) {
@@ -175,6 +189,9 @@ function auctionShape(view: AuctionView, caller: AuctionCaller) {
     final_price: view.final_price,
     high_bidder: view.high_bidder,
     item_id: view.item_id,
+    item_domain: view.item?.domain ?? null,
+    item_container_id: view.item?.container_id ?? null,
+    item_quantity: view.item?.quantity ?? null,
     reserve_price: seller ? view.reserve_price : null,
     reserve_met: view.reserve_met,
     seller_id: view.seller_id,
@@ -239,10 +256,10 @@ export function auctionRoutes(app: FastifyInstance, services: AppServices): void
   app.post<{ Body: CreateBody }>(base, {
     onRequest: authenticate,
     schema: schema(
-      'Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict.',
+      'Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict. With item_domain and item_container_id the item (of the items area, the seller\'s) is locked first: 404 items_item_not_found, 409 items_item_locked or items_insufficient_inputs refuse the creation; settlement transfers it to the winner.',
       { body: CreateBody },
       { 201: Type.Object({ auction_id: Type.String(), status: Status }) },
-      [409],
+      [404, 409],
     ),
   }, async (request, reply) => {
     const principal = requirePrincipal(request);
@@ -258,7 +275,7 @@ export function auctionRoutes(app: FastifyInstance, services: AppServices): void
       `Create up to max_batch_auctions (${policy.max_batch_auctions}) auctions, all or nothing: one invalid body (400, details name it) or one conflicting item (409) and none is created.`,
       { body: Type.Object({ auctions: Type.Array(CreateBody, { minItems: 1, maxItems: policy.max_batch_auctions }) }) },
       { 201: Type.Object({ auction_ids: Type.Array(Type.String()), count: Type.Integer() }) },
-      [409],
+      [404, 409],
     ),
   }, async (request, reply) => {
     const principal = requirePrincipal(request);

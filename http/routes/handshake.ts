@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { randomId, ServiceError } from '../../runtime/index.js';
 import { ledgerPolicy } from '../../actors/ledger/messages.js';
 import { USER_ORGS_KIND, type Membership } from '../../actors/organizations/messages.js';
+import { ITEM_CATALOG_KIND, itemCatalogKey, type CatalogMessage, type ContainerTreeView } from '../../actors/items/messages.js';
 import {
   HANDSHAKE_INDEX_KIND,
   HANDSHAKE_SESSION_KIND,
@@ -45,7 +46,12 @@ const CurrencyLeg = Type.Object({
   currency_id: Type.String({ pattern: ledgerPolicy.currency_pattern, description: 'A ledger currency (docs/api/ledger.md).' }),
   amount: Type.Integer({ minimum: 1, maximum: ledgerPolicy.amount_max, description: 'Integer minor units (1050 is 10.50 USD).' }),
 });
-const ItemLeg = Type.Object({ item_id: Type.String({ minLength: 1, maxLength: 200 }), quantity: Type.Integer({ minimum: 1, maximum: 1_000_000 }) });
+const ItemId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' });
+const ItemLeg = Type.Object({
+  item_id: Type.String({ ...ItemId, description: "An item (or stack) of the items area, in the session's domain." }),
+  quantity: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Units of the item (1 for an item that does not stack).' }),
+  container_id: Type.String({ ...ItemId, description: 'The container that holds it; its owner_id must be the giver (checked at stage).' }),
+});
 const Term = Type.Object({
   key: Type.String({ minLength: 1, maxLength: policy.term_key_length_max }),
   value: Type.String({ maxLength: policy.term_value_length_max }),
@@ -53,7 +59,7 @@ const Term = Type.Object({
 });
 const SideBody = Type.Object({
   currency_legs: Type.Optional(Type.Array(CurrencyLeg, { maxItems: policy.currency_legs_max })),
-  item_legs: Type.Optional(Type.Array(ItemLeg, { maxItems: policy.item_legs_max, description: 'Must be empty in this build (422 handshake_item_legs_unsupported).' })),
+  item_legs: Type.Optional(Type.Array(ItemLeg, { maxItems: policy.item_legs_max, description: 'Items this side gives: locked at stage, transferred at the commit (docs/api/handshake.md, "Item legs").' })),
   terms: Type.Optional(Type.Array(Term, { maxItems: policy.terms_max })),
 });
 const BundleBody = Type.Object({ initiator_gives: SideBody, responder_gives: SideBody });
@@ -61,7 +67,7 @@ type BundleBody = Static<typeof BundleBody>;
 
 const SideView = Type.Object({
   currency_legs: Type.Array(Type.Object({ currency_id: Type.String(), amount: Type.Integer() })),
-  item_legs: Type.Array(Type.Object({ item_id: Type.String(), quantity: Type.Integer() })),
+  item_legs: Type.Array(Type.Object({ item_id: Type.String(), quantity: Type.Integer(), container_id: Type.String() })),
   terms: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), binding: Type.Boolean() })),
 });
 const PartyView = Type.Object({ id: Type.String(), kind: Type.Literal('auth_user'), label: Type.String() });
@@ -106,6 +112,7 @@ const Stage = Type.Object({
   confirmed: Type.Boolean(),
   ledger_hold_ids: Type.Array(Type.String()),
   item_lock_ids: Type.Array(Type.String()),
+  receive_container_id: Type.Union([Type.String(), Type.Null()], { description: "Where this party receives the other side's items (named at stage)." }),
 });
 const Settlement = Type.Object(
   {
@@ -118,6 +125,8 @@ const Settlement = Type.Object(
     responder_stage: Stage,
     rollback_reason: NullableString,
     holds_captured: Type.Integer(),
+    items_transferred: Type.Integer({ description: 'Item legs transferred so far (COMMITTING, SETTLED).' }),
+    preparing: Type.Boolean({ description: 'Both confirmed; room for the items is being held in the receiving containers before the commit.' }),
     created_at: Time,
     completed_at: NullableTime,
   },
@@ -152,8 +161,13 @@ function badRequest(field: string, message: string): ServiceError {
 }
 
 function sideOf(body: Static<typeof SideBody>, field: string): Side {
-  const item_legs = body.item_legs ?? [];
-  if (item_legs.length > 0) throw new ServiceError('handshake_item_legs_unsupported', 'Item legs are not settled by this build: offer currency legs and terms only.', { details: [{ field: `${field}.item_legs` }] });
+  const item_legs = (body.item_legs ?? []).map((leg) => ({ item_id: leg.item_id, quantity: leg.quantity, container_id: leg.container_id }));
+  const items = new Set<string>();
+  item_legs.forEach((leg, index) => {
+    const key = JSON.stringify([leg.container_id, leg.item_id]);
+    if (items.has(key)) throw badRequest(`${field}.item_legs.${index}.item_id`, 'appears twice on one side: give one leg per item');
+    items.add(key);
+  });
   const currency_legs = body.currency_legs ?? [];
   const currencies = new Set<string>();
   currency_legs.forEach((leg, index) => {
@@ -166,13 +180,13 @@ function sideOf(body: Static<typeof SideBody>, field: string): Side {
     if (keys.has(term.key)) throw badRequest(`${field}.terms.${index}.key`, 'appears twice on one side');
     keys.add(term.key);
   });
-  return { currency_legs: currency_legs.map((leg) => ({ currency_id: leg.currency_id, amount: leg.amount })), item_legs: [], terms };
+  return { currency_legs: currency_legs.map((leg) => ({ currency_id: leg.currency_id, amount: leg.amount })), item_legs, terms };
 }
 
 export function bundleOf(body: BundleBody, field: string): Bundle {
   const bundle = { initiator_gives: sideOf(body.initiator_gives, `${field}.initiator_gives`), responder_gives: sideOf(body.responder_gives, `${field}.responder_gives`) };
-  const empty = (side: Side) => side.currency_legs.length === 0 && side.terms.length === 0;
-  if (empty(bundle.initiator_gives) && empty(bundle.responder_gives)) throw badRequest(field, 'must give something on at least one side (a currency leg or a term)');
+  const empty = (side: Side) => side.currency_legs.length === 0 && side.item_legs.length === 0 && side.terms.length === 0;
+  if (empty(bundle.initiator_gives) && empty(bundle.responder_gives)) throw badRequest(field, 'must give something on at least one side (a currency leg, an item leg or a term)');
   return bundle;
 }
 
@@ -407,24 +421,36 @@ export function handshakeRoutes(app: FastifyInstance, services: AppServices): vo
     });
   }
 
-  app.post<{ Params: Static<typeof SessionParams> }>(`${base}/sessions/:session_id/settlement/stage`, {
+  const StageBody = Type.Object({
+    receive_container_id: Type.Optional(Type.String({ ...ItemId, description: "Required when the other side gives items: your container (owner_id = your user id) in the session's domain of the items area, where they arrive." })),
+  });
+  app.post<{ Params: Static<typeof SessionParams>; Body: Static<typeof StageBody> | undefined }>(`${base}/sessions/:session_id/settlement/stage`, {
     onRequest: authenticate,
+    // The body is optional: without one, nothing is received (the other side gives no items).
+    preValidation: async (request) => {
+      request.body ??= {};
+    },
     schema: schema(
-      "Either party: place the ledger holds for what you give (one per currency leg). Answers once every hold is placed (staged: true, ledger_hold_ids); a hold refused (409 insufficient_funds) releases the others, and you may stage again. Staged already: the settlement as it is.",
-      { params: SessionParams },
+      "Either party: place the ledger holds (one per currency leg) and the item locks (one per item leg) for what you give. Answers once every hold and lock is placed (staged: true, ledger_hold_ids, item_lock_ids); one refused (409 insufficient_funds, 404 items_item_not_found, 409 items_item_locked, ...) releases the others, and you may stage again. Staged already: the settlement as it is.",
+      { params: SessionParams, body: StageBody },
       { 200: Settlement },
-      [404, 409],
+      [400, 404, 409],
     ),
   }, async (request) => {
     const principal = requirePrincipal(request);
     const { domain, session_id } = request.params;
-    return settlementShape(await session<SettlementView>(principal, domain, session_id, { op: 'stage', caller: principal.user_id }));
+    const container_id = request.body?.receive_container_id;
+    // A read of the items catalog (its config: owner and limits never change); the session checks the owner in its turn.
+    const receive = container_id === undefined
+      ? null
+      : (await services.actors.ask<ContainerTreeView>(ITEM_CATALOG_KIND, itemCatalogKey(principal.tenant, domain), { op: 'container_get', container_id, expand: false } satisfies CatalogMessage, { readOnly: true })).container;
+    return settlementShape(await session<SettlementView>(principal, domain, session_id, { op: 'stage', caller: principal.user_id, receive }));
   });
 
   app.post<{ Params: Static<typeof SessionParams> }>(`${base}/sessions/:session_id/settlement/confirm`, {
     onRequest: authenticate,
     schema: schema(
-      'Either party, once staged (409 handshake_not_staged before): confirm. The first confirmation answers WAITING_FOR_COUNTERPARTY; the second commits the swap (COMMITTED: every hold is captured to the other party, exactly once, and the settlement moves COMMITTING -> SETTLED). After the commit: ALREADY_CONFIRMED. A body, if any, is ignored (the spec names optional fields; none is used by this build).',
+      'Either party, once staged (409 handshake_not_staged before): confirm. The first confirmation answers WAITING_FOR_COUNTERPARTY; the second commits the swap (COMMITTED: every hold is captured and every item lock transferred to the other party, exactly once, and the settlement moves COMMITTING -> SETTLED). With item legs, room for the items is first held in each receiving container: without room, 409 items_capacity_exceeded and the party without room must confirm again. After the commit: ALREADY_CONFIRMED. A body, if any, is ignored (the spec names optional fields; none is used by this build).',
       { params: SessionParams },
       { 200: Type.Object({ outcome: literals(['WAITING_FOR_COUNTERPARTY', 'COMMITTED', 'ALREADY_CONFIRMED'] as const), settlement: Settlement }) },
       [404, 409],

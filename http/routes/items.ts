@@ -20,6 +20,7 @@ import {
   type ContainerMessage,
   type ContainerTreeView,
   type ContentsView,
+  type ItemLock,
   type CraftPlan,
   type CraftResult,
   type Definition,
@@ -182,7 +183,14 @@ const Item = Type.Object(
     volume: Type.Number({ description: 'Per unit, as placed.' }),
     durability: Type.Union([Type.Object({ current: Type.Integer(), max: Type.Integer() }), Type.Null()]),
     collection_tags: Type.Array(Type.String()),
-    state: Type.String(),
+    state: Type.String({ description: '`normal`, or `locked` in a container\'s contents while a trade or an auction holds some of its units.' }),
+    locked_quantity: Type.Optional(Type.Integer({ description: "In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again)." })),
+    locked_by: Type.Optional(
+      Type.Array(
+        Type.Object({ lock_id: Type.String(), quantity: Type.Integer(), holder: Type.Union([Type.Object({ area: Type.String(), ref: Type.String() }), Type.Null()]), locked_at: Ts }),
+        { description: "In a container's contents: the locks on the item." },
+      ),
+    ),
     created_at: Ts,
     updated_at: Ts,
   },
@@ -357,8 +365,17 @@ function collectionView(domain: string, c: Collection) {
   return { ...c, domain, created_at: isoTime(c.created_at_ms)!, updated_at: isoTime(c.updated_at_ms)! };
 }
 
-function itemView(domain: string, container_id: string, owner_id: string | null, item: StoredItem) {
+function itemView(domain: string, container_id: string, owner_id: string | null, item: StoredItem, locks?: ItemLock[]) {
+  const mine = locks?.filter((lock) => lock.item_id === item.item_id) ?? [];
+  const custody =
+    locks === undefined
+      ? {}
+      : {
+          locked_quantity: mine.reduce((sum, lock) => sum + lock.quantity, 0),
+          locked_by: mine.map((lock) => ({ lock_id: lock.lock_id, quantity: lock.quantity, holder: lock.holder, locked_at: isoTime(lock.created_at_ms)! })),
+        };
   return {
+    ...custody,
     item_id: item.item_id,
     container_id,
     definition_id: item.definition_id,
@@ -371,7 +388,7 @@ function itemView(domain: string, container_id: string, owner_id: string | null,
     volume: shown(item.unit_volume_m),
     durability: item.durability,
     collection_tags: item.collection_tags,
-    state: 'normal',
+    state: mine.length > 0 ? 'locked' : 'normal',
     created_at: isoTime(item.created_at_ms)!,
     updated_at: isoTime(item.updated_at_ms)!,
   };
@@ -394,7 +411,7 @@ function containerView(domain: string, config: ContainerConfig, contents: Conten
   return {
     ...containerSummary(domain, config),
     usage: { slots_used: contents.usage.slots_used, weight: shown(contents.usage.weight_m), volume: shown(contents.usage.volume_m) },
-    contents: contents.items.map((item) => itemView(domain, config.container_id, config.owner_id, item)),
+    contents: contents.items.map((item) => itemView(domain, config.container_id, config.owner_id, item, contents.locks)),
     children,
     truncated,
   };
@@ -633,7 +650,7 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
           max_volume_m: measure(body.limits?.max_volume),
         },
       });
-      return reply.code(201).send(containerView(domain, config, { config, items: [], usage: { slots_used: 0, weight_m: 0, volume_m: 0 } }, [], false));
+      return reply.code(201).send(containerView(domain, config, { config, items: [], usage: { slots_used: 0, weight_m: 0, volume_m: 0 }, locks: [] }, [], false));
     },
   );
 

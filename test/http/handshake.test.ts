@@ -119,8 +119,12 @@ describe('handshake sessions', () => {
     const twice = { initiator_gives: { currency_legs: [{ currency_id: 'USD', amount: 1 }, { currency_id: 'USD', amount: 2 }] }, responder_gives: {} };
     expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: { ...body(bob.user_id), opening_offer: { bundle: twice } } }), 400, 'BAD_REQUEST');
     expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: { ...body(bob.user_id), opening_offer: { bundle: { initiator_gives: {}, responder_gives: {} } } } }), 400, 'BAD_REQUEST');
-    const items = { initiator_gives: { item_legs: [{ item_id: 'c1/sword', quantity: 1 }] }, responder_gives: {} };
-    expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: { ...body(bob.user_id), opening_offer: { bundle: items } } }), 422, 'handshake_item_legs_unsupported');
+    // An item leg names its container (docs/api/handshake.md, "Item legs"), once per item and side.
+    const noContainer = { initiator_gives: { item_legs: [{ item_id: 'sword', quantity: 1 }] }, responder_gives: {} };
+    expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: { ...body(bob.user_id), opening_offer: { bundle: noContainer } } }), 400, 'BAD_REQUEST');
+    const leg = { item_id: 'itm_1', quantity: 1, container_id: 'bag' };
+    const sameItem = { initiator_gives: { item_legs: [leg, leg] }, responder_gives: {} };
+    expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: { ...body(bob.user_id), opening_offer: { bundle: sameItem } } }), 400, 'BAD_REQUEST');
     expectError(await t.request('GET', '/api/v1/handshake/Bad Domain!/sessions', { token: keys.alice }), 400, 'BAD_REQUEST');
   });
 

@@ -6,14 +6,16 @@ import { killAllServerProcesses, startServerProcess, callServer as call, untilRe
 
 /**
  * SIGKILL of a node while auctions settle (docs/api/auctions.md,
- * "Settlement"): closes are sent for a group of auctions at once and the node is
+ * "Settlement"): each auction sells one of alice's swords (an item of the
+ * items area, locked in her stall); closes are sent for a group of auctions at once and the node is
  * killed a moment later, mid-settlement (three rounds, three moments). After the restart each auction
  * either settles (its settlement goes on from its durable state: the
  * capture and the seller's credit happen exactly once) or is still open
  * with its leader's hold intact, exactly as before; closing those then
  * settles them too. In the end every winner paid exactly its final price,
  * the seller received exactly their sum, no hold is left and no money was
- * made or lost.
+ * made or lost, and every sword is exactly once in its winner's delivery
+ * container (none left in the stall, none twice, no lock left).
  */
 const dirs: string[] = [];
 afterAll(async () => {
@@ -52,11 +54,17 @@ describe('auction settlement across a SIGKILL', () => {
       expect(credit.status).toBe(201);
     }
 
+    const items = '/api/v1/items/crash';
+    expect((await call(server, 'POST', `${items}/definitions`, { token: seller, body: { definition_id: 'sword', name: 'Sword', max_stack: 1 } })).status).toBe(201);
+    expect((await call(server, 'POST', `${items}/containers`, { token: seller, body: { container_id: 'stall', owner_id: alice.user_id, slots: AUCTIONS } })).status).toBe(201);
+    const granted = await call(server, 'POST', `${items}/grant`, { token: seller, body: { container_id: 'stall', definition_id: 'sword', quantity: AUCTIONS } });
+    expect(granted.status).toBe(200);
+    const swords = (granted.body.items as { item_id: string }[]).map((item) => item.item_id);
     const ids: string[] = [];
     for (let i = 0; i < AUCTIONS; i++) {
       const created = await call(server, 'POST', '/api/v1/auctions', {
         token: seller,
-        body: { item_id: `crash-${i}`, start_time: new Date().toISOString(), end_time: new Date(Date.now() + 3_600_000).toISOString(), starting_price: 100, bid_increment: 5 },
+        body: { item_id: swords[i], item_domain: 'crash', item_container_id: 'stall', start_time: new Date().toISOString(), end_time: new Date(Date.now() + 3_600_000).toISOString(), starting_price: 100, bid_increment: 5 },
       });
       expect(created.status).toBe(201);
       ids.push(created.body.auction_id);
@@ -95,7 +103,7 @@ describe('auction settlement across a SIGKILL', () => {
     }
     const settled = await until(async () => {
       const views = await Promise.all(ids.map(async (id) => (await call(server, 'GET', `/api/v1/auctions/${id}`, { token: seller })).body));
-      return views.every((view) => view.status === 'settled' && view.settlement.funds_settled) && views;
+      return views.every((view) => view.status === 'settled' && view.settlement.funds_settled && view.settlement.item_transferred) && views;
     }, 'every settlement to finish after the restart');
 
     const paid = new Map<string, number>();
@@ -115,6 +123,13 @@ describe('auction settlement across a SIGKILL', () => {
     expect((await account(alice.user_id)).balances).toEqual([{ currency: 'USD', balance: sold, held: 0, available: sold }]);
     // Conservation: what the bidders lost, the seller got, once.
     expect(sold).toBe([...paid.values()].reduce((a, b) => a + b, 0));
+    // Each sword is in its winner's delivery container, once; the stall is empty.
+    for (const [i, view] of settled.entries()) {
+      const delivery = (await call(server, 'GET', `${items}/containers/auction:${view.auction_id}`, { token: seller })).body;
+      expect(delivery.owner_id).toBe(view.winner_id);
+      expect(delivery.contents.map((item: { item_id: string; state: string }) => [item.item_id, item.state])).toEqual([[swords[i], 'normal']]);
+    }
+    expect((await call(server, 'GET', `${items}/containers/stall`, { token: seller })).body.contents).toEqual([]);
     console.log(`auctions settlement restart, at each restart: ${report.join('; ')}`);
     await server.stop('SIGTERM');
   }, 120_000);

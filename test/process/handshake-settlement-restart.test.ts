@@ -6,15 +6,19 @@ import { killAllServerProcesses, startServerProcess, callServer as call, untilRe
 
 /**
  * SIGKILL of a node while handshake settlements commit (docs/api/handshake.md,
- * "Crashes"): every session is accepted and staged by both parties and
+ * "Crashes"): every session swaps money both ways and one of alice's swords
+ * (an item leg of the items area) for nothing but money; it is accepted and
+ * staged by both parties (the sword locked, bob receiving in his bag) and
  * confirmed by the initiator; then the counterparty's confirmations of a
  * group are sent at once and the node is killed a moment later (three
  * rounds, three moments). After each restart every session is either
- * committed (COMMITTING or SETTLED: its captures go on from the durable
- * outbox and apply once) or still STAGING with both parties' holds intact,
- * exactly as before; confirming those again commits them. In the end each
- * party's balance moved by exactly the sum of its swaps, no hold is left and
- * no money was made or lost.
+ * committed (COMMITTING or SETTLED: its captures and its sword's transfer
+ * go on from the durable outbox and apply once), holding room for the sword
+ * (then it commits by itself), or still STAGING with both parties' holds and
+ * the lock intact, exactly as before; confirming those again commits them.
+ * In the end each party's balance moved by exactly the sum of its swaps, no
+ * hold, lock or room is left, no money was made or lost, and every sword is
+ * in bob's bag exactly once (none left with alice, none twice).
  */
 const dirs: string[] = [];
 afterAll(async () => {
@@ -51,6 +55,14 @@ describe('handshake settlement across a SIGKILL', () => {
     }
 
     const base = '/api/v1/handshake/crash';
+    const items = '/api/v1/items/crash';
+    expect((await call(server, 'POST', `${items}/definitions`, { token: aliceKey, body: { definition_id: 'sword', name: 'Sword', max_stack: 1 } })).status).toBe(201);
+    for (const [container_id, owner_id] of [['alice-bag', alice.user_id], ['bob-bag', bob.user_id]]) {
+      expect((await call(server, 'POST', `${items}/containers`, { token: aliceKey, body: { container_id, owner_id, slots: 20 } })).status).toBe(201);
+    }
+    const granted = await call(server, 'POST', `${items}/grant`, { token: aliceKey, body: { container_id: 'alice-bag', definition_id: 'sword', quantity: SESSIONS } });
+    expect(granted.status).toBe(200);
+    const swords = (granted.body.items as { item_id: string }[]).map((item) => item.item_id);
     const ids: string[] = [];
     let aliceNet = 0;
     for (let i = 0; i < SESSIONS; i++) {
@@ -59,7 +71,16 @@ describe('handshake settlement across a SIGKILL', () => {
       aliceNet += bobPays - alicePays;
       const created = await call(server, 'POST', `${base}/sessions`, {
         token: aliceKey,
-        body: { counterparty_id: bob.user_id, counterparty_kind: 'auth_user', opening_offer: { bundle: { initiator_gives: { currency_legs: [{ currency_id: 'USD', amount: alicePays }] }, responder_gives: { currency_legs: [{ currency_id: 'USD', amount: bobPays }] } } } },
+        body: {
+          counterparty_id: bob.user_id,
+          counterparty_kind: 'auth_user',
+          opening_offer: {
+            bundle: {
+              initiator_gives: { currency_legs: [{ currency_id: 'USD', amount: alicePays }], item_legs: [{ item_id: swords[i], quantity: 1, container_id: 'alice-bag' }] },
+              responder_gives: { currency_legs: [{ currency_id: 'USD', amount: bobPays }] },
+            },
+          },
+        },
       });
       expect(created.status).toBe(201);
       const { session_id, active_offer_id } = created.body.session;
@@ -67,12 +88,12 @@ describe('handshake settlement across a SIGKILL', () => {
       const path = `${base}/sessions/${session_id}`;
       expect((await call(server, 'POST', `${path}/offers/${active_offer_id}/accept`, { token: bobKey })).status).toBe(200);
       expect((await call(server, 'POST', `${path}/settlement/stage`, { token: aliceKey })).status).toBe(200);
-      expect((await call(server, 'POST', `${path}/settlement/stage`, { token: bobKey })).status).toBe(200);
+      expect((await call(server, 'POST', `${path}/settlement/stage`, { token: bobKey, body: { receive_container_id: 'bob-bag' } })).status).toBe(200);
       expect((await call(server, 'POST', `${path}/settlement/confirm`, { token: aliceKey })).body.outcome).toBe('WAITING_FOR_COUNTERPARTY');
     }
 
     const rounds: { ids: string[]; kill: () => Promise<unknown> }[] = [
-      { ids: ids.slice(0, 5), kill: () => new Promise((resolve) => setTimeout(resolve, 60)) },
+      { ids: ids.slice(0, 5), kill: () => new Promise((resolve) => setTimeout(resolve, 10)) },
       { ids: ids.slice(5, 10), kill: () => new Promise((resolve) => setTimeout(resolve, 150)) },
       { ids: ids.slice(10), kill: () => Promise.resolve() },
     ];
@@ -86,9 +107,12 @@ describe('handshake settlement across a SIGKILL', () => {
       const statuses: string[] = [];
       for (const id of round.ids) {
         const path = `${base}/sessions/${id}`;
-        const confirmed = await call(server, 'POST', `${path}/settlement/confirm`, { token: aliceKey });
-        expect(confirmed.status).toBe(200);
-        const settlement = confirmed.body.settlement;
+        // Holding room for the sword when killed: the room's answer comes from the outbox and the commit follows by itself.
+        const settlement = await until(async () => {
+          const confirmed = await call(server, 'POST', `${path}/settlement/confirm`, { token: aliceKey });
+          expect(confirmed.status).toBe(200);
+          return confirmed.body.settlement.preparing ? undefined : confirmed.body.settlement;
+        }, 'the room to be held');
         statuses.push(settlement.status);
         if (settlement.status === 'STAGING') {
           // Exactly as before: both staged with their holds, alice's confirmation kept; bob's confirm commits it now.
@@ -110,6 +134,13 @@ describe('handshake settlement across a SIGKILL', () => {
     expect((await account(bob.user_id)).balances).toEqual([{ currency: 'USD', balance: FUNDS - aliceNet, held: 0, available: FUNDS - aliceNet }]);
     expect((await account(alice.user_id)).holds).toEqual([]);
     expect((await account(bob.user_id)).holds).toEqual([]);
+    const bag = async (container_id: string) => (await call(server, 'GET', `${items}/containers/${container_id}`, { token: aliceKey })).body;
+    await until(async () => (await bag('bob-bag')).contents.length === SESSIONS, 'every sword in bob\'s bag');
+    const bobs = await bag('bob-bag');
+    expect(bobs.contents.map((item: { item_id: string }) => item.item_id).sort()).toEqual([...swords].sort());
+    expect(bobs.contents.every((item: { owner_id: string; state: string }) => item.owner_id === bob.user_id && item.state === 'normal')).toBe(true);
+    expect(bobs.usage.slots_used).toBe(SESSIONS); // no room left held
+    expect((await bag('alice-bag')).contents).toEqual([]);
     console.log(`handshake settlement restart, at each restart: ${report.join('; ')}`);
     await server.stop('SIGTERM');
   }, 120_000);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AUCTION_KIND, auctionKey, type AuctionView, type BidReply, type CloseReply } from '../../actors/auctions/messages.js';
-import { ITEMS_UNAVAILABLE_REASON } from '../../actors/auctions/item-transfer.js';
+import { FREE_LABEL_REASON } from '../../actors/auctions/auction-state.js';
 import { loadAuction, type AuctionState } from '../../actors/auctions/auction-state.js';
 import { SELLER, TENANT, World } from './auctions-world.js';
 
@@ -30,7 +30,7 @@ describe('auction with ledger holds', () => {
     expect(w.outcomes.has('c1')).toBe(false); // waiting for the capture
     w.drain();
     const closed = w.outcomes.get('c1')?.reply as CloseReply;
-    expect(closed.settlement).toMatchObject({ status: 'settled', winner_id: 'bob', final_price: 150, funds_settled: true, item_transferred: false, item_transfer_reason: ITEMS_UNAVAILABLE_REASON, reserve_met: true });
+    expect(closed.settlement).toMatchObject({ status: 'settled', winner_id: 'bob', final_price: 150, funds_settled: true, item_transferred: false, item_transfer_reason: FREE_LABEL_REASON, reserve_met: true });
     expect(w.funds('bob')).toEqual({ balance: 850, held: 0, available: 850 });
     expect(w.funds(SELLER)).toEqual({ balance: 150, held: 0, available: 150 });
   });

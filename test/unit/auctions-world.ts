@@ -4,6 +4,10 @@ import { emptyAccount, loadAccount, stepAccount, type AccountState } from '../..
 import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type LedgerAccountMessage } from '../../actors/ledger/messages.js';
 import { loadAuction, stepAuction, type AuctionState } from '../../actors/auctions/auction-state.js';
 import { AUCTION_INDEX_KIND, AUCTION_KIND, auctionKey, type AuctionSpec } from '../../actors/auctions/messages.js';
+import { initialCatalogState, stepCatalog, type CatalogState } from '../../actors/items/catalog-state.js';
+import { initialContainerState, type ContainerState } from '../../actors/items/container-state.js';
+import { stepContainerFlows } from '../../actors/items/flows.js';
+import { ITEM_CATALOG_KIND, ITEM_CONTAINER_KIND, itemContainerKey, type ContainerMessage } from '../../actors/items/messages.js';
 
 /**
  * A world of pure steps for the auctions and the ledger: the actors' states
@@ -23,6 +27,9 @@ export class World {
   now = 1_000_000;
   readonly accounts = new Map<string, AccountState>();
   readonly auctions = new Map<string, AuctionState>();
+  /** The items area's containers and catalogs (their real steps), by actor key. */
+  readonly containers = new Map<string, ContainerState>();
+  readonly catalogs = new Map<string, CatalogState>();
   /** Undelivered sends (the index's are dropped: the list is not under test here). */
   readonly inFlight: ActorSend[] = [];
   readonly outcomes = new Map<string, Outcome>();
@@ -65,6 +72,14 @@ export class World {
       this.auctions.set(key, state);
       result = stepAuction(state, message as never, this.context(kind, key, request_id));
       this.auctions.set(key, result.state as AuctionState);
+    } else if (kind === ITEM_CONTAINER_KIND) {
+      const state = this.containers.get(key) ?? initialContainerState();
+      this.containers.set(key, state);
+      result = stepContainerFlows(state, message as ContainerMessage, this.context(kind, key, request_id));
+    } else if (kind === ITEM_CATALOG_KIND) {
+      const state = this.catalogs.get(key) ?? initialCatalogState();
+      this.catalogs.set(key, state);
+      result = stepCatalog(state, message as never, this.context(kind, key, request_id));
     } else return { state: null };
     const stored = this.records.get(`${kind} ${key}`) ?? new Map<string, unknown>();
     this.records.set(`${kind} ${key}`, stored);
@@ -150,6 +165,13 @@ export class World {
 
   bid(auction_id: string, user_id: string, amount: number, is_proxy: boolean, request_id: string): void {
     this.ask(AUCTION_KIND, auctionKey(TENANT, auction_id), { op: 'bid', caller: { user_id, admin: false }, amount, is_proxy }, request_id);
+  }
+
+  /** The items (and held locks) of a container of the items area. */
+  container(domain: string, container_id: string): { items: { item_id: string; quantity: number; definition_id: string }[]; locks: number } {
+    const state = this.containers.get(itemContainerKey(TENANT, domain, container_id));
+    if (!state) return { items: [], locks: 0 };
+    return { items: [...state.items.values()], locks: [...state.locks.values()].filter((lock) => lock.status === 'held').length };
   }
 
   /** The account's funds per currency: balance, held (open holds) and available. */

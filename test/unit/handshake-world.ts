@@ -3,6 +3,9 @@ import { isServiceError } from '../../runtime/index.js';
 import { emptyAccount, stepAccount, type AccountState } from '../../actors/ledger/account-state.js';
 import { LEDGER_ACCOUNT_KIND, ledgerAccountKey, type LedgerAccountMessage } from '../../actors/ledger/messages.js';
 import { initialSession, stepSession, type SessionState } from '../../actors/handshake/session-state.js';
+import { initialContainerState, type ContainerState } from '../../actors/items/container-state.js';
+import { stepContainerFlows } from '../../actors/items/flows.js';
+import { ITEM_CONTAINER_KIND, itemContainerKey, type ContainerConfig, type ContainerMessage, type PlacementUnit, type StoredItem } from '../../actors/items/messages.js';
 import { HANDSHAKE_INDEX_KIND, HANDSHAKE_SESSION_KIND, handshakePolicy, handshakeSessionKey, type Bundle, type Policy, type SessionMessage } from '../../actors/handshake/messages.js';
 
 /**
@@ -35,6 +38,8 @@ export class World {
   now = 1_000_000;
   readonly accounts = new Map<string, AccountState>();
   readonly sessions = new Map<string, SessionState>();
+  /** Item containers of the session's domain (the items area's real step), by container id. */
+  readonly containers = new Map<string, ContainerState>();
   readonly inFlight: ActorSend[] = [];
   readonly outcomes = new Map<string, Outcome>();
   private seq = 0;
@@ -48,6 +53,11 @@ export class World {
       const state = this.accounts.get(key) ?? emptyAccount(key);
       this.accounts.set(key, state);
       return stepAccount(state, message as LedgerAccountMessage, this.context(kind, key, request_id));
+    }
+    if (kind === ITEM_CONTAINER_KIND) {
+      const state = this.containers.get(key) ?? initialContainerState();
+      this.containers.set(key, state);
+      return stepContainerFlows(state, message as ContainerMessage, this.context(kind, key, request_id));
     }
     if (kind === HANDSHAKE_SESSION_KIND) {
       const state = this.sessions.get(key) ?? initialSession();
@@ -122,6 +132,28 @@ export class World {
         opening_bundle: opening,
       },
     });
+  }
+
+  /** A container `container_id` owned by `owner`, with `quantity` units of `unit` placed in it; its config. */
+  container(container_id: string, owner: string, slots = 10, fill: { unit: PlacementUnit; quantity: number }[] = []): ContainerConfig {
+    const config: ContainerConfig = { container_id, kind: 'slotted', owner_id: owner, parent_container_id: null, slots, max_weight_m: null, max_volume_m: null, created_at_ms: 0 };
+    this.ask(ITEM_CONTAINER_KIND, itemContainerKey(TENANT, DOMAIN, container_id), { op: 'place', config, placements: fill } satisfies ContainerMessage, `place-${++this.seq}`);
+    return config;
+  }
+
+  items(container_id: string): StoredItem[] {
+    const state = this.containers.get(itemContainerKey(TENANT, DOMAIN, container_id));
+    return state ? [...state.items.values()] : [];
+  }
+
+  heldLocks(container_id: string): number {
+    const state = this.containers.get(itemContainerKey(TENANT, DOMAIN, container_id));
+    return state ? [...state.locks.values()].filter((lock) => lock.status === 'held').length : 0;
+  }
+
+  heldRooms(container_id: string): number {
+    const state = this.containers.get(itemContainerKey(TENANT, DOMAIN, container_id));
+    return state ? [...state.rooms.values()].filter((room) => room.status === 'held').length : 0;
   }
 
   funds(user_id: string, currency = 'USD'): { balance: number; held: number; available: number } {
