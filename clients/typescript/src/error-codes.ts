@@ -160,6 +160,8 @@ export const errorCodes = [
   "items_stack_full", // 409
   "items_not_salvageable", // 409
   "items_domain_limit", // 409
+  "items_item_locked", // 409
+  "items_lock_closed", // 409
   "handshake_invalid_state", // 409
   "handshake_offer_open", // 409
   "handshake_offer_not_open", // 409
@@ -167,7 +169,6 @@ export const errorCodes = [
   "handshake_not_staged", // 409
   "handshake_stage_in_progress", // 409
   "handshake_counterparty_invalid", // 422
-  "handshake_item_legs_unsupported", // 422
   "no_drain_target", // 409
 ] as const;
 

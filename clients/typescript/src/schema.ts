@@ -39757,7 +39757,7 @@ export interface paths {
          *
          *     | field | default | |
          *     |---|---|---|
-         *     | `container_id` | `ctr_...` | 409 `items_container_exists` if taken |
+         *     | `container_id` | `ctr_...` | 409 `items_container_exists` if taken; ids starting with `auction:` are the service's auction deliveries (400) |
          *     | `kind` | `"slotted"` | the one kind |
          *     | `owner_id` | null | the player whose collection progress its grants and crafts count for |
          *     | `parent_container_id` | null | an existing container (404 `items_container_not_found`); itself: 409 `items_container_cycle` |
@@ -39851,7 +39851,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -39953,7 +39967,48 @@ export interface paths {
         };
         /**
          * A container with its contents; expand=contents adds every nested container with its contents, recursively.
-         * @description `GET /containers/{container_id}` answers the Container with its `contents`
+         * @description With `item_domain` and `item_container_id`, the tenant's auction index first
+         *     locks the units in the seller's container (lock id `<auction_id>.item`,
+         *     holder `{area: "auctions", ref: auction_id}`; the seller sees the item as
+         *     `state: "locked"` with `locked_by` in `GET /api/v1/items/{domain}/containers/{id}`
+         *     and cannot merge, salvage or craft it away), and only then creates the
+         *     auction. A refused lock refuses the creation (of the whole batch), with
+         *     nothing created and nothing left locked: 404 `items_item_not_found` (no
+         *     such item in a container the seller owns), 409 `items_item_locked` (locked
+         *     by a trade or another auction), 409 `items_insufficient_inputs` (fewer
+         *     units than `item_quantity`).
+         *
+         *     - **Stage** also locks the units the caller gives (one lock per item leg,
+         *       lock id `<settlement_id>.<role>.<attempt>.i<leg>`, holder `{area:
+         *       "handshake", ref: settlement_id}`); the owner sees them as `locked_by`
+         *       in `GET /api/v1/items/{domain}/containers/{id}` and cannot merge, salvage
+         *       or craft them away (docs/api/items.md, "Locks and transfers"). A party
+         *       that receives items names where with the stage body
+         *       `{"receive_container_id": "..."}`: a container of the domain it owns
+         *       (400 without it when the other side gives items; 404
+         *       `items_container_not_found` when not its own). One refused lock (404
+         *       `items_item_not_found`, 409 `items_item_locked`, 409
+         *       `items_insufficient_inputs`) refuses the stage and gives back the
+         *       attempt's other holds and locks.
+         *     - **Confirm** by the second party first holds **room** (slots, weight,
+         *       volume) for the arriving items in each receiving container
+         *       (`preparing: true`; the confirm answers when that is done, within an
+         *       outbox round trip). No room: the rooms are released, the party without
+         *       room is no longer confirmed, and the confirm answers 409
+         *       `items_capacity_exceeded` (`details.container_id`); make room and confirm
+         *       again. While room is being held, another confirm answers
+         *       `WAITING_FOR_COUNTERPARTY` with `preparing: true`, and `cancel` still
+         *       rolls back (the commit point has not passed). With room, the same turn is the commit point: the captures and one
+         *       transfer per lock leave through the outbox, and the receiving container
+         *       answers each transfer once the units are placed in their room
+         *       (`items_transferred`). A whole item keeps its `item_id` and durability;
+         *       part of a stack arrives as a new stack.
+         *     - **Roll back** (cancel, deadline, sweep) also unlocks every lock id and
+         *       releases every room id, placed or on their way (the container remembers
+         *       a release that arrives first and refuses the late lock), so items end
+         *       exactly as before.
+         *
+         *     `GET /containers/{container_id}` answers the Container with its `contents`
          *     (items in slot order) and `usage` (slots, weight, volume in use, counting the
          *     inputs a craft in progress has reserved; they leave the usage when the craft
          *     commits, which the source does before the craft answers). `children` holds the direct
@@ -39976,10 +40031,13 @@ export interface paths {
          *     ```
          *
          *     `collection_tags` are the collections the definition belonged to when the
-         *     item was placed; `state` is always `normal` (no other state is built);
-         *     `attributes` and `freshness` (spec) are not built.
+         *     item was placed; `state` is `normal`, or `locked` while a trade or an
+         *     auction holds some of its units (below); `attributes` and `freshness`
+         *     (spec) are not built.
          *
-         *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
+         *     What a locked item looks like to its owner, in `GET /containers/{id}`:
+         *
+         *     *From docs/api/auctions.md, docs/api/handshake.md, docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
          */
         get: {
             parameters: {
@@ -40039,7 +40097,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -40274,6 +40346,10 @@ export interface paths {
          *     200 `{container_id, items: [Item], tier_events: [...]}`: `items` are the
          *     stacks it created or grew, as they are now; `tier_events` as for crafts.
          *
+         *     | operation | answer |
+         *     |---|---|
+         *     | `POST /grant` | may top the stack up (locked units stay locked) |
+         *
          *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
          */
         post: {
@@ -40322,7 +40398,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -40493,6 +40583,10 @@ export interface paths {
          *
          *     `produced` lists the target's stacks the outputs created or grew.
          *
+         *     | operation | answer |
+         *     |---|---|
+         *     | `POST /craft` from its container | only the free units count and are consumed: 409 `items_insufficient_inputs` when the free units do not suffice |
+         *
          *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
          */
         post: {
@@ -40552,7 +40646,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -40675,6 +40783,28 @@ export interface paths {
          *     - Units a craft in progress has reserved keep their room in their stack, so a
          *       merge never fills the space they return to.
          *
+         *     - **lock** `quantity` units of one item for a holder (the trade's
+         *       settlement, the auction), in a container whose `owner_id` is the party
+         *       giving it; idempotent per lock id. **unlock** frees them. An unlock that
+         *       arrives before its lock (the flow rolled back meanwhile) is remembered,
+         *       and the lock is then refused (`items_lock_closed`), so nothing stays
+         *       locked.
+         *     - **room**: slots, weight and volume held in the receiving container for
+         *       the items a trade will bring, so the swap cannot fail for lack of space
+         *       after both parties confirmed. A held room counts in `usage` and grants,
+         *       crafts and salvage cannot use it.
+         *     - **transfer** consumes a lock: in one turn of the giving container the
+         *       locked units leave it and a `receive` for the target leaves through the
+         *       outbox; the target places them (in the held room) and answers the flow.
+         *       The units are in exactly one container at every commit, also across
+         *       kill -9. A whole item keeps its `item_id` and durability; part of a stack
+         *       arrives as a new stack. Received items do not join existing stacks (use
+         *       `POST /merge`), and do not count toward collection progress.
+         *
+         *     | operation | answer |
+         *     |---|---|
+         *     | `POST /merge` with the item as source or target | 409 `items_item_locked` (`details.locked_quantity`) |
+         *
          *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
          */
         post: {
@@ -40727,7 +40857,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -40752,7 +40896,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -40883,6 +41041,10 @@ export interface paths {
          *     definition and the catalog's plan first; the container checks again in its
          *     turn that the item is still that definition (409 `conflict` otherwise).
          *
+         *     | operation | answer |
+         *     |---|---|
+         *     | `POST /salvage` of the item | 409 `items_item_locked` |
+         *
          *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
          */
         post: {
@@ -40941,7 +41103,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -40965,7 +41141,21 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
+                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
                                 state: string;
+                                /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
+                                locked_quantity?: number;
+                                /** @description In a container's contents: the locks on the item. */
+                                locked_by?: {
+                                    lock_id: string;
+                                    quantity: number;
+                                    holder: {
+                                        area: string;
+                                        ref: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    locked_at: string;
+                                }[];
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -48836,6 +49026,11 @@ export interface paths {
                                 final_price: number | null;
                                 high_bidder: string | null;
                                 item_id: string;
+                                /** @description Set when item_id names an item of the items area. */
+                                item_domain: string | null;
+                                /** @description The seller's container it is locked in. */
+                                item_container_id: string | null;
+                                item_quantity: number | null;
                                 /** @description Shown to the seller and platform admins only (null for others, as on eBay); reserve_met tells everyone. */
                                 reserve_price: number | null;
                                 reserve_met: boolean;
@@ -48860,6 +49055,8 @@ export interface paths {
                                     holds_released: number;
                                     item_transferred: boolean;
                                     item_transfer_reason: string | null;
+                                    /** @description The items area container the item was delivered to (auction:<auction_id>, the winner's). */
+                                    item_container_id: string | null;
                                     error: string | null;
                                     /** Format: date-time */
                                     completed_at: string | null;
@@ -48932,12 +49129,14 @@ export interface paths {
         };
         put?: never;
         /**
-         * Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict.
+         * Create an English auction; the caller is the seller. Opens at start_time and ends at end_time by itself (durable alarms). An item already in a live auction of the tenant: 409 auction_item_conflict. With item_domain and item_container_id the item (of the items area, the seller's) is locked first: 404 items_item_not_found, 409 items_item_locked or items_insufficient_inputs refuse the creation; settlement transfers it to the winner.
          * @description `POST /api/v1/auctions`
          *
          *     | field | rule |
          *     |---|---|
-         *     | `item_id` | required, 1..200 characters; one **live** (scheduled or open) auction per item in a tenant: another is 409 `auction_item_conflict` |
+         *     | `item_id` | required, 1..200 characters; one **live** (scheduled or open) auction per item in a tenant: another is 409 `auction_item_conflict`. A label of your choosing, or an item of the items area (next rows) |
+         *     | `item_domain`, `item_container_id` | optional, together: `item_id` is then an item of the items area (docs/api/items.md) in that domain and container, which the seller must own (`owner_id` = the seller's user id). It is **locked** at creation and **transferred** to the winner at settlement (below, "Items") |
+         *     | `item_quantity` | optional with `item_domain`, default 1: the units sold (part of a stack) |
          *     | `start_time`, `end_time` | required; `end_time` after `start_time` and in the future; at most 90 days long; start at most 365 days ahead |
          *     | `starting_price` | required, >= 0: the minimum first bid |
          *     | `bid_increment` | required, >= 1 |
@@ -48959,6 +49158,15 @@ export interface paths {
          *
          *     A tenant has at most 10,000 live auctions (409 `auction_limit_reached`).
          *
+         *     ```http
+         *     POST /api/v1/auctions
+         *     { "item_id": "itm_7Q...", "item_domain": "rpg", "item_container_id": "alice-stall",
+         *       "start_time": "2026-11-25T12:00:00Z", "end_time": "2026-11-25T13:00:00Z", "starting_price": 100, "bid_increment": 10 }
+         *     ```
+         *
+         *     The Auction then shows `"item_domain": "rpg", "item_container_id": "alice-stall", "item_quantity": 1`
+         *     (all three `null` for a label).
+         *
          *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
          */
         post: {
@@ -48971,7 +49179,14 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description A label of your choosing, or, with item_domain and item_container_id, an item of the items area (locked now, transferred to the winner). */
                         item_id: string;
+                        /** @description The items area domain of item_id (with item_container_id). */
+                        item_domain?: string;
+                        /** @description The seller's container holding item_id (its owner_id must be the seller). */
+                        item_container_id?: string;
+                        /** @description Units of the item sold (a part of a stack); default 1. */
+                        item_quantity?: number;
                         /**
                          * Format: date-time
                          * @description RFC 3339; in the past or now opens the auction at once.
@@ -49021,6 +49236,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -49120,7 +49344,14 @@ export interface paths {
                 content: {
                     "application/json": {
                         auctions: {
+                            /** @description A label of your choosing, or, with item_domain and item_container_id, an item of the items area (locked now, transferred to the winner). */
                             item_id: string;
+                            /** @description The items area domain of item_id (with item_container_id). */
+                            item_domain?: string;
+                            /** @description The seller's container holding item_id (its owner_id must be the seller). */
+                            item_container_id?: string;
+                            /** @description Units of the item sold (a part of a stack); default 1. */
+                            item_quantity?: number;
                             /**
                              * Format: date-time
                              * @description RFC 3339; in the past or now opens the auction at once.
@@ -49171,6 +49402,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -49281,6 +49521,11 @@ export interface paths {
                             final_price: number | null;
                             high_bidder: string | null;
                             item_id: string;
+                            /** @description Set when item_id names an item of the items area. */
+                            item_domain: string | null;
+                            /** @description The seller's container it is locked in. */
+                            item_container_id: string | null;
+                            item_quantity: number | null;
                             /** @description Shown to the seller and platform admins only (null for others, as on eBay); reserve_met tells everyone. */
                             reserve_price: number | null;
                             reserve_met: boolean;
@@ -49305,6 +49550,8 @@ export interface paths {
                                 holds_released: number;
                                 item_transferred: boolean;
                                 item_transfer_reason: string | null;
+                                /** @description The items area container the item was delivered to (auction:<auction_id>, the winner's). */
+                                item_container_id: string | null;
                                 error: string | null;
                                 /** Format: date-time */
                                 completed_at: string | null;
@@ -50011,8 +50258,8 @@ export interface paths {
          *     200
          *     { "message": "Settled: usr_carol... won at 330.",
          *       "settlement": { "auction_id": "auc_Zk1...", "status": "settled", "winner_id": "usr_carol...", "final_price": 330,
-         *                       "reserve_met": true, "funds_settled": true, "holds_released": 0, "item_transferred": false,
-         *                       "item_transfer_reason": "items_area_unavailable: this service has no items area yet, so item_id names no item it can transfer",
+         *                       "reserve_met": true, "funds_settled": true, "holds_released": 0, "item_transferred": true,
+         *                       "item_transfer_reason": null, "item_container_id": "auction:auc_Zk1...",
          *                       "error": null, "completed_at": "2026-11-25T12:30:00.000Z" } }
          *     ```
          *
@@ -50051,6 +50298,8 @@ export interface paths {
                                 holds_released: number;
                                 item_transferred: boolean;
                                 item_transfer_reason: string | null;
+                                /** @description The items area container the item was delivered to (auction:<auction_id>, the winner's). */
+                                item_container_id: string | null;
                                 error: string | null;
                                 /** Format: date-time */
                                 completed_at: string | null;
@@ -50177,7 +50426,7 @@ export interface paths {
          *     { "success": true, "status": "cancelled", "message": "The auction is cancelled.",
          *       "settlement": { "auction_id": "auc_Zk1...", "status": "cancelled", "winner_id": null, "final_price": null, "reserve_met": false,
          *                       "funds_settled": false, "holds_released": 1, "item_transferred": false,
-         *                       "item_transfer_reason": "cancelled: nothing to transfer", "error": null, "completed_at": "2026-11-25T12:30:00.000Z" } }
+         *                       "item_transfer_reason": "cancelled: nothing to transfer", "item_container_id": null, "error": null, "completed_at": "2026-11-25T12:30:00.000Z" } }
          *     ```
          *
          *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
@@ -50220,6 +50469,8 @@ export interface paths {
                                 holds_released: number;
                                 item_transferred: boolean;
                                 item_transfer_reason: string | null;
+                                /** @description The items area container the item was delivered to (auction:<auction_id>, the winner's). */
+                                item_container_id: string | null;
                                 error: string | null;
                                 /** Format: date-time */
                                 completed_at: string | null;
@@ -51078,10 +51329,14 @@ export interface paths {
                                         /** @description Integer minor units (1050 is 10.50 USD). */
                                         amount: number;
                                     }[];
-                                    /** @description Must be empty in this build (422 handshake_item_legs_unsupported). */
+                                    /** @description Items this side gives: locked at stage, transferred at the commit (docs/api/handshake.md, "Item legs"). */
                                     item_legs?: {
+                                        /** @description An item (or stack) of the items area, in the session's domain. */
                                         item_id: string;
+                                        /** @description Units of the item (1 for an item that does not stack). */
                                         quantity: number;
+                                        /** @description The container that holds it; its owner_id must be the giver (checked at stage). */
+                                        container_id: string;
                                     }[];
                                     terms?: {
                                         key: string;
@@ -51097,10 +51352,14 @@ export interface paths {
                                         /** @description Integer minor units (1050 is 10.50 USD). */
                                         amount: number;
                                     }[];
-                                    /** @description Must be empty in this build (422 handshake_item_legs_unsupported). */
+                                    /** @description Items this side gives: locked at stage, transferred at the commit (docs/api/handshake.md, "Item legs"). */
                                     item_legs?: {
+                                        /** @description An item (or stack) of the items area, in the session's domain. */
                                         item_id: string;
+                                        /** @description Units of the item (1 for an item that does not stack). */
                                         quantity: number;
+                                        /** @description The container that holds it; its owner_id must be the giver (checked at stage). */
+                                        container_id: string;
                                     }[];
                                     terms?: {
                                         key: string;
@@ -51172,6 +51431,7 @@ export interface paths {
                                         item_legs: {
                                             item_id: string;
                                             quantity: number;
+                                            container_id: string;
                                         }[];
                                         terms: {
                                             key: string;
@@ -51187,6 +51447,7 @@ export interface paths {
                                         item_legs: {
                                             item_id: string;
                                             quantity: number;
+                                            container_id: string;
                                         }[];
                                         terms: {
                                             key: string;
@@ -51430,7 +51691,8 @@ export interface paths {
          *        the caller's ledger account (docs/api/ledger.md) to place one hold per
          *        currency leg the caller gives (hold id
          *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
-         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        ref: settlement_id}`), and the caller's containers to lock one item per
+         *        item leg (above). The call answers when every hold is placed
          *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
          *        `insufficient_funds`) refuses the stage and releases the attempt's other
          *        holds; fund the account and stage again (fresh hold ids). A side that
@@ -51662,6 +51924,7 @@ export interface paths {
                                         item_legs: {
                                             item_id: string;
                                             quantity: number;
+                                            container_id: string;
                                         }[];
                                         terms: {
                                             key: string;
@@ -51677,6 +51940,7 @@ export interface paths {
                                         item_legs: {
                                             item_id: string;
                                             quantity: number;
+                                            container_id: string;
                                         }[];
                                         terms: {
                                             key: string;
@@ -51824,10 +52088,14 @@ export interface paths {
                                     /** @description Integer minor units (1050 is 10.50 USD). */
                                     amount: number;
                                 }[];
-                                /** @description Must be empty in this build (422 handshake_item_legs_unsupported). */
+                                /** @description Items this side gives: locked at stage, transferred at the commit (docs/api/handshake.md, "Item legs"). */
                                 item_legs?: {
+                                    /** @description An item (or stack) of the items area, in the session's domain. */
                                     item_id: string;
+                                    /** @description Units of the item (1 for an item that does not stack). */
                                     quantity: number;
+                                    /** @description The container that holds it; its owner_id must be the giver (checked at stage). */
+                                    container_id: string;
                                 }[];
                                 terms?: {
                                     key: string;
@@ -51843,10 +52111,14 @@ export interface paths {
                                     /** @description Integer minor units (1050 is 10.50 USD). */
                                     amount: number;
                                 }[];
-                                /** @description Must be empty in this build (422 handshake_item_legs_unsupported). */
+                                /** @description Items this side gives: locked at stage, transferred at the commit (docs/api/handshake.md, "Item legs"). */
                                 item_legs?: {
+                                    /** @description An item (or stack) of the items area, in the session's domain. */
                                     item_id: string;
+                                    /** @description Units of the item (1 for an item that does not stack). */
                                     quantity: number;
+                                    /** @description The container that holds it; its owner_id must be the giver (checked at stage). */
+                                    container_id: string;
                                 }[];
                                 terms?: {
                                     key: string;
@@ -51881,6 +52153,7 @@ export interface paths {
                                     item_legs: {
                                         item_id: string;
                                         quantity: number;
+                                        container_id: string;
                                     }[];
                                     terms: {
                                         key: string;
@@ -51896,6 +52169,7 @@ export interface paths {
                                     item_legs: {
                                         item_id: string;
                                         quantity: number;
+                                        container_id: string;
                                     }[];
                                     terms: {
                                         key: string;
@@ -52019,16 +52293,17 @@ export interface paths {
          *     ```json
          *     {"settlement_id": "hs_Q2x….s", "session_id": "hs_Q2x…", "accepted_offer_id": "hs_Q2x….o1",
          *      "status": "STAGING", "deadline_at": "2026-11-25T13:05:00.000Z",
-         *      "initiator_stage": {"party_id": "usr_alice", "staged": false, "staging": false, "confirmed": false, "ledger_hold_ids": [], "item_lock_ids": []},
-         *      "responder_stage": {"party_id": "usr_bob", "staged": false, "staging": false, "confirmed": false, "ledger_hold_ids": [], "item_lock_ids": []},
-         *      "rollback_reason": null, "holds_captured": 0, "created_at": "…", "completed_at": null}
+         *      "initiator_stage": {"party_id": "usr_alice", "staged": false, "staging": false, "confirmed": false, "ledger_hold_ids": [], "item_lock_ids": [], "receive_container_id": null},
+         *      "responder_stage": {"party_id": "usr_bob", "staged": false, "staging": false, "confirmed": false, "ledger_hold_ids": [], "item_lock_ids": [], "receive_container_id": null},
+         *      "rollback_reason": null, "holds_captured": 0, "items_transferred": 0, "preparing": false, "created_at": "…", "completed_at": null}
          *     ```
          *
          *     1. **Stage** (`POST .../settlement/stage`, either party): the session asks
          *        the caller's ledger account (docs/api/ledger.md) to place one hold per
          *        currency leg the caller gives (hold id
          *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
-         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        ref: settlement_id}`), and the caller's containers to lock one item per
+         *        item leg (above). The call answers when every hold is placed
          *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
          *        `insufficient_funds`) refuses the stage and releases the attempt's other
          *        holds; fund the account and stage again (fresh hold ids). A side that
@@ -52053,14 +52328,8 @@ export interface paths {
          *        `{"message": "…", "rolled_back": true, "session_id": "…", "session": …}`
          *        (`rolled_back: false` when there was no settlement).
          *
-         *     **Crashes.** The session is one actor; every step of the flow is a message
-         *     through the persisted outbox, de-duplicated by the receiver. A node killed
-         *     at any moment leaves either the commit turn durable (then every capture is
-         *     delivered after the restart and applied exactly once: funds end with their
-         *     new owners) or not (then the holds are intact and the settlement is still
-         *     STAGING, to be confirmed again or rolled back by cancel or the deadline:
-         *     funds end exactly as before). A stage call interrupted by the crash gets
-         *     503 `flow_interrupted`; its holds still complete or are rolled back.
+         *     A stage with item legs, by the party that gives a sword and receives money
+         *     (Bob gives USD and receives in `bob-bag`):
          *
          *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
          */
@@ -52098,6 +52367,8 @@ export interface paths {
                                 confirmed: boolean;
                                 ledger_hold_ids: string[];
                                 item_lock_ids: string[];
+                                /** @description Where this party receives the other side's items (named at stage). */
+                                receive_container_id: string | null;
                             };
                             responder_stage: {
                                 party_id: string;
@@ -52106,9 +52377,15 @@ export interface paths {
                                 confirmed: boolean;
                                 ledger_hold_ids: string[];
                                 item_lock_ids: string[];
+                                /** @description Where this party receives the other side's items (named at stage). */
+                                receive_container_id: string | null;
                             };
                             rollback_reason: string | null;
                             holds_captured: number;
+                            /** @description Item legs transferred so far (COMMITTING, SETTLED). */
+                            items_transferred: number;
+                            /** @description Both confirmed; room for the items is being held in the receiving containers before the commit. */
+                            preparing: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -52257,6 +52534,7 @@ export interface paths {
                                     item_legs: {
                                         item_id: string;
                                         quantity: number;
+                                        container_id: string;
                                     }[];
                                     terms: {
                                         key: string;
@@ -52272,6 +52550,7 @@ export interface paths {
                                     item_legs: {
                                         item_id: string;
                                         quantity: number;
+                                        container_id: string;
                                     }[];
                                     terms: {
                                         key: string;
@@ -52427,6 +52706,7 @@ export interface paths {
                                     item_legs: {
                                         item_id: string;
                                         quantity: number;
+                                        container_id: string;
                                     }[];
                                     terms: {
                                         key: string;
@@ -52442,6 +52722,7 @@ export interface paths {
                                     item_legs: {
                                         item_id: string;
                                         quantity: number;
+                                        container_id: string;
                                     }[];
                                     terms: {
                                         key: string;
@@ -52559,12 +52840,13 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Either party: place the ledger holds for what you give (one per currency leg). Answers once every hold is placed (staged: true, ledger_hold_ids); a hold refused (409 insufficient_funds) releases the others, and you may stage again. Staged already: the settlement as it is.
+         * Either party: place the ledger holds (one per currency leg) and the item locks (one per item leg) for what you give. Answers once every hold and lock is placed (staged: true, ledger_hold_ids, item_lock_ids); one refused (409 insufficient_funds, 404 items_item_not_found, 409 items_item_locked, ...) releases the others, and you may stage again. Staged already: the settlement as it is.
          * @description 1. **Stage** (`POST .../settlement/stage`, either party): the session asks
          *        the caller's ledger account (docs/api/ledger.md) to place one hold per
          *        currency leg the caller gives (hold id
          *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
-         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        ref: settlement_id}`), and the caller's containers to lock one item per
+         *        item leg (above). The call answers when every hold is placed
          *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
          *        `insufficient_funds`) refuses the stage and releases the attempt's other
          *        holds; fund the account and stage again (fresh hold ids). A side that
@@ -52589,6 +52871,27 @@ export interface paths {
          *        `{"message": "…", "rolled_back": true, "session_id": "…", "session": …}`
          *        (`rolled_back: false` when there was no settlement).
          *
+         *     ```http
+         *     POST /api/v1/handshake/game/sessions/hs_Q2x…/settlement/stage
+         *     {"receive_container_id": "bob-bag"}
+         *     ```
+         *
+         *     ```json
+         *     {"settlement_id": "hs_Q2x….s", "status": "STAGING", "…": "…",
+         *      "responder_stage": {"party_id": "usr_bob", "staged": true, "staging": false, "confirmed": false,
+         *        "ledger_hold_ids": ["hs_Q2x….s.responder.0.0"], "item_lock_ids": [], "receive_container_id": "bob-bag"}}
+         *     ```
+         *
+         *     **Crashes.** The session is one actor; every step of the flow is a message
+         *     through the persisted outbox, de-duplicated by the receiver. A node killed
+         *     at any moment leaves either the commit turn durable (then every capture is
+         *     delivered after the restart and applied exactly once: funds and items end with their
+         *     new owners: the units leave the giver's container and land in the room held
+         *     for them, each once) or not (then the holds and locks are intact and the settlement is still
+         *     STAGING, to be confirmed again or rolled back by cancel or the deadline:
+         *     funds end exactly as before). A stage call interrupted by the crash gets
+         *     503 `flow_interrupted`; its holds still complete or are rolled back.
+         *
          *     *From docs/api/handshake.md. The area's model, rules and decisions: the **handshake** section's description.*
          */
         post: {
@@ -52602,7 +52905,14 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Required when the other side gives items: your container (owner_id = your user id) in the session's domain of the items area, where they arrive. */
+                        receive_container_id?: string;
+                    };
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {
@@ -52624,6 +52934,8 @@ export interface paths {
                                 confirmed: boolean;
                                 ledger_hold_ids: string[];
                                 item_lock_ids: string[];
+                                /** @description Where this party receives the other side's items (named at stage). */
+                                receive_container_id: string | null;
                             };
                             responder_stage: {
                                 party_id: string;
@@ -52632,9 +52944,15 @@ export interface paths {
                                 confirmed: boolean;
                                 ledger_hold_ids: string[];
                                 item_lock_ids: string[];
+                                /** @description Where this party receives the other side's items (named at stage). */
+                                receive_container_id: string | null;
                             };
                             rollback_reason: string | null;
                             holds_captured: number;
+                            /** @description Item legs transferred so far (COMMITTING, SETTLED). */
+                            items_transferred: number;
+                            /** @description Both confirmed; room for the items is being held in the receiving containers before the commit. */
+                            preparing: boolean;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -52732,12 +53050,13 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Either party, once staged (409 handshake_not_staged before): confirm. The first confirmation answers WAITING_FOR_COUNTERPARTY; the second commits the swap (COMMITTED: every hold is captured to the other party, exactly once, and the settlement moves COMMITTING -> SETTLED). After the commit: ALREADY_CONFIRMED. A body, if any, is ignored (the spec names optional fields; none is used by this build).
+         * Either party, once staged (409 handshake_not_staged before): confirm. The first confirmation answers WAITING_FOR_COUNTERPARTY; the second commits the swap (COMMITTED: every hold is captured and every item lock transferred to the other party, exactly once, and the settlement moves COMMITTING -> SETTLED). With item legs, room for the items is first held in each receiving container: without room, 409 items_capacity_exceeded and the party without room must confirm again. After the commit: ALREADY_CONFIRMED. A body, if any, is ignored (the spec names optional fields; none is used by this build).
          * @description 1. **Stage** (`POST .../settlement/stage`, either party): the session asks
          *        the caller's ledger account (docs/api/ledger.md) to place one hold per
          *        currency leg the caller gives (hold id
          *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
-         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        ref: settlement_id}`), and the caller's containers to lock one item per
+         *        item leg (above). The call answers when every hold is placed
          *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
          *        `insufficient_funds`) refuses the stage and releases the attempt's other
          *        holds; fund the account and stage again (fresh hold ids). A side that
@@ -52800,6 +53119,8 @@ export interface paths {
                                     confirmed: boolean;
                                     ledger_hold_ids: string[];
                                     item_lock_ids: string[];
+                                    /** @description Where this party receives the other side's items (named at stage). */
+                                    receive_container_id: string | null;
                                 };
                                 responder_stage: {
                                     party_id: string;
@@ -52808,9 +53129,15 @@ export interface paths {
                                     confirmed: boolean;
                                     ledger_hold_ids: string[];
                                     item_lock_ids: string[];
+                                    /** @description Where this party receives the other side's items (named at stage). */
+                                    receive_container_id: string | null;
                                 };
                                 rollback_reason: string | null;
                                 holds_captured: number;
+                                /** @description Item legs transferred so far (COMMITTING, SETTLED). */
+                                items_transferred: number;
+                                /** @description Both confirmed; room for the items is being held in the receiving containers before the commit. */
+                                preparing: boolean;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -52914,7 +53241,8 @@ export interface paths {
          *        the caller's ledger account (docs/api/ledger.md) to place one hold per
          *        currency leg the caller gives (hold id
          *        `<settlement_id>.<role>.<attempt>.<leg>`, purpose `{area: "handshake",
-         *        ref: settlement_id}`). The call answers when every hold is placed
+         *        ref: settlement_id}`), and the caller's containers to lock one item per
+         *        item leg (above). The call answers when every hold is placed
          *        (`staged: true`, `ledger_hold_ids`). One refused hold (409
          *        `insufficient_funds`) refuses the stage and releases the attempt's other
          *        holds; fund the account and stage again (fresh hold ids). A side that
