@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { runScenarios } from './support/scenarios.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
+import { projectEnv } from './support/project-servers.js';
 import { percentile } from './support/stats.js';
 import type { BenchRow } from './types.js';
 
@@ -45,8 +46,8 @@ async function startNode(): Promise<Node> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-ecs-'));
   const server = await startServerProcess(serverScript, {
     DATA_DIR: dir,
-    LOG_LEVEL: 'warn',
-    PASSWORD_KDF_COST: '10',
+    // The edge limiter's default tier off: every connection comes from 127.0.0.1.
+    ...projectEnv,
     REGISTRATIONS_PER_ADDRESS_MAX: '0',
     HTTP_CONNECTIONS_MAX: '40000',
     ...(process.env.BENCH_ECS_DURABILITY ? { DURABILITY: process.env.BENCH_ECS_DURABILITY } : {}),

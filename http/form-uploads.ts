@@ -10,6 +10,7 @@ import { ServiceError } from '../runtime/index.js';
 import type { Attachment, MultipartSettings } from '../actors/forms/messages.js';
 import type { NodeConfig } from './config.js';
 import { readOrCreateKeyFile } from './node-key-file.js';
+import { collectYoung } from './young-collector.js';
 
 /**
  * Multipart form submissions at the edge (docs/api/forms.md, "Multipart"):
@@ -33,6 +34,9 @@ const SIGNATURES: { type: string; bytes: (number | null)[] }[] = [
 /** Every type the sniffer can tell; a form's allowed_content_types must be among them. */
 export const SNIFFABLE_TYPES = [...SIGNATURES.map((signature) => signature.type), 'text/plain'] as const;
 const SNIFF_BYTES = 512;
+/** How many bytes an upload streams between two young-generation collections (http/young-collector.ts). */
+const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
+let uncollected = 0;
 
 /**
  * The content type of a file from its first bytes: a signature of the table,
@@ -155,6 +159,11 @@ export async function receiveUpload(
       transform(chunk: Buffer, _encoding, callback) {
         if (rejected || failure) return callback();
         size += chunk.length;
+        uncollected += chunk.length;
+        if (uncollected >= COLLECT_EVERY_BYTES) {
+          uncollected = 0;
+          collectYoung();
+        }
         hash.update(chunk);
         if (sniffed === undefined) {
           head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
