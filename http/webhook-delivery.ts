@@ -38,7 +38,10 @@ import { pinnedAgent, type PinnedRequestOptions } from './pinned-agent.js';
  *
  * Bounds: at most concurrency_max attempts in flight per node and
  * per_host_max per target host (so a hanging target holds only its own
- * slots, each for at most its time-out), queue_max waiting.
+ * slots, each for at most its time-out), queue_max waiting in all and
+ * per_host_queue_max per host: a target that hangs fills its own waiting
+ * list, never the room other targets' attempts need (an attempt refused for
+ * room is retried by its actor at its deadline).
  */
 export interface WebhookNetwork {
   /** Every address of `hostname` (one lookup per hop). */
@@ -68,6 +71,7 @@ export interface WebhookDeliveryOptions {
   concurrency_max?: number;
   per_host_max?: number;
   queue_max?: number;
+  per_host_queue_max?: number;
 }
 
 const REDIRECTS_MAX = 3;
@@ -101,6 +105,7 @@ export class WebhookDeliveryWorker {
   private readonly concurrency_max: number;
   private readonly per_host_max: number;
   private readonly queue_max: number;
+  private readonly per_host_queue_max: number;
   private readonly listener = (event: PublishedEvent) => {
     if (event.type === WEBHOOK_ATTEMPT_EVENT) this.enqueue(event.data as WebhookAttempt);
   };
@@ -110,6 +115,7 @@ export class WebhookDeliveryWorker {
     this.concurrency_max = options.concurrency_max ?? 64;
     this.per_host_max = options.per_host_max ?? 8;
     this.queue_max = options.queue_max ?? 10_000;
+    this.per_host_queue_max = options.per_host_queue_max ?? Math.max(1, Math.floor(this.queue_max / 8));
   }
 
   start(): void {
@@ -135,6 +141,10 @@ export class WebhookDeliveryWorker {
     }
     const host = hostOf(attempt.url);
     const list = this.waiting.get(host);
+    if (list && list.length >= this.per_host_queue_max) {
+      this.options.logger.warn({ webhook_id: attempt.webhook_id, event_id: attempt.event_id, host }, "webhook delivery queue of this target's host full; the attempt is retried at its deadline");
+      return;
+    }
     if (list) list.push(attempt);
     else this.waiting.set(host, [attempt]);
     this.queued++;
