@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { expectError, startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { creditUsd, joinOrg, orgApiKey, usdBalance } from '../helpers/org-tenant.js';
 import { settle } from '../helpers/runtime.js';
 
 /**
@@ -28,10 +29,6 @@ function ok(res: TestResponse, status = 200) {
   return res.body;
 }
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
   for (let i = 0; i < 200; i++) {
@@ -44,10 +41,7 @@ async function until<T>(check: () => Promise<T | undefined | false>, what: strin
   throw new Error(`timed out waiting for ${what}`);
 }
 
-async function funds(token: string) {
-  const res = ok(await t.request('GET', '/api/v1/ledger/me', { token }));
-  return res.balances.find((b: { currency: string }) => b.currency === 'USD') ?? { balance: 0, held: 0, available: 0 };
-}
+const funds = (token: string) => usdBalance(t, token);
 
 async function contents(container_id: string, token = keys.alice) {
   return ok(await t.request('GET', items(`/containers/${container_id}`), { token })).contents as any[];
@@ -87,12 +81,9 @@ beforeAll(async () => {
   [alice, bob] = await Promise.all([t.newUser('alice'), t.newUser('bob')]);
   adminToken = (await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN.email, password: ADMIN.password } })).body.access_token;
   org_id = ok(await t.request('POST', '/api/v1/orgs', { token: alice.token, body: { name: 'Bazaar' } }), 201).org_id;
-  const invite = ok(await t.request('POST', `/api/v1/orgs/${org_id}/invitations`, { token: alice.token, body: { email: bob.email, role: 'member' } }), 201);
-  ok(await t.request('POST', `/api/v1/auth/invitations/${invite.id}/accept`, { token: bob.token, body: { token: invite.token } }));
-  for (const [name, user] of [['alice', alice], ['bob', bob]] as const) {
-    keys[name] = ok(await t.request('POST', '/api/v1/auth/api-keys', { token: user.token, body: { name: 'trade', scopes: ['*'], org_id } }), 201).key;
-  }
-  ok(await t.request('POST', '/api/v1/ledger/credits', { token: adminToken, body: { tenant: org_id, user_id: bob.user_id, currency: 'USD', amount: 10_000, reference: 'fund-bob' } }), 201);
+  await joinOrg(t, org_id, alice, bob);
+  for (const [name, user] of [['alice', alice], ['bob', bob]] as const) keys[name] = await orgApiKey(t, org_id, user, 'trade');
+  await creditUsd(t, adminToken, org_id, bob, 10_000, 'fund-bob');
   ok(await t.request('POST', items('/definitions'), { token: keys.alice, body: { definition_id: 'sword', name: 'Sword', max_stack: 1, weight: 5, default_durability: 100 } }), 201);
   ok(await t.request('POST', items('/definitions'), { token: keys.alice, body: { definition_id: 'ore', name: 'Ore', max_stack: 50, weight: 1 } }), 201);
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { expectError, startTestNode, type TestNode } from '../helpers/node.js';
+import { creditUsd, joinOrg, orgApiKey, usdBalance } from '../helpers/org-tenant.js';
 import { settle } from '../helpers/runtime.js';
 
 /**
@@ -23,10 +24,6 @@ const ADMIN = { email: 'root@example.com', password: 'admin password 1' };
 const base = '/api/v1/handshake/market';
 const clock = () => t.clock as ManualClock;
 
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body).toMatchObject({ statusCode: status, code });
-}
 
 async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
   for (let i = 0; i < 200; i++) {
@@ -39,30 +36,13 @@ async function until<T>(check: () => Promise<T | undefined | false>, what: strin
   throw new Error(`timed out waiting for ${what}`);
 }
 
-async function join(owner: User, member: User) {
-  const invite = await t.request('POST', `/api/v1/orgs/${org_id}/invitations`, { token: owner.token, body: { email: member.email, role: 'member' } });
-  expect(invite.status, invite.text).toBe(201);
-  const accepted = await t.request('POST', `/api/v1/auth/invitations/${invite.body.id}/accept`, { token: member.token, body: { token: invite.body.token } });
-  expect(accepted.status, accepted.text).toBe(200);
-}
+const join = (owner: User, member: User) => joinOrg(t, org_id, owner, member);
 
-async function orgKey(user: User): Promise<string> {
-  const res = await t.request('POST', '/api/v1/auth/api-keys', { token: user.token, body: { name: 'handshake', scopes: ['*'], org_id } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.key;
-}
+const orgKey = (user: User) => orgApiKey(t, org_id, user, 'handshake');
 
-let creditCounter = 0;
-async function fund(user: User, amount: number) {
-  const res = await t.request('POST', '/api/v1/ledger/credits', { token: adminToken, body: { tenant: org_id, user_id: user.user_id, currency: 'USD', amount, reference: `fund-${++creditCounter}` } });
-  expect(res.status, res.text).toBe(201);
-}
+const fund = (user: User, amount: number) => creditUsd(t, adminToken, org_id, user, amount);
 
-async function funds(token: string) {
-  const res = await t.request('GET', '/api/v1/ledger/me', { token });
-  expect(res.status, res.text).toBe(200);
-  return res.body.balances.find((b: { currency: string }) => b.currency === 'USD') ?? { balance: 0, held: 0, available: 0 };
-}
+const funds = (token: string) => usdBalance(t, token);
 
 const bundle = (alicePays: number, bobPays = 0) => ({
   initiator_gives: { currency_legs: alicePays ? [{ currency_id: 'USD', amount: alicePays }] : [] },
