@@ -90,3 +90,9 @@ export async function publicApi<T = any>(method: string, path: string, body?: un
   const text = await response.text();
   return (text ? JSON.parse(text) : undefined) as T;
 }
+
+/** An error as one line for a page: the API's message with its stable code. */
+export function errorText(error: unknown): string {
+  if (error instanceof ApiError) return `${error.message} (${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { ApiError, publicApi, saveSession, type Session } from './api.js';
+import { errorText, publicApi, saveSession, type Session } from './api.js';
 
 interface TokenBody extends Session {
   requires_2fa?: undefined;
@@ -45,7 +45,7 @@ export function SignIn() {
         else await finish(answer);
       }
     } catch (err) {
-      setError(err instanceof ApiError ? `${err.message} (${err.code})` : (err as Error).message);
+      setError(errorText(err));
     } finally {
       setBusy(false);
     }

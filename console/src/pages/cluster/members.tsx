@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, ApiError } from '../../api.js';
+import { api, errorText } from '../../api.js';
 import { confirmAction } from '../../confirm.js';
 import type { ClusterView } from './types.js';
 
@@ -24,7 +24,7 @@ export function Members({ view }: { view: ClusterView }) {
       const request = await api<DrainRequest>('POST', `/admin/cluster/nodes/${encodeURIComponent(nodeId)}/drain`);
       setOutcome({ ok: true, text: `Drain of ${request.node_id} requested at ${new Date(request.requested_at).toLocaleTimeString()}: watch its partitions move.` });
     } catch (error) {
-      const text = error instanceof ApiError ? `${error.message} (${error.code})` : String(error);
+      const text = errorText(error);
       setOutcome({ ok: false, text });
     } finally {
       setBusy(undefined);

@@ -2,7 +2,8 @@ import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import { useLoad } from '../../hooks.js';
-import { errorText, query } from '../users/format.js';
+import { query } from '../users/format.js';
+import { errorText } from '../../api.js';
 
 interface Anomaly {
   timestamp_ms: number;

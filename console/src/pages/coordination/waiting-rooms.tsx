@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import { useLoad } from '../../hooks.js';
-import { errorText, query, type Pagination } from '../users/format.js';
+import { query, type Pagination } from '../users/format.js';
+import { errorText } from '../../api.js';
 import { Pager } from '../users/pager.js';
 
 interface Room {

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { ApiError } from '../../api.js';
+import { errorText } from '../../api.js';
 import { confirmAction } from '../../confirm.js';
 
 /** Pieces the job queue, message queue and webhook pages share. */
@@ -10,9 +10,6 @@ export function epochTime(seconds: number | null | undefined): string {
   return seconds === null || seconds === undefined ? '—' : new Date(seconds * 1000).toLocaleString();
 }
 
-export function errorText(error: unknown): string {
-  return error instanceof ApiError ? `${error.message} (${error.code})` : error instanceof Error ? error.message : String(error);
-}
 
 /**
  * A button that runs an API action: disabled while it runs, the error shown beside it, and,

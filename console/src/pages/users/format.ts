@@ -1,11 +1,3 @@
-import { ApiError } from '../../api.js';
-
-/** An error as one line for the page: the API's message with its stable code. */
-export function errorText(error: unknown): string {
-  if (error instanceof ApiError) return `${error.message} (${error.code})`;
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** An RFC 3339 time as the browser's local date and time; '-' for none. */
 export function when(iso: string | null | undefined): string {
   return iso ? new Date(iso).toLocaleString() : '-';

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import { confirmAction } from '../../confirm.js';
 import { useLoad } from '../../hooks.js';
-import { errorText, query, when, type Pagination } from './format.js';
+import { query, when, type Pagination } from './format.js';
+import { errorText } from '../../api.js';
 import { Pager } from './pager.js';
 import type { Session } from './types.js';
 
