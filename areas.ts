@@ -8,7 +8,7 @@ import { itemActors } from './actors/items/actor.js';
 import { identityIndexActor, identityLinksActor } from './actors/linked-accounts/actor.js';
 import { jobActors } from './actors/jobs/actor.js';
 import { livenessActor, livenessIndexActor } from './actors/liveness/actor.js';
-import { lockActor, lockDirectoryActor } from './actors/locks/actor.js';
+import { lockActor } from './actors/locks/actor.js';
 import { mqActors } from './actors/mq/actor.js';
 import { oauthClientActor } from './actors/oauth/actor.js';
 import { organizationActors } from './actors/organizations/actor.js';
@@ -92,7 +92,7 @@ export const areas: Area[] = [
   { name: 'admin', actors: [], routes: adminRoutes },
   { name: 'organizations', actors: organizationActors, routes: organizationRoutes },
   { name: 'api-keys', actors: [apiKeyActor, userApiKeysActor], routes: apiKeyRoutes },
-  { name: 'locks', actors: [lockActor, lockDirectoryActor], routes: lockRoutes },
+  { name: 'locks', actors: [lockActor], routes: lockRoutes },
   { name: 'liveness', actors: [livenessActor, livenessIndexActor], routes: livenessRoutes },
   { name: 'presence', actors: [presenceContextActor, presenceSubjectActor, presenceMultiplexActor, presenceDirectoryActor], routes: presenceRoutes },
   { name: 'waiting-rooms', actors: [waitingRoomActor, waitingRoomDirectoryActor], routes: waitingRoomRoutes },

@@ -14,6 +14,7 @@ import { silentLogger, type RuntimeLogger, type RuntimeObserver } from './observ
 import { Outbox, type RemoteDelivery } from './outbox.js';
 import { PartitionTable } from './partition-table.js';
 import { partitionOf } from './partitioning.js';
+import { PARTITION_READS_KIND, partitionOfReadsKey, readPartition, type PartitionRead } from './partition-reads.js';
 import { passivateIdle } from './passivation.js';
 import type { Store } from './store.js';
 import { TurnLoop } from './turn-loop.js';
@@ -184,6 +185,7 @@ export class ActorRuntime implements ActorClient {
 
   /** Sends a message and waits for the reply, released after its turn committed. */
   ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply> {
+    if (kind === PARTITION_READS_KIND) return this.readPartition(key, message as PartitionRead) as Promise<Reply>;
     return new Promise<Reply>((resolve, reject) => {
       this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject, requestId: nextRequestId() });
     });
@@ -202,6 +204,19 @@ export class ActorRuntime implements ActorClient {
   /** Sends a message without waiting. Throws if the actor's mailbox is full. */
   tell(kind: string, key: string, message: unknown): void {
     this.enqueue(kind, key, { message });
+  }
+
+  /** A partition read (partition-reads.ts): answered from the store, if this runtime serves the partition. */
+  private readPartition(key: string, read: PartitionRead): Promise<unknown> {
+    try {
+      if (this.state !== 'running') throw new ServiceError('shutting_down', 'The node is not accepting requests.', { retryAfterSeconds: 1 });
+      const p = partitionOfReadsKey(key, this.partitionCount);
+      if (p === undefined) throw new ServiceError('BAD_REQUEST', `No partition ${key}.`);
+      if (!this.partitions.owns(p)) throw new ServiceError('not_leader', 'This node does not serve that partition now.', { retryAfterSeconds: 1 });
+      return Promise.resolve(readPartition(this.store, p, read));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Number of actors currently in memory. */

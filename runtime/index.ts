@@ -24,5 +24,13 @@ export { limits, type Limits } from './limits.js';
 export { MinHeap } from './min-heap.js';
 export { silentLogger, type RuntimeLogger, type RuntimeObserver } from './observer.js';
 export { partitionOf } from './partitioning.js';
+export {
+  PARTITION_READ_LIMIT_MAX,
+  PARTITION_READS_KIND,
+  partitionReadsKey,
+  type GroupsRead,
+  type PartitionRead,
+  type SnapshotsRead,
+} from './partition-reads.js';
 export { LmdbStore, type LmdbStoreOptions } from './store-lmdb.js';
 export type { Store, StoreKey, WriteOp } from './store.js';

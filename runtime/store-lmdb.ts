@@ -47,6 +47,10 @@ export class LmdbStore implements Store {
     }
   }
 
+  count(start: StoreKey, end: StoreKey): number {
+    return this.db.getCount({ start, end });
+  }
+
   commit(ops: WriteOp[]): Promise<void> {
     return this.db
       .batch(() => {

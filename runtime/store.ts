@@ -15,6 +15,8 @@ export interface Store {
   get(key: StoreKey): unknown;
   /** Entries with start <= key < end, in key order. */
   range(start: StoreKey, end: StoreKey): Iterable<{ key: StoreKey; value: unknown }>;
+  /** How many entries have start <= key < end (no value is read). */
+  count(start: StoreKey, end: StoreKey): number;
   /** Applies every op atomically; resolves once durable. */
   commit(ops: WriteOp[]): Promise<void>;
   close(): Promise<void>;

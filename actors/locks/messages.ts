@@ -6,9 +6,24 @@
 
 export const LOCK_KIND = 'lock';
 
-/** Actor key of a lock: tenant, namespace and key, unambiguously joined. */
+/** Actor key of a lock: tenant, namespace and key, unambiguously joined (a JSON array). */
 export function lockActorKey(tenant: string, namespace: string, key: string): string {
   return JSON.stringify([tenant, namespace, key]);
+}
+
+/** What every lock actor key of the tenant starts with (for partition reads: the administrators' list). */
+export function lockTenantPrefix(tenant: string): string {
+  return `[${JSON.stringify(tenant)},`;
+}
+
+/** What every lock actor key of the tenant's namespace starts with. */
+export function lockNamespacePrefix(tenant: string, namespace: string): string {
+  return `[${JSON.stringify(tenant)},${JSON.stringify(namespace)},`;
+}
+
+/** The key part of a lock actor key. */
+export function lockKeyOf(actorKey: string): string {
+  return (JSON.parse(actorKey) as [string, string, string])[2];
 }
 
 export interface LockHolder {
@@ -34,33 +49,14 @@ export interface LockView {
   now_ms: number;
 }
 
-/**
- * The lock directory: one actor per tenant listing every (namespace, key) the tenant has
- * locked at least once, for the administrators' list (GET /admin/locks). A lock tells it once,
- * at its first acquisition (through the outbox), so taking and releasing a known lock costs the
- * directory nothing; the list asks each lock on the page for its live holder.
- */
-export const LOCK_DIRECTORY_KIND = 'lock-directory';
-
-export function lockDirectoryKey(tenant: string): string {
-  return JSON.stringify([tenant]);
+/** A lock's stored state (what a partition read returns for it): the holder, possibly expired, and the fence counter. */
+export interface StoredLock {
+  holder: LockHolder | null;
+  last_fence_token: number;
 }
 
-/** Keys a tenant's directory lists; past it, new keys are counted in `unlisted_keys` only. */
-export const LOCK_DIRECTORY_KEYS_MAX = 1_000_000;
-
-export type LockDirectoryMessage =
-  | { op: 'add'; namespace: string; key: string }
-  | { op: 'namespaces'; offset: number; limit: number }
-  | { op: 'keys'; namespace: string; offset: number; limit: number };
-
-export interface LockNamespacesView {
-  total: number;
-  namespaces: { namespace: string; key_count: number }[];
-  unlisted_keys: number;
-}
-
-export interface LockKeysView {
-  total: number;
-  keys: string[];
+/** The view of a stored lock at `now_ms`: a holder whose time is up is no holder. */
+export function viewOfStoredLock(stored: StoredLock, now_ms: number): LockView {
+  const holder = stored.holder && stored.holder.expires_at_ms > now_ms ? stored.holder : null;
+  return { holder, last_fence_token: stored.last_fence_token, now_ms };
 }

@@ -1,5 +1,5 @@
-import { ServiceError, type ActorSend, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { LOCK_DIRECTORY_KIND, lockDirectoryKey, type LockHolder, type LockMessage, type LockView } from './messages.js';
+import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import type { LockHolder, LockMessage, LockView } from './messages.js';
 
 /**
  * A distributed lock on one (tenant, namespace, key): pure domain logic.
@@ -7,33 +7,25 @@ import { LOCK_DIRECTORY_KIND, lockDirectoryKey, type LockHolder, type LockMessag
  * The fence counter lives in the same record as the holder and is never
  * deleted, so fence tokens strictly increase across release, expiry and
  * restart (and, replicated with the record, across failover).
+ *
+ * Expiry needs no timer: a holder whose `expires_at_ms` has passed is no
+ * holder for every read and write (`currentHolder`), so acquiring, extending
+ * and releasing each write the lock's one record and nothing else. (Locks
+ * once set an expiry alarm that only cleared the record; one still stored
+ * from then fires as `$alarm` and is handled below.)
  */
 export interface LockState {
   holder: LockHolder | null;
   last_fence_token: number;
-  /** Set once the tenant's lock directory was told about this key (absent on older locks). */
-  listed?: true;
 }
-
-export const EXPIRY_ALARM = 'expiry';
 
 export function initialLockState(): LockState {
   return { holder: null, last_fence_token: 0 };
 }
 
-/** The holder, unless its time is up (reads are correct before the alarm fires). */
+/** The holder, unless its time is up. */
 export function currentHolder(state: LockState, now_ms: number): LockHolder | null {
   return state.holder && state.holder.expires_at_ms > now_ms ? state.holder : null;
-}
-
-/**
- * The first acquisition of a key tells the tenant's lock directory (once per key, through the
- * outbox), so administrators can list the tenant's locks. Locks acquired before the directory
- * existed are told at their next acquisition.
- */
-function directoryAdd(actorKey: string): ActorSend {
-  const [tenant, namespace, key] = JSON.parse(actorKey) as [string, string, string];
-  return { kind: LOCK_DIRECTORY_KIND, key: lockDirectoryKey(tenant), message: { op: 'add', namespace, key } };
 }
 
 export function stepLock(state: LockState, message: LockMessage | AlarmMessage, context: TurnContext): TurnResult<LockState, LockView> {
@@ -62,10 +54,8 @@ export function stepLock(state: LockState, message: LockMessage | AlarmMessage, 
         metadata: message.metadata ?? null,
       };
       return {
-        state: { holder: acquired, last_fence_token: fence_token, listed: true },
+        state: { holder: acquired, last_fence_token: fence_token },
         reply: { holder: acquired, last_fence_token: fence_token, now_ms: now },
-        alarms: [{ name: EXPIRY_ALARM, due_ms: acquired.expires_at_ms }],
-        sends: state.listed ? undefined : [directoryAdd(context.key)],
       };
     }
 
@@ -76,9 +66,8 @@ export function stepLock(state: LockState, message: LockMessage | AlarmMessage, 
       const ttl_seconds = message.ttl_seconds ?? holder.ttl_seconds;
       const extended: LockHolder = { ...holder, ttl_seconds, expires_at_ms: now + ttl_seconds * 1000 };
       return {
-        state: { ...state, holder: extended },
+        state: { holder: extended, last_fence_token: state.last_fence_token },
         reply: { holder: extended, last_fence_token: state.last_fence_token, now_ms: now },
-        alarms: [{ name: EXPIRY_ALARM, due_ms: extended.expires_at_ms }],
       };
     }
 
@@ -87,17 +76,15 @@ export function stepLock(state: LockState, message: LockMessage | AlarmMessage, 
         throw new ServiceError('lock_not_held', 'This lock_id and owner_id do not hold the lock.');
       }
       return {
-        state: { ...state, holder: null },
+        state: { holder: null, last_fence_token: state.last_fence_token },
         reply: { holder: null, last_fence_token: state.last_fence_token, now_ms: now },
-        alarms: [{ name: EXPIRY_ALARM, due_ms: null }],
       };
     }
 
     case '$alarm': {
-      // Expiry: drop a holder whose time is up. An extended lock re-set the
-      // alarm, so the runtime never delivers the old one; the check is for safety.
+      // An expiry alarm stored by an earlier version: drop a holder whose time is up.
       if (state.holder && !holder) {
-        return { state: { ...state, holder: null }, reply: undefined };
+        return { state: { holder: null, last_fence_token: state.last_fence_token }, reply: undefined };
       }
       return { state };
     }

@@ -53,7 +53,7 @@ async function main(): Promise<void> {
       for (let i = start; i < end; i++) {
         if (kind === 'counter') replies.push(runtime.ask(COUNTER_KIND, `counter-${i}`, ADD_ONE));
         else {
-          // A held lock: a state with a holder and a pending expiry alarm.
+          // A held lock: a state with a holder (expiry is read from it: no alarm).
           const key = lockActorKey('usr_0123456789abcdefghij', 'bench', `key-${i}`);
           replies.push(runtime.ask(LOCK_KIND, key, { op: 'acquire', owner_id: `owner-${i}`, ttl_seconds: 3600 }));
         }

@@ -20,6 +20,10 @@ export class ReplicatedStore implements Store {
     return this.local.range(start, end);
   }
 
+  count(start: StoreKey, end: StoreKey): number {
+    return this.local.count(start, end);
+  }
+
   commit(ops: WriteOp[]): Promise<void> {
     return this.replicator.commit(ops);
   }

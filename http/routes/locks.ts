@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { LOCK_DIRECTORY_KIND, LOCK_KIND, lockActorKey, lockDirectoryKey, type LockHolder, type LockKeysView, type LockMessage, type LockNamespacesView, type LockView } from '../../actors/locks/messages.js';
+import { LOCK_KIND, lockActorKey, lockKeyOf, lockNamespacePrefix, lockTenantPrefix, viewOfStoredLock, type LockHolder, type LockMessage, type LockView, type StoredLock } from '../../actors/locks/messages.js';
+import { snapshotGroups, snapshotsPage } from '../partition-scatter.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
@@ -71,7 +72,7 @@ const AdminLocksQuery = Type.Object({ tenant: TENANT, namespace: NAME, ...AdminP
 const NamespacesPage = Type.Object({
   pagination: Pagination,
   namespaces: Type.Array(Type.Object({ namespace: Type.String(), key_count: Type.Integer({ description: 'Keys of the namespace ever locked.' }) })),
-  unlisted_keys: Type.Integer({ description: 'Keys not listed because the tenant passed 1,000,000 listed keys.' }),
+  unlisted_keys: Type.Integer({ description: 'Always 0: every stored lock is listed (kept for clients of the earlier directory, which stopped listing at 1,000,000 keys).' }),
 });
 const AdminLocksPage = Type.Object({ pagination: Pagination, locks: Type.Array(LockStatus) });
 
@@ -130,13 +131,13 @@ export function lockRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     requireAdmin(request);
     const { page, page_size, offset } = adminPaging(request.query);
-    const view = await services.actors.ask<LockNamespacesView>(
-      LOCK_DIRECTORY_KIND,
-      lockDirectoryKey(request.query.tenant),
-      { op: 'namespaces', offset, limit: page_size },
-      { readOnly: true },
-    );
-    return { pagination: { page, page_size, total: view.total, has_more: offset + page_size < view.total }, namespaces: view.namespaces, unlisted_keys: view.unlisted_keys };
+    // Read from where the locks are stored: each partition groups the tenant's lock keys by namespace.
+    const groups = await snapshotGroups(services.actors, services.config.partitions, LOCK_KIND, lockTenantPrefix(request.query.tenant));
+    return {
+      pagination: { page, page_size, total: groups.length, has_more: offset + page_size < groups.length },
+      namespaces: groups.slice(offset, offset + page_size).map(({ group, count }) => ({ namespace: group, key_count: count })),
+      unlisted_keys: 0,
+    };
   });
 
   app.get<{ Querystring: Static<typeof AdminLocksQuery> }>('/admin/locks', {
@@ -152,14 +153,12 @@ export function lockRoutes(app: FastifyInstance, services: AppServices): void {
     requireAdmin(request);
     const { tenant, namespace } = request.query;
     const { page, page_size, offset } = adminPaging(request.query);
-    const listed = await services.actors.ask<LockKeysView>(LOCK_DIRECTORY_KIND, lockDirectoryKey(tenant), { op: 'keys', namespace, offset, limit: page_size }, { readOnly: true });
-    // A scatter-gather of reads: each lock on the page answers its live holder.
-    const views = await Promise.all(
-      listed.keys.map((key) => services.actors.ask<LockView>(LOCK_KIND, lockActorKey(tenant, namespace, key), { op: 'status' }, { readOnly: true })),
-    );
+    // A scatter-gather of partition reads: each lock's committed record, seen at this moment.
+    const listed = await snapshotsPage(services.actors, services.config.partitions, LOCK_KIND, lockNamespacePrefix(tenant, namespace), offset, page_size);
+    const now = services.clock.now();
     return {
       pagination: { page, page_size, total: listed.total, has_more: offset + page_size < listed.total },
-      locks: views.map((view, index) => statusShape({ namespace, key: listed.keys[index]! }, view)),
+      locks: listed.entries.map(([actorKey, stored]) => statusShape({ namespace, key: lockKeyOf(actorKey) }, viewOfStoredLock(stored as StoredLock, now))),
     };
   });
 

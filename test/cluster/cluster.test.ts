@@ -45,6 +45,25 @@ describe('cluster: any node answers any request', () => {
     }
   });
 
+  it("the admin lock list reads every partition from its leader, the same through every node", async () => {
+    const [a, b, c] = cluster.nodes.map((n) => n.url);
+    const { token, userId } = await registerUser(a, 'listing');
+    const keys = Array.from({ length: 12 }, (_, i) => `L${String(i).padStart(2, '0')}`);
+    for (const key of keys) expect((await call(b, 'POST', lockPath('listed', key), token, { owner_id: 'w', ttl_seconds: 600 })).status).toBe(200);
+    // The keys' partitions are led by different nodes.
+    const leaders = new Set(await Promise.all(keys.map((key) => leaderOfLock(a, userId, 'listed', key))));
+    expect(leaders.size).toBeGreaterThan(1);
+    const login = await call(a, 'POST', '/api/v1/auth/login', undefined, { login: cluster.adminEmail, password: cluster.adminPassword });
+    for (const url of [a, b, c]) {
+      const list = await call(url, 'GET', `/admin/locks?tenant=${userId}&namespace=listed&page_size=100`, login.body.access_token);
+      expect(list.status).toBe(200);
+      expect(list.body.pagination.total).toBe(keys.length);
+      expect((list.body.locks as { key: string; is_locked: boolean }[]).map((l) => l.key)).toEqual(keys);
+      const namespaces = await call(url, 'GET', `/admin/locks/namespaces?tenant=${userId}`, login.body.access_token);
+      expect(namespaces.body.namespaces).toEqual([{ namespace: 'listed', key_count: keys.length }]);
+    }
+  });
+
   it('every node reports the same leaders, each partition led by one node with in-sync followers', async () => {
     const views = await Promise.all(cluster.nodes.map((n) => clusterStatus(n.url)));
     const leaders = views.map((v) => v!.partitions.map((p) => p.leader).join(','));

@@ -34,8 +34,8 @@ describe('GET /admin/locks', () => {
     await t.request('POST', lockPath('billing', 'invoice-7'), { token: alice.token, body: { owner_id: 'w' } });
     await t.request('POST', lockPath('jobs', 'bobs'), { token: bob.token, body: { owner_id: 'w' } });
 
-    // The directory learns of a key through the outbox, within moments of its first acquisition.
-    await expect.poll(async () => (await admin(`/admin/locks/namespaces?tenant=${alice.user_id}`)).body.namespaces).toEqual([
+    // Listed from where the locks are stored: at once, with nothing for an acquisition to tell.
+    expect((await admin(`/admin/locks/namespaces?tenant=${alice.user_id}`)).body.namespaces).toEqual([
       { namespace: 'billing', key_count: 1 },
       { namespace: 'jobs', key_count: 2 },
     ]);
@@ -58,16 +58,45 @@ describe('GET /admin/locks', () => {
     // A later acquisition of a listed key shows its new fence token; tenants stay apart.
     const second = await t.request('POST', lockPath('jobs', 'cleanup'), { token: alice.token, body: { owner_id: 'worker-3' } });
     expect((await listOf(alice.user_id, 'jobs')).body.locks[0]).toMatchObject({ is_locked: true, owner_id: 'worker-3', fence_token: 2, lock_id: second.body.lock_id });
-    await expect.poll(async () => (await listOf(bob.user_id, 'jobs')).body.locks.map((l: { key: string }) => l.key)).toEqual(['bobs']);
+    expect((await listOf(bob.user_id, 'jobs')).body.locks.map((l: { key: string }) => l.key)).toEqual(['bobs']);
     expect((await listOf(bob.user_id, 'billing')).body).toEqual({ pagination: { page: 1, page_size: 20, total: 0, has_more: false }, locks: [] });
   });
 
   it('pages through the keys', async () => {
     for (const key of ['a', 'b', 'c']) await t.request('POST', lockPath('paged', key), { token: bob.token, body: { owner_id: 'w' } });
-    await expect.poll(async () => (await listOf(bob.user_id, 'paged')).body.pagination.total).toBe(3);
+    expect((await listOf(bob.user_id, 'paged')).body.pagination.total).toBe(3);
     const page2 = await listOf(bob.user_id, 'paged', '&page=2&page_size=2');
     expect(page2.body.pagination).toEqual({ page: 2, page_size: 2, total: 3, has_more: false });
     expect(page2.body.locks.map((l: { key: string }) => l.key)).toEqual(['c']);
+  });
+
+  it('pages through many keys spread over the partitions, in key order, each key once', async () => {
+    const keys = Array.from({ length: 23 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    await Promise.all(keys.map((key) => t.request('POST', lockPath('many', key), { token: alice.token, body: { owner_id: 'w' } })));
+    // A namespace whose name starts with another's is its own.
+    await t.request('POST', lockPath('many2', 'k00'), { token: alice.token, body: { owner_id: 'w' } });
+    const seen: string[] = [];
+    for (let page = 1; page <= 4; page++) {
+      const body = (await listOf(alice.user_id, 'many', `&page=${page}&page_size=7`)).body;
+      expect(body.pagination).toEqual({ page, page_size: 7, total: 23, has_more: page < 4 });
+      seen.push(...body.locks.map((l: { key: string }) => l.key));
+    }
+    expect(seen).toEqual(keys);
+    const namespaces = (await admin(`/admin/locks/namespaces?tenant=${alice.user_id}&page_size=100`)).body.namespaces;
+    expect(namespaces).toContainEqual({ namespace: 'many', key_count: 23 });
+    expect(namespaces).toContainEqual({ namespace: 'many2', key_count: 1 });
+    const page = (await admin(`/admin/locks/namespaces?tenant=${alice.user_id}&page=2&page_size=1`)).body;
+    expect(page.pagination).toMatchObject({ page: 2, page_size: 1, has_more: true });
+    expect(page.namespaces).toEqual([namespaces[1]]);
+  });
+
+  it('shows a lock whose time is up as free, with its fence token', async () => {
+    const held = await t.request('POST', lockPath('short', 'k'), { token: bob.token, body: { owner_id: 'w', ttl_seconds: 1 } });
+    expect(held.status).toBe(200);
+    expect((await listOf(bob.user_id, 'short')).body.locks[0]).toMatchObject({ is_locked: true, fence_token: 1 });
+    await expect
+      .poll(async () => (await listOf(bob.user_id, 'short')).body.locks[0], { timeout: 5_000, interval: 200 })
+      .toMatchObject({ key: 'k', is_locked: false, lock_id: null, owner_id: null, fence_token: 1, time_remaining_ms: 0 });
   });
 
   it('is for administrators only, and checks its query', async () => {

@@ -45,26 +45,6 @@ async function advance(ms: number) {
   await settle();
 }
 
-/** Lets every earlier lock expire (so alarm counts are exact), then signs alice and bob in again. */
-async function expireEverything() {
-  await advance(86_401_000);
-  await until(() => t.node.runtime.pendingAlarmCount() === 0, 'earlier alarms');
-  for (const user of [alice, bob]) {
-    const login = await t.request('POST', '/api/v1/auth/login', { body: { login: user.username, password: user.password } });
-    expect(login.status).toBe(200);
-    user.token = login.body.access_token;
-  }
-}
-
-/** Waits (bounded) for a condition that depends on an LMDB commit (fsync), not on time. */
-async function until(condition: () => boolean, what: string, timeout_ms = 5_000) {
-  const deadline = Date.now() + timeout_ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
 describe('acquire, status, extend, release', () => {
   it('acquire returns the acquire shape; status shows it held with the time remaining', async () => {
     const key = newKey();
@@ -228,72 +208,39 @@ describe('tenancy', () => {
 });
 
 describe('expiry', () => {
-  it('reads are correct before the alarm fires: free at expires_at, acquirable with the next token; the late alarm is stale', async () => {
-    // A clock whose timers can be held back: time moves, the runtime's alarm timer does not fire.
-    class HoldingClock extends ManualClock {
-      holding = false;
-      readonly held: (() => void)[] = [];
-      override setTimer(delay_ms: number, callback: () => void) {
-        return super.setTimer(delay_ms, () => (this.holding ? this.held.push(callback) : callback()));
-      }
-      release() {
-        this.holding = false;
-        for (const callback of this.held.splice(0)) callback();
-      }
-    }
-    const holdingClock = new HoldingClock(Date.now());
-    const node = await startTestNode({ clock: holdingClock });
-    try {
-      const owner = await node.newUser('hold');
-      const path = lockPath('held-back');
-      const lock = (await node.request('POST', path, { token: owner.token, body: { owner_id: 'a', ttl_seconds: 10 } })).body;
-      holdingClock.holding = true;
-      holdingClock.advance(9_999);
-      expect((await node.request('GET', path, { token: owner.token })).body).toMatchObject({ is_locked: true, time_remaining_ms: 1 });
-      holdingClock.advance(1);
-      expect(holdingClock.held.length).toBeGreaterThan(0); // the expiry alarm is due but has not run
-      expect(node.node.runtime.pendingAlarmCount()).toBe(1);
-      const read = await node.request('GET', path, { token: owner.token });
-      expect(read.body).toMatchObject({ is_locked: false, lock_id: null, owner_id: null, fence_token: lock.fence_token, time_remaining_ms: 0 });
-      expect((await node.request('PATCH', path, { token: owner.token, body: { lock_id: lock.lock_id, owner_id: 'a' } })).status).toBe(409);
-      const next = await node.request('POST', path, { token: owner.token, body: { owner_id: 'b', ttl_seconds: 10 } });
-      expect(next.status).toBe(200);
-      expect(next.body.fence_token).toBe(lock.fence_token + 1);
-      // The old alarm finally runs: it is stale (the new holder re-set it) and must not free the new lock.
-      holdingClock.release();
-      await settle();
-      expect((await node.request('GET', path, { token: owner.token })).body).toMatchObject({ is_locked: true, lock_id: next.body.lock_id, owner_id: 'b' });
-      expect(node.node.runtime.pendingAlarmCount()).toBe(1);
-    } finally {
-      await node.destroy();
-    }
+  it('needs no timer: free at expires_at for every read and write, acquirable with the next token', async () => {
+    const runtime = t.node.runtime;
+    const alarmsBefore = runtime.pendingAlarmCount();
+    const key = newKey();
+    const lock = (await acquire(key, { owner_id: 'a', ttl_seconds: 10 })).body;
+    // Acquiring writes the lock's one record: no expiry alarm to store, move or cancel.
+    expect(runtime.pendingAlarmCount()).toBe(alarmsBefore);
+    clock().advance(9_999);
+    expect((await status(key)).body).toMatchObject({ is_locked: true, time_remaining_ms: 1 });
+    clock().advance(1);
+    expect((await status(key)).body).toMatchObject({ is_locked: false, lock_id: null, owner_id: null, fence_token: lock.fence_token, time_remaining_ms: 0 });
+    expectError(await extend(key, { lock_id: lock.lock_id, owner_id: 'a' }), 409, 'lock_not_held');
+    expectError(await release(key, { lock_id: lock.lock_id, owner_id: 'a' }), 409, 'lock_not_held');
+    const next = await acquire(key, { owner_id: 'b', ttl_seconds: 10 });
+    expect(next.status).toBe(200);
+    expect(next.body.fence_token).toBe(lock.fence_token + 1);
+    // The former holder acquiring again gets a new lock too, not its expired one.
+    clock().advance(10_000);
+    const again = await acquire(key, { owner_id: 'a', ttl_seconds: 10 });
+    expect(again.body).toMatchObject({ owner_id: 'a', fence_token: lock.fence_token + 2 });
+    expect(again.body.lock_id).not.toBe(lock.lock_id);
+    expect(runtime.pendingAlarmCount()).toBe(alarmsBefore);
   });
 
-  it('the expiry alarm frees the lock without any read (durable alarm fires and commits)', async () => {
-    const runtime = t.node.runtime;
-    // Let every lock of the earlier tests expire, so this test's alarm is the only one.
-    await expireEverything();
+  it('extend moves the expiry; release frees at once', async () => {
     const key = newKey();
     const lock = (await acquire(key, { owner_id: 'a', ttl_seconds: 5 })).body;
-    expect(runtime.pendingAlarmCount()).toBe(1);
-    await advance(4_999);
-    expect(runtime.pendingAlarmCount()).toBe(1);
-    await advance(1);
-    // The alarm turn ran and committed: the alarm is gone, with no request to the lock in between.
-    await until(() => runtime.pendingAlarmCount() === 0, 'the expiry alarm turn to commit');
-    const read = await status(key);
-    expect(read.body).toMatchObject({ is_locked: false, fence_token: lock.fence_token });
-    expect((await extend(key, { lock_id: lock.lock_id, owner_id: 'a' })).status).toBe(409);
-  });
-
-  it('release cancels the expiry alarm', async () => {
-    const runtime = t.node.runtime;
-    await expireEverything();
-    const key = newKey();
-    const lock = (await acquire(key, { owner_id: 'a', ttl_seconds: 5 })).body;
-    expect(runtime.pendingAlarmCount()).toBe(1);
+    clock().advance(4_000);
+    expect((await extend(key, { lock_id: lock.lock_id, owner_id: 'a', ttl_seconds: 5 })).status).toBe(200);
+    clock().advance(4_000);
+    expect((await status(key)).body).toMatchObject({ is_locked: true, lock_id: lock.lock_id, time_remaining_ms: 1_000 });
     expect((await release(key, { lock_id: lock.lock_id, owner_id: 'a' })).status).toBe(204);
-    expect(runtime.pendingAlarmCount()).toBe(0);
+    expect((await status(key)).body).toMatchObject({ is_locked: false, fence_token: lock.fence_token });
   });
 });
 
@@ -323,10 +270,10 @@ describe('fence tokens and contention', () => {
           expect((await release(key, { lock_id: lock.body.lock_id, owner_id })).status).toBe(204);
           break;
         case 1:
-          await advance(2_000); // expiry through the alarm
+          await advance(2_000); // expired, then the next acquire takes a new token
           break;
         default:
-          clock().advance(2_000); // expired, alarm not yet run: the next acquire must still take a new token
+          clock().advance(2_000);
       }
       expect((await status(key)).body).toMatchObject({ is_locked: false, fence_token: lock.body.fence_token });
     }
@@ -337,7 +284,7 @@ describe('fence tokens and contention', () => {
 });
 
 describe('across a restart', () => {
-  it('held locks, fence counters and expiry alarms survive a graceful restart', async () => {
+  it('held locks and fence counters survive a graceful restart; expiry goes on by the clock', async () => {
     let node = await startTestNode({ clock: 'manual' });
     try {
       const user = await node.newUser('locks');
@@ -357,15 +304,9 @@ describe('across a restart', () => {
       expect(read.body).toMatchObject({ is_locked: true, lock_id: held.body.lock_id, owner_id: 'a', fence_token: 1, metadata: { v: 1 }, time_remaining_ms: 50_000 });
       const next = await node.request('POST', cycled, { token: user.token, body: { owner_id: 'b' } });
       expect(next.body.fence_token).toBe(4);
-      // The expiry alarm was re-armed from storage: it fires after the restart without a read.
-      // Alarms now: 'held' and the new 'cycled' lock (ttl 30 s, due first).
-      const runtime = node.node.runtime;
-      expect(runtime.pendingAlarmCount()).toBe(2);
-      (node.clock as ManualClock).advance(30_000);
-      await until(() => runtime.pendingAlarmCount() === 1, 'the cycled lock to expire');
-      (node.clock as ManualClock).advance(20_000);
-      await until(() => runtime.pendingAlarmCount() === 0, 'the re-armed alarm of the held lock');
+      (node.clock as ManualClock).advance(50_000);
       expect((await node.request('GET', heldKey, { token: user.token })).body).toMatchObject({ is_locked: false, fence_token: 1 });
+      expect((await node.request('POST', heldKey, { token: user.token, body: { owner_id: 'c' } })).body.fence_token).toBe(2);
     } finally {
       await node.destroy();
     }

@@ -99,6 +99,9 @@ export class ControlledStore implements Store {
   range(start: StoreKey, end: StoreKey) {
     return this.inner.range(start, end);
   }
+  count(start: StoreKey, end: StoreKey): number {
+    return this.inner.count(start, end);
+  }
   async commit(ops: WriteOp[]): Promise<void> {
     this.commits++;
     if (this.failNext) {

@@ -4,7 +4,6 @@ import { ServiceError, type TurnContext, type TurnResult } from '../../runtime/i
 import { lockActorKey, type LockMessage, type LockView } from '../../actors/locks/messages.js';
 import {
   currentHolder,
-  EXPIRY_ALARM,
   initialLockState,
   stepLock,
   type LockState,
@@ -21,14 +20,15 @@ function step(state: LockState, message: LockMessage | { op: '$alarm'; name: str
 }
 
 describe('lock step', () => {
-  it('acquires a free lock with fence token 1, an expiry alarm and the metadata', () => {
+  it('acquires a free lock with fence token 1 and the metadata, writing only its record (no alarm, no message)', () => {
     const result = step(initialLockState(), { op: 'acquire', owner_id: 'a', ttl_seconds: 30, metadata: { job: 7 } }, T0);
     const holder = result.state.holder!;
     expect(holder).toMatchObject({ owner_id: 'a', fence_token: 1, acquired_at_ms: T0, expires_at_ms: T0 + 30_000, ttl_seconds: 30, metadata: { job: 7 } });
     expect(holder.lock_id).toMatch(/^lck_/);
     expect(result.state.last_fence_token).toBe(1);
     expect(result.reply).toEqual({ holder, last_fence_token: 1, now_ms: T0 });
-    expect(result.alarms).toEqual([{ name: EXPIRY_ALARM, due_ms: T0 + 30_000 }]);
+    expect(result.alarms).toBeUndefined();
+    expect(result.sends).toBeUndefined();
   });
 
   it('stores null metadata when none is given', () => {
@@ -51,12 +51,12 @@ describe('lock step', () => {
     expect(again.alarms).toBeUndefined();
   });
 
-  it('extends: new expiry from now, default ttl is the acquired one, alarm moved', () => {
+  it('extends: new expiry from now, default ttl is the acquired one', () => {
     const held = step(initialLockState(), { op: 'acquire', owner_id: 'a', ttl_seconds: 30 }, T0).state;
     const { lock_id } = held.holder!;
     const extended = step(held, { op: 'extend', lock_id, owner_id: 'a' }, T0 + 20_000);
     expect(extended.state.holder).toMatchObject({ lock_id, fence_token: 1, expires_at_ms: T0 + 50_000, ttl_seconds: 30, acquired_at_ms: T0 });
-    expect(extended.alarms).toEqual([{ name: EXPIRY_ALARM, due_ms: T0 + 50_000 }]);
+    expect(extended.alarms).toBeUndefined();
     const longer = step(extended.state, { op: 'extend', lock_id, owner_id: 'a', ttl_seconds: 120 }, T0 + 21_000);
     expect(longer.state.holder).toMatchObject({ expires_at_ms: T0 + 141_000, ttl_seconds: 120 });
     expect(held.holder!.expires_at_ms).toBe(T0 + 30_000); // snapshot state is never mutated
@@ -73,11 +73,11 @@ describe('lock step', () => {
     }
   });
 
-  it('releases: holder gone, fence counter kept, alarm cancelled', () => {
+  it('releases: holder gone, fence counter kept', () => {
     const held = step(initialLockState(), { op: 'acquire', owner_id: 'a', ttl_seconds: 30 }, T0).state;
     const released = step(held, { op: 'release', lock_id: held.holder!.lock_id, owner_id: 'a' }, T0 + 1);
-    expect(released.state).toEqual({ holder: null, last_fence_token: 1, listed: true });
-    expect(released.alarms).toEqual([{ name: EXPIRY_ALARM, due_ms: null }]);
+    expect(released.state).toEqual({ holder: null, last_fence_token: 1 });
+    expect(released.alarms).toBeUndefined();
   });
 
   it('status is correct before the expiry alarm fires', () => {
@@ -99,13 +99,13 @@ describe('lock step', () => {
     expect(same.state.holder).toMatchObject({ owner_id: 'a', fence_token: 2 });
   });
 
-  it('the expiry alarm drops an expired holder and keeps the counter; a stale alarm changes nothing', () => {
+  it('an expiry alarm stored by an earlier version drops an expired holder and keeps the counter; a stale alarm changes nothing', () => {
     const held = step(initialLockState(), { op: 'acquire', owner_id: 'a', ttl_seconds: 10 }, T0).state;
-    const early = step(held, { op: '$alarm', name: EXPIRY_ALARM, due_ms: T0 + 5_000 }, T0 + 5_000);
+    const early = step(held, { op: '$alarm', name: 'expiry', due_ms: T0 + 5_000 }, T0 + 5_000);
     expect(early.state).toBe(held);
-    const fired = step(held, { op: '$alarm', name: EXPIRY_ALARM, due_ms: T0 + 10_000 }, T0 + 10_000);
-    expect(fired.state).toEqual({ holder: null, last_fence_token: 1, listed: true });
-    const onFree = step(fired.state, { op: '$alarm', name: EXPIRY_ALARM, due_ms: T0 + 10_000 }, T0 + 20_000);
+    const fired = step(held, { op: '$alarm', name: 'expiry', due_ms: T0 + 10_000 }, T0 + 10_000);
+    expect(fired.state).toEqual({ holder: null, last_fence_token: 1 });
+    const onFree = step(fired.state, { op: '$alarm', name: 'expiry', due_ms: T0 + 10_000 }, T0 + 20_000);
     expect(onFree.state).toBe(fired.state);
   });
 
@@ -140,7 +140,7 @@ describe('lock step', () => {
               message = { op: operation.kind === 'extend-wrong' ? 'extend' : 'release', lock_id: 'lck_wrong', owner_id: operation.owner };
               break;
             case 'alarm':
-              message = { op: '$alarm', name: EXPIRY_ALARM, due_ms: state.holder?.expires_at_ms ?? now };
+              message = { op: '$alarm', name: 'expiry', due_ms: state.holder?.expires_at_ms ?? now };
               if (state.holder && state.holder.expires_at_ms > now) now = state.holder.expires_at_ms; // alarms fire when due
               break;
             default:

@@ -12782,7 +12782,8 @@ export interface paths {
          *
          *     `tenant` required (1 to 128 characters, no control characters); `page` 1-based
          *     (0 reads as 1), `page_size` default 20, capped at 100. Namespaces in name order
-         *     (code-unit order), each with the number of its keys ever locked.
+         *     (Unicode code point order, as storage keeps them), each with the number of its
+         *     keys ever locked.
          *
          *     ```
          *     GET /admin/locks/namespaces?tenant=usr_8Xf2
@@ -12830,7 +12831,7 @@ export interface paths {
                                 /** @description Keys of the namespace ever locked. */
                                 key_count: number;
                             }[];
-                            /** @description Keys not listed because the tenant passed 1,000,000 listed keys. */
+                            /** @description Always 0: every stored lock is listed (kept for clients of the earlier directory, which stopped listing at 1,000,000 keys). */
                             unlisted_keys: number;
                         };
                     };
@@ -12920,11 +12921,10 @@ export interface paths {
          * @description ### `GET /admin/locks?tenant=&namespace=&page=&page_size=`
          *
          *     `tenant` and `namespace` required; paging as above. The namespace's keys in key
-         *     order, each with its **live** status in the shape of `GET` status above: the
-         *     route asks each lock on the page (a read-only scatter-gather), so the holder,
-         *     fence token and expiry are exact at the time of the answer, and a free key shows
-         *     `is_locked: false` with the last fence token issued. An unknown tenant or
-         *     namespace is an empty list.
+         *     order (code point order), each with its status in the shape of `GET` status
+         *     above, from the lock's committed record seen at the time of the answer: a
+         *     holder whose `expires_at` has passed shows as free (`is_locked: false`) with the
+         *     last fence token issued. An unknown tenant or namespace is an empty list.
          *
          *     ```
          *     GET /admin/locks?tenant=usr_8Xf2&namespace=jobs

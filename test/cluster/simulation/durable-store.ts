@@ -102,6 +102,10 @@ export class SimStore implements Store {
     return this.disk.range(start, end);
   }
 
+  count(start: StoreKey, end: StoreKey): number {
+    return this.disk.range(start, end).length;
+  }
+
   commit(ops: WriteOp[]): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ ops, resolve, reject });

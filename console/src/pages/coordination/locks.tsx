@@ -27,7 +27,7 @@ export function LocksSection({ tenant }: { tenant: string }) {
   const [page, setPage] = useState(1);
   const namespaces = useLoad(
     () =>
-      api<{ pagination: Pagination; namespaces: { namespace: string; key_count: number }[]; unlisted_keys: number }>(
+      api<{ pagination: Pagination; namespaces: { namespace: string; key_count: number }[] }>(
         'GET',
         `/admin/locks/namespaces${query({ tenant, page: namespacePage, page_size: 50 })}`,
       ),
@@ -73,7 +73,6 @@ export function LocksSection({ tenant }: { tenant: string }) {
             ))}
           </div>
           <Pager pagination={namespaces.data.pagination.total > namespaces.data.pagination.page_size ? namespaces.data.pagination : undefined} onPage={setNamespacePage} />
-          {namespaces.data.unlisted_keys > 0 && <p>{namespaces.data.unlisted_keys} keys are past the directory's limit and not listed.</p>}
           <table aria-label={`Locks in ${namespace}`}>
             <thead>
               <tr>
