@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import { registerConsole } from './console.js';
 import { registerApiReference } from './api-reference/register.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { lazyChildLoggerFactory } from './request-logger.js';
 import { randomId } from '../runtime/index.js';
 import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
@@ -46,6 +47,8 @@ function trustProxyOption(setting: false | number | string[]): boolean | string[
 export async function buildApp(services: AppServices, logger: FastifyBaseLogger, areaRoutes: AreaRoutes[]): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
+    // request.log makes its pino child only when a line is written (http/request-logger.ts).
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: services.config.bodyLimitBytes,
     // Slow or idle clients cannot hold sockets for ever (docs/api/common.md, Connections).
     requestTimeout: services.config.httpRequestTimeoutMs,

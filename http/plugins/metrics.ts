@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import type { RuntimeObserver } from '../../runtime/index.js';
+import { FastCounter, FastHistogram } from '../fast-metrics.js';
 import { MetricsHistory, type MetricsHistoryOptions } from '../metrics-history.js';
 
 /**
@@ -9,55 +10,32 @@ import { MetricsHistory, type MetricsHistoryOptions } from '../metrics-history.j
  */
 export class Metrics implements RuntimeObserver {
   readonly registry = new client.Registry();
-  private readonly httpRequests = new client.Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests by method, route template and status code.',
-    labelNames: ['method', 'route', 'status_code'],
-    registers: [this.registry],
-  });
-  private readonly httpDuration = new client.Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency by route template.',
-    labelNames: ['method', 'route'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
-  });
-  private readonly activations = new client.Counter({
-    name: 'actor_activations_total',
-    help: 'Actors loaded into memory, by kind.',
-    labelNames: ['kind'],
-    registers: [this.registry],
-  });
-  private readonly passivations = new client.Counter({
-    name: 'actor_passivations_total',
-    help: 'Idle actors dropped from memory, by kind.',
-    labelNames: ['kind'],
-    registers: [this.registry],
-  });
-  private readonly turnMessages = new client.Counter({
-    name: 'actor_messages_total',
-    help: 'Messages processed by actors, by kind.',
-    labelNames: ['kind'],
-    registers: [this.registry],
-  });
-  private readonly batchDuration = new client.Histogram({
-    name: 'actor_batch_duration_seconds',
-    help: 'Time to run one batch of turns (before its commit), by kind.',
-    labelNames: ['kind'],
-    buckets: [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
-    registers: [this.registry],
-  });
-  private readonly commitDuration = new client.Histogram({
-    name: 'storage_commit_duration_seconds',
-    help: 'Time from a batch commit request to durable (LMDB commit and sync).',
-    buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
-    registers: [this.registry],
-  });
-  private readonly commitOps = new client.Counter({
-    name: 'storage_commit_ops_total',
-    help: 'Record writes committed.',
-    registers: [this.registry],
-  });
+  // Written on every request and every actor batch: counted without prom-client's per-call label hashing (http/fast-metrics.ts).
+  private readonly httpRequests = new FastCounter('http_requests_total', 'HTTP requests by method, route template and status code.', this.registry);
+  private readonly httpDuration = new FastHistogram(
+    'http_request_duration_seconds',
+    'HTTP request latency by route template.',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    this.registry,
+  );
+  private readonly activations = new FastCounter('actor_activations_total', 'Actors loaded into memory, by kind.', this.registry);
+  private readonly passivations = new FastCounter('actor_passivations_total', 'Idle actors dropped from memory, by kind.', this.registry);
+  private readonly turnMessages = new FastCounter('actor_messages_total', 'Messages processed by actors, by kind.', this.registry);
+  private readonly batchDuration = new FastHistogram(
+    'actor_batch_duration_seconds',
+    'Time to run one batch of turns (before its commit), by kind.',
+    [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
+    this.registry,
+  );
+  private readonly commitDuration = new FastHistogram(
+    'storage_commit_duration_seconds',
+    'Time from a batch commit request to durable (LMDB commit and sync).',
+    [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+    this.registry,
+  );
+  private readonly commitOps = new FastCounter('storage_commit_ops_total', 'Record writes committed.', this.registry);
+  private readonly commits = this.commitDuration.seriesOf('', () => ({}));
+  private readonly committedOps = this.commitOps.seriesOf('', () => ({}));
   private readonly overloads = new client.Counter({
     name: 'actor_mailbox_overflow_total',
     help: 'Messages refused because the actor mailbox was full, by kind.',
@@ -88,18 +66,18 @@ export class Metrics implements RuntimeObserver {
   }
 
   activated(kind: string): void {
-    this.activations.inc({ kind });
+    this.activations.seriesOf(kind, () => ({ kind })).value++;
   }
   passivated(kind: string): void {
-    this.passivations.inc({ kind });
+    this.passivations.seriesOf(kind, () => ({ kind })).value++;
   }
   batch(kind: string, messages: number, turn_ms: number): void {
-    this.turnMessages.inc({ kind }, messages);
-    this.batchDuration.observe({ kind }, turn_ms / 1000);
+    this.turnMessages.seriesOf(kind, () => ({ kind })).value += messages;
+    this.batchDuration.observe(this.batchDuration.seriesOf(kind, () => ({ kind })), turn_ms / 1000);
   }
   commit(ops: number, commit_ms: number): void {
-    this.commitOps.inc(ops);
-    this.commitDuration.observe(commit_ms / 1000);
+    this.committedOps.value += ops;
+    this.commitDuration.observe(this.commits, commit_ms / 1000);
   }
   overloaded(kind: string): void {
     this.overloads.inc({ kind });
@@ -109,8 +87,11 @@ export class Metrics implements RuntimeObserver {
   register(app: FastifyInstance): void {
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
-      this.httpRequests.inc({ method: request.method, route, status_code: reply.statusCode });
-      this.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+      const method = request.method;
+      const status_code = reply.statusCode;
+      const key = `${method} ${route}`;
+      this.httpRequests.seriesOf(`${key} ${status_code}`, () => ({ method, route, status_code })).value++;
+      this.httpDuration.observe(this.httpDuration.seriesOf(key, () => ({ method, route })), reply.elapsedTime / 1000);
       done();
     });
   }
