@@ -1,5 +1,5 @@
 import { partitionOf, ServiceError, type ActorClient, type ActorRuntime, type AskOptions, type RuntimeLogger } from '../runtime/index.js';
-import type { Leadership } from './leadership.js';
+import type { LeaderView, Leadership } from './leadership.js';
 import { PeerUnreachable, type ClusterClock, type Transport } from './ports.js';
 
 export interface RouterOptions {
@@ -19,6 +19,12 @@ export interface RouterOptions {
 /** The leader changed while a read-only message was pending there: ask the new one. */
 class LeaderChanged extends Error {}
 
+interface PendingRead {
+  /** The leader epoch the read was sent to. */
+  epoch: number;
+  reject: (error: unknown) => void;
+}
+
 function retryable(error: unknown, readOnly: boolean): boolean {
   if (error instanceof LeaderChanged) return true;
   if (error instanceof PeerUnreachable) return readOnly || error.unsent;
@@ -34,18 +40,29 @@ function retryable(error: unknown, readOnly: boolean): boolean {
  * after the message left is not retried: its outcome is unknown.
  */
 export class ClusterRouter implements ActorClient {
-  constructor(private readonly options: RouterOptions) {}
+  /**
+   * Read-only forwards in flight, by partition, with the leader epoch each was
+   * sent to: one 'changed' listener for all of them (one per message was an
+   * O(n) removal each, at thousands in flight).
+   */
+  private readonly pendingReads = new Map<number, Set<PendingRead>>();
+
+  constructor(private readonly options: RouterOptions) {
+    options.leadership.on('changed', (p: number) => this.leaderChanged(p));
+  }
 
   ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply> {
     const p = partitionOf(kind, key, this.options.runtime.partitionCount);
     const readOnly = options?.readOnly === true;
     const deadlineMs = options?.deadlineMs ?? this.options.deadlineMs;
-    if (this.options.serving(p)) {
-      return this.options.runtime.ask<Reply>(kind, key, message).catch((error: unknown) => {
-        if (!retryable(error, readOnly)) throw error;
-        return this.route(p, kind, key, message, undefined, readOnly, deadlineMs) as Promise<Reply>;
-      });
-    }
+    const retry = (error: unknown) => {
+      if (!retryable(error, readOnly)) throw error;
+      return this.route(p, kind, key, message, undefined, readOnly, deadlineMs) as Promise<Reply>;
+    };
+    if (this.options.serving(p)) return this.options.runtime.ask<Reply>(kind, key, message).catch(retry);
+    // The common case without the retry loop: the leader is known and is another node.
+    const leader = this.options.leadership.leaderOf(p);
+    if (leader && leader.node_id !== this.options.selfId) return (this.send(p, leader, kind, key, message, undefined, readOnly) as Promise<Reply>).catch(retry);
     return this.route(p, kind, key, message, undefined, readOnly, deadlineMs) as Promise<Reply>;
   }
 
@@ -60,7 +77,7 @@ export class ClusterRouter implements ActorClient {
   }
 
   private async route(p: number, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean, deadlineMs: number): Promise<unknown> {
-    const { leadership, runtime, transport, selfId, clock } = this.options;
+    const { leadership, runtime, selfId, clock } = this.options;
     const deadline = clock.monotonicNow() + deadlineMs;
     let delay = 10;
     for (;;) {
@@ -71,10 +88,7 @@ export class ClusterRouter implements ActorClient {
             return messageId === undefined ? await runtime.ask(kind, key, message) : await runtime.deliver(kind, key, message, messageId);
           }
         } else if (leader) {
-          const peer = transport.peer(leader.node_id, leader.grpc_address);
-          this.options.onForward?.();
-          const reply = peer.forward(kind, key, message, messageId);
-          return await (readOnly ? this.unlessLeaderChanges(p, leader.epoch, reply) : reply);
+          return await this.send(p, leader, kind, key, message, messageId, readOnly);
         }
       } catch (error) {
         if (!retryable(error, readOnly)) throw error;
@@ -88,31 +102,52 @@ export class ClusterRouter implements ActorClient {
     }
   }
 
+  /** Forwards to p's leader (another node); a read fails with LeaderChanged as soon as p gets another leader. */
+  private send(p: number, leader: LeaderView, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean): Promise<unknown> {
+    const peer = this.options.transport.peer(leader.node_id, leader.grpc_address);
+    this.options.onForward?.();
+    const reply = peer.forward(kind, key, message, messageId);
+    return readOnly ? this.unlessLeaderChanges(p, leader.epoch, reply) : reply;
+  }
+
   /**
    * The reply, or LeaderChanged as soon as p gets another leader while it is
    * pending (a leader paused without a crash holds its connection open: a
    * read sent to it would otherwise wait for its reply timeout).
    */
   private unlessLeaderChanges(p: number, epoch: number, reply: Promise<unknown>): Promise<unknown> {
-    const { leadership } = this.options;
     return new Promise((resolve, reject) => {
-      const onChange = (changed: number) => {
-        if (changed !== p || leadership.leaderOf(p)?.epoch === epoch) return;
-        leadership.off('changed', onChange);
-        reject(new LeaderChanged());
+      let reads = this.pendingReads.get(p);
+      if (!reads) this.pendingReads.set(p, (reads = new Set()));
+      const read: PendingRead = { epoch, reject };
+      reads.add(read);
+      const settle = () => {
+        reads.delete(read);
+        if (reads.size === 0 && this.pendingReads.get(p) === reads) this.pendingReads.delete(p);
       };
-      leadership.on('changed', onChange);
       reply.then(
         (value) => {
-          leadership.off('changed', onChange);
+          settle();
           resolve(value);
         },
         (error: unknown) => {
-          leadership.off('changed', onChange);
+          settle();
           reject(error);
         },
       );
     });
+  }
+
+  private leaderChanged(p: number): void {
+    const reads = this.pendingReads.get(p);
+    if (!reads) return;
+    const epoch = this.options.leadership.leaderOf(p)?.epoch;
+    for (const read of reads) {
+      if (read.epoch === epoch) continue;
+      reads.delete(read);
+      read.reject(new LeaderChanged());
+    }
+    if (reads.size === 0) this.pendingReads.delete(p);
   }
 
   /** Resolves when p's leader changes or after `ms`, whichever comes first. */

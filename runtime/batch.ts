@@ -35,13 +35,17 @@ export interface BatchOutput {
   readonly replies: readonly DeferredReply[];
 }
 
+/** Shared by every batch that has none of a kind of output: most batches write or send nothing but replies. */
+const NONE: readonly never[] = Object.freeze([]);
+
 export class Batch implements BatchOutput {
-  readonly ops: WriteOp[] = [];
   readonly outcomes: Outcome[] = [];
-  readonly alarmChanges: AppliedAlarmChange[] = [];
-  readonly sends: { id: string; send: ActorSend }[] = [];
-  readonly events: ActorEvent[] = [];
-  readonly replies: DeferredReply[] = [];
+  // Created on first use: a read-only batch allocates none of them (a cross-node read costs a batch per actor).
+  private writes?: WriteOp[];
+  private changes?: AppliedAlarmChange[];
+  private outgoing?: { id: string; send: ActorSend }[];
+  private published?: ActorEvent[];
+  private answers?: DeferredReply[];
   /** A turn threw a defect: the actor is reloaded from storage after the commit. */
   poisoned = false;
   /** Alarm changes staged by earlier turns of this batch (name -> due_ms), ahead of the store. */
@@ -66,6 +70,27 @@ export class Batch implements BatchOutput {
     now_ms: number,
   ) {
     this.context = { now: now_ms, kind: activation.kind, key: activation.key, request_id: null, newId: randomId };
+  }
+
+  /** The batch's writes, in order (one LMDB commit). */
+  get ops(): readonly WriteOp[] {
+    return this.writes ?? NONE;
+  }
+  get alarmChanges(): readonly AppliedAlarmChange[] {
+    return this.changes ?? NONE;
+  }
+  get sends(): readonly { id: string; send: ActorSend }[] {
+    return this.outgoing ?? NONE;
+  }
+  get events(): readonly ActorEvent[] {
+    return this.published ?? NONE;
+  }
+  get replies(): readonly DeferredReply[] {
+    return this.answers ?? NONE;
+  }
+
+  private write(op: WriteOp): void {
+    (this.writes ??= []).push(op);
   }
 
   /** Runs the envelopes in order. A defect stops the batch there and puts the rest back in the mailbox. */
@@ -141,7 +166,7 @@ export class Batch implements BatchOutput {
 
   private stageAlarmChange(change: { name: string; due_ms: number | null }): void {
     const { partition, kind, key } = this.activation;
-    this.alarms.stageChange(this.ops, this.alarmChanges, (this.pendingAlarms ??= new Map()), partition, kind, key, change);
+    this.alarms.stageChange((this.writes ??= []), (this.changes ??= []), (this.pendingAlarms ??= new Map()), partition, kind, key, change);
   }
 
   /** Takes the turn's new state; `records` actors write the records it names, `snapshot` actors once at the end. */
@@ -160,7 +185,7 @@ export class Batch implements BatchOutput {
     if (result.writes) {
       for (const write of result.writes) {
         const storeKey = keys.record(partition, kind, key, write.subkey);
-        this.ops.push(write.value === undefined ? { type: 'del', key: storeKey } : { type: 'put', key: storeKey, value: write.value });
+        this.write(write.value === undefined ? { type: 'del', key: storeKey } : { type: 'put', key: storeKey, value: write.value });
       }
     }
   }
@@ -171,12 +196,12 @@ export class Batch implements BatchOutput {
     if (result.sends) {
       for (const send of result.sends) {
         const id = randomId();
-        this.ops.push({ type: 'put', key: keys.outbox(this.activation.partition, id), value: send });
-        this.sends.push({ id, send });
+        this.write({ type: 'put', key: keys.outbox(this.activation.partition, id), value: send });
+        (this.outgoing ??= []).push({ id, send });
       }
     }
-    if (result.events) for (const event of result.events) this.events.push(event);
-    if (result.replies) for (const reply of result.replies) this.replies.push(reply);
+    if (result.events) for (const event of result.events) (this.published ??= []).push(event);
+    if (result.replies) for (const reply of result.replies) (this.answers ??= []).push(reply);
   }
 
   /** The receiver stores an outbox message's id in the commit of its turn, by actor and by time (for the sweep). */
@@ -184,8 +209,8 @@ export class Batch implements BatchOutput {
     const { partition, kind, key } = this.activation;
     const now = this.context.now;
     this.seenMessageIds!.add(messageId);
-    this.ops.push({ type: 'put', key: keys.dedup(partition, kind, key, messageId), value: now });
-    this.ops.push({ type: 'put', key: keys.dedupByTime(partition, now, messageId), value: [kind, key] });
+    this.write({ type: 'put', key: keys.dedup(partition, kind, key, messageId), value: now });
+    this.write({ type: 'put', key: keys.dedupByTime(partition, now, messageId), value: [kind, key] });
   }
 
   /** A snapshot actor's state is written once per batch, after its last turn. */
@@ -193,6 +218,6 @@ export class Batch implements BatchOutput {
     if (!this.snapshotChanged) return;
     const { partition, kind, key } = this.activation;
     const snapshotKey = keys.snapshot(partition, kind, key);
-    this.ops.push(this.snapshotValue === null ? { type: 'del', key: snapshotKey } : { type: 'put', key: snapshotKey, value: this.snapshotValue });
+    this.write(this.snapshotValue === null ? { type: 'del', key: snapshotKey } : { type: 'put', key: snapshotKey, value: this.snapshotValue });
   }
 }

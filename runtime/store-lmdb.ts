@@ -51,7 +51,7 @@ export class LmdbStore implements Store {
     return this.db.getCount({ start, end });
   }
 
-  commit(ops: WriteOp[]): Promise<void> {
+  commit(ops: readonly WriteOp[]): Promise<void> {
     return this.db
       .batch(() => {
         for (const op of ops) {

@@ -18,6 +18,6 @@ export interface Store {
   /** How many entries have start <= key < end (no value is read). */
   count(start: StoreKey, end: StoreKey): number;
   /** Applies every op atomically; resolves once durable. */
-  commit(ops: WriteOp[]): Promise<void>;
+  commit(ops: readonly WriteOp[]): Promise<void>;
   close(): Promise<void>;
 }

@@ -24,7 +24,7 @@ export class ReplicatedStore implements Store {
     return this.local.count(start, end);
   }
 
-  commit(ops: WriteOp[]): Promise<void> {
+  commit(ops: readonly WriteOp[]): Promise<void> {
     return this.replicator.commit(ops);
   }
 

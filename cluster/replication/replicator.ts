@@ -219,7 +219,7 @@ export class Replicator {
 
   // ---- leader side: commits ----
 
-  commit(ops: WriteOp[]): Promise<void> {
+  commit(ops: readonly WriteOp[]): Promise<void> {
     const groups = new Map<number, WriteOp[]>();
     const localOnly: WriteOp[] = [];
     for (const op of ops) {

@@ -1,7 +1,8 @@
+import type { Http2Session } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { RuntimeLogger } from '../../runtime/index.js';
 import type { TransportHandlers } from '../ports.js';
-import { channelOptions, clusterProto, type FrameMessage } from './proto.js';
+import { channelOptions, clusterProto, FLOW_CONTROL_WINDOW_BYTES, type FrameMessage } from './proto.js';
 import { FrameBatcher } from './frame-batcher.js';
 import { decodeFrame, encodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
 import { toWireError } from './wire-error.js';
@@ -33,27 +34,41 @@ export class ClusterServer {
           reject(error);
           return;
         }
-        this.disableNagle();
+        this.tuneServerSockets();
         resolve(bound);
       });
     });
   }
 
   /**
-   * grpc-js sets TCP_NODELAY on client sockets but not on the server's. With
-   * many small frames in flight (acknowledgements, forwarded replies), Nagle's
-   * algorithm may then hold a reply until the peer's delayed ACK (up to 40 ms
-   * on Linux). grpc-js has no option for it, so reach its http2 servers (a
-   * private field; if it disappears in a future version this logs a warning
-   * and does nothing).
+   * Two settings of the server's sockets and sessions that grpc-js has no
+   * option for, set on its http2 servers (a private field; if it disappears
+   * in a future version this logs a warning and does nothing):
+   * - TCP_NODELAY: grpc-js sets it on client sockets but not on the server's.
+   *   With many small frames in flight (acknowledgements, forwarded replies),
+   *   Nagle's algorithm may then hold a reply until the peer's delayed ACK (up
+   *   to 40 ms on Linux).
+   * - The flow-control window of each session and its streams
+   *   (FLOW_CONTROL_WINDOW_BYTES, proto.ts), as the clients set theirs.
    */
-  private disableNagle(): void {
+  private tuneServerSockets(): void {
     const servers = (this.server as unknown as { http2Servers?: Map<import('node:net').Server, unknown> }).http2Servers;
     if (!(servers instanceof Map)) {
-      this.logger.warn({}, 'grpc-js internals changed: cannot disable Nagle on cluster server sockets');
+      this.logger.warn({}, 'grpc-js internals changed: cannot disable Nagle nor widen flow-control windows on cluster server sockets');
       return;
     }
-    for (const server of servers.keys()) server.on('connection', (socket: import('node:net').Socket) => socket.setNoDelay(true));
+    for (const server of servers.keys()) {
+      server.on('connection', (socket: import('node:net').Socket) => socket.setNoDelay(true));
+      server.on('session', (session: Http2Session) => {
+        try {
+          session.settings({ initialWindowSize: FLOW_CONTROL_WINDOW_BYTES });
+          session.setLocalWindowSize(FLOW_CONTROL_WINDOW_BYTES);
+        } catch (error) {
+          // A session that closes as it opens: nothing to tune.
+          this.logger.debug({ err: error }, 'could not widen a cluster session window');
+        }
+      });
+    }
   }
 
   async close(): Promise<void> {

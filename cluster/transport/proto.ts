@@ -40,12 +40,24 @@ export function clusterProto(): { service: grpc.ServiceDefinition; Client: Clust
   return loaded;
 }
 
+/**
+ * HTTP/2 flow-control window of a cluster connection and of each of its
+ * streams, both directions. The default (64 KiB) is smaller than one frame of
+ * forwarded messages (up to 1,024 of them) or of replication entries: the
+ * sender then stops mid-frame until the receiver's event loop has read the
+ * first part and sent WINDOW_UPDATE, so under load the two nodes took turns
+ * instead of working at once. A peer is trusted with this much unread data.
+ */
+export const FLOW_CONTROL_WINDOW_BYTES = 16 * 1024 * 1024;
+
 /** Big enough for snapshot chunks and full frames; frames are cut well below it. */
 export const channelOptions: grpc.ChannelOptions = {
   'grpc.max_receive_message_length': 64 * 1024 * 1024,
   'grpc.max_send_message_length': 64 * 1024 * 1024,
   'grpc.keepalive_time_ms': 10_000,
   'grpc.keepalive_timeout_ms': 5_000,
+  // The client's receiving side (the server's is set per session: cluster-server.ts).
+  'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW_BYTES,
 };
 
 /**

@@ -45,10 +45,22 @@ export class RevocationAwareActorClient implements ActorClient {
     private readonly dropApiKeyEverywhere: (api_key_id: string) => Promise<void>,
   ) {}
 
-  async ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply> {
+  ask<Reply = unknown>(kind: string, key: string, message: unknown, options?: AskOptions): Promise<Reply> {
     const op = kind === USER_KIND ? (message as { op?: unknown } | null)?.op : undefined;
     const revoking = typeof op === 'string' && REVOKING_OPS.has(op);
     const apiKey = changedApiKey(kind, key, message);
+    if (revoking || apiKey !== undefined) return this.askRevoking(kind, key, message, options, revoking, op, apiKey);
+    // Every other message (nearly all): nothing to drop unless the answer names revoked users.
+    return this.inner.ask<Reply>(kind, key, message, options).then(
+      (reply) => (namesRevokedUsers(reply) ? this.dropNamed(reply).then(() => reply) : reply),
+      (error: unknown) => {
+        if (isServiceError(error) && namesRevokedUsers(error.details)) return this.dropNamed(error.details).then(() => Promise.reject(error));
+        throw error;
+      },
+    );
+  }
+
+  private async askRevoking<Reply>(kind: string, key: string, message: unknown, options: AskOptions | undefined, revoking: boolean, op: unknown, apiKey: string | undefined): Promise<Reply> {
     let reply: Reply;
     try {
       reply = await this.inner.ask<Reply>(kind, key, message, options);
@@ -77,4 +89,8 @@ export class RevocationAwareActorClient implements ActorClient {
   tell(kind: string, key: string, message: unknown): void {
     this.inner.tell(kind, key, message);
   }
+}
+
+function namesRevokedUsers(answer: unknown): boolean {
+  return Array.isArray((answer as { revoked_user_ids?: unknown } | null | undefined)?.revoked_user_ids);
 }

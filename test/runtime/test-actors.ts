@@ -88,7 +88,7 @@ export const bagActor: RecordsActorDefinition<BagState, BagMessage, unknown> = {
 export class ControlledStore implements Store {
   commits = 0;
   failNext = false;
-  private held: { ops: WriteOp[]; release: () => void }[] = [];
+  private held: { ops: readonly WriteOp[]; release: () => void }[] = [];
   holdCommits = false;
 
   constructor(private readonly inner: Store) {}
@@ -102,7 +102,7 @@ export class ControlledStore implements Store {
   count(start: StoreKey, end: StoreKey): number {
     return this.inner.count(start, end);
   }
-  async commit(ops: WriteOp[]): Promise<void> {
+  async commit(ops: readonly WriteOp[]): Promise<void> {
     this.commits++;
     if (this.failNext) {
       this.failNext = false;

@@ -48,7 +48,7 @@ export class Disk {
     return found.sort((a, b) => compareKeys(a.key, b.key));
   }
 
-  apply(ops: WriteOp[]): void {
+  apply(ops: readonly WriteOp[]): void {
     this.commits++;
     const touched = new Set<number>();
     for (const op of ops) {
@@ -75,7 +75,7 @@ export class Disk {
 }
 
 interface Pending {
-  ops: WriteOp[];
+  ops: readonly WriteOp[];
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -106,7 +106,7 @@ export class SimStore implements Store {
     return this.disk.range(start, end).length;
   }
 
-  commit(ops: WriteOp[]): Promise<void> {
+  commit(ops: readonly WriteOp[]): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ ops, resolve, reject });
       this.next();
