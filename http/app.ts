@@ -19,6 +19,7 @@ import { ErrorBody } from './schemas.js';
 import type { AppServices } from './services.js';
 import './auth/principal.js';
 import './public-base.js';
+import { routeConfigOf } from './route-config.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -29,7 +30,7 @@ declare module 'fastify' {
 
 /** The URL as the request log shows it: without the query string on routes marked `secretQuery`. */
 function loggedUrl(request: FastifyRequest): string {
-  if (request.routeOptions.config?.secretQuery !== true) return request.url;
+  if (routeConfigOf(request)?.secretQuery !== true) return request.url;
   const query = request.url.indexOf('?');
   return query < 0 ? request.url : `${request.url.slice(0, query)}?[redacted]`;
 }

@@ -4,6 +4,7 @@ import { ServiceError } from '../runtime/index.js';
 import type { Principal } from './auth/principal.js';
 import { checkSession } from './auth/session-check.js';
 import type { AppServices } from './services.js';
+import { routeUrlOf } from './route-config.js';
 
 /**
  * Payment session tokens (`POST /x402/session`): `x402s.` followed by an
@@ -52,7 +53,7 @@ export async function signX402Session(services: AppServices, subject: SessionSub
 export const PRICED_ROUTE = Symbol('x402 priced route');
 
 function acceptsPaymentSession(request: FastifyRequest): boolean {
-  const url = request.routeOptions.url ?? '';
+  const url = routeUrlOf(request) ?? '';
   if (url.startsWith('/api/v1/x402/') || url.startsWith('/x402/')) return true;
   return (request as unknown as Record<symbol, unknown>)[PRICED_ROUTE] === true;
 }

@@ -11,6 +11,7 @@ import type { AppServices } from '../services.js';
 import { checkSession } from '../auth/session-check.js';
 import { API_KEY_REJECTED, checkApiKey } from '../auth/api-key-check.js';
 import { authenticateX402Session, isX402SessionToken } from '../x402-session.js';
+import { routeUrlOf } from '../route-config.js';
 
 /**
  * The onRequest hook of every B route. Checks the bearer token's signature
@@ -81,7 +82,7 @@ async function authenticateOAuthClient(services: AppServices, token: string, req
     if (error instanceof ServiceError && error.code === 'not_found') throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
     throw error;
   }
-  const requirement = requiredScope(request.routeOptions.url ?? request.url, request.method);
+  const requirement = requiredScope(routeUrlOf(request) ?? request.url, request.method);
   if (!scopeAllows(claims.scopes, requirement)) {
     throw new ServiceError(
       'insufficient_scope',
@@ -122,7 +123,7 @@ export function bearerAuthentication(services: AppServices) {
     if (token.length > 4096) throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
     if (looksLikeApiKey(token)) {
       const principal = await authenticateApiKey(services, token, request);
-      const requirement = requiredScope(request.routeOptions.url ?? request.url, request.method);
+      const requirement = requiredScope(routeUrlOf(request) ?? request.url, request.method);
       if (!scopeAllows(principal.scopes, requirement)) {
         throw new ServiceError(
           'insufficient_scope',
@@ -148,7 +149,7 @@ export function bearerAuthentication(services: AppServices) {
     const claims = await services.tokens.verifyAccessToken(token);
     // OAuth user tokens carry the scope granted to the client: enforced like an API key's.
     // Logout is the one credential route they may call: it ends the grant's own session.
-    if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(request.routeOptions.url ?? request.url, request.method)) && !isLogout(request)) {
+    if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(routeUrlOf(request) ?? request.url, request.method)) && !isLogout(request)) {
       throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
     }
     // The session check: from this node's cache, else from the user actor (then cached), else, while
@@ -175,7 +176,7 @@ export function bearerAuthentication(services: AppServices) {
 }
 
 function isLogout(request: FastifyRequest): boolean {
-  return request.method === 'POST' && request.routeOptions.url === '/api/v1/auth/logout';
+  return request.method === 'POST' && routeUrlOf(request) === '/api/v1/auth/logout';
 }
 
 /** The admin behind an impersonation session still exists, is not banned and still has the admin role; otherwise 401. */

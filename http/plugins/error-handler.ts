@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCodes, isServiceError, type ErrorCode } from '../../runtime/index.js';
+import { routeConfigOf } from '../route-config.js';
 
 /**
  * The one error handler of the edge. Every error leaves as the conventions'
@@ -148,7 +149,7 @@ const renderers: Record<ErrorFormat, typeof renderConventions> = { oauth: render
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const format = request.routeOptions.config?.errorFormat;
+    const format = routeConfigOf(request)?.errorFormat;
     return (format ? renderers[format] : renderConventions)(error, request, reply);
   });
 

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { IDEMPOTENCY_KIND, type BeginReply } from '../../actors/idempotency/state.js';
 import type { AppServices } from '../services.js';
+import { routeConfigOf } from '../route-config.js';
 
 /**
  * `Idempotency-Key` on authenticated POSTs: the first request runs, retries
@@ -78,7 +79,7 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
 
   app.addHook('preHandler', (request, reply, done) => {
     const header = request.headers['idempotency-key'];
-    if (request.method !== 'POST' || !request.principal || header === undefined || request.routeOptions.config?.idempotencyInHandler === true) {
+    if (request.method !== 'POST' || !request.principal || header === undefined || routeConfigOf(request)?.idempotencyInHandler === true) {
       done();
       return;
     }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { RuntimeObserver } from '../../runtime/index.js';
 import { FastCounter, FastHistogram } from '../fast-metrics.js';
 import { MetricsHistory, type MetricsHistoryOptions } from '../metrics-history.js';
+import { routeUrlOf } from '../route-config.js';
 
 /**
  * Prometheus metrics: HTTP requests by route and status, and the runtime's
@@ -86,7 +87,7 @@ export class Metrics implements RuntimeObserver {
   /** Records each response against its route template (not the raw URL: bounded labels). */
   register(app: FastifyInstance): void {
     app.addHook('onResponse', (request, reply, done) => {
-      const route = request.routeOptions.url ?? 'unmatched';
+      const route = routeUrlOf(request) ?? 'unmatched';
       const method = request.method;
       const status_code = reply.statusCode;
       const key = `${method} ${route}`;

@@ -6,6 +6,7 @@ import { EdgeLimiter, localKey, type Decision, type ReserveContext } from '../ra
 import { callerOf, canonicalRoute, isExempt, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
 import type { AppServices } from '../services.js';
 import { sendError } from './error-handler.js';
+import { routeUrlOf } from '../route-config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -124,7 +125,7 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
   };
 
   app.addHook('preParsing', (request, reply, payload, done) => {
-    const routeUrl = request.routeOptions.url;
+    const routeUrl = routeUrlOf(request);
     // Unrouted requests (404) and probes are not counted.
     if (routeUrl === undefined || isExempt(routeUrl, request.principal)) return done(null, payload);
     const next = (error?: Error | null) => (error ? done(error) : done(null, payload));

@@ -25,6 +25,7 @@ import {
   type PricedResource,
 } from '../x402-protocol.js';
 import { PRICED_ROUTE } from '../x402-session.js';
+import { routeUrlOf } from '../route-config.js';
 
 /**
  * x402 enforcement at the edge (docs/api/x402.md, "Enforcement"). With
@@ -64,7 +65,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 function chargeIdOf(request: FastifyRequest): string {
   const key = request.headers['idempotency-key'];
-  if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key)) return `idem ${request.method} ${request.routeOptions.url} ${key}`;
+  if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key)) return `idem ${request.method} ${routeUrlOf(request)} ${key}`;
   return `req ${request.id}`;
 }
 
@@ -101,7 +102,7 @@ export function registerX402(app: FastifyInstance, services: AppServices): void 
   const authenticate = bearerAuthentication(services);
 
   app.addHook('onRequest', async (request) => {
-    const url = request.routeOptions.url;
+    const url = routeUrlOf(request);
     if (url === undefined || isExemptPath(url)) return;
     const method = request.method === 'HEAD' ? 'GET' : request.method;
     const price = resolvePrice(await edge.rules(), method, url);
