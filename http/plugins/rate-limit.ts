@@ -1,9 +1,9 @@
 import client from 'prom-client';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import type { RuleSetView } from '../../actors/rate-limits/messages.js';
 import { policyHeader, rateLimitHeader } from '../rate-limits/headers.js';
-import { EdgeLimiter, localKey, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
-import { callerOf, canonicalRoute, isExempt, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
+import { EdgeLimiter, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
+import { callerOf, canonicalRoute, isExempt, localKeyOf, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
 import type { AppServices } from '../services.js';
 import { sendError } from './error-handler.js';
 import { routeUrlOf } from '../route-config.js';
@@ -76,7 +76,7 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
   });
 
   const apply = (request: FastifyRequest, reply: FastifyReply, applied: AppliedLimit, decision: Decision): boolean => {
-    reply.header('ratelimit-policy', policyHeader(applied.policy, applied.limit));
+    reply.header('ratelimit-policy', policyHeaderOf(applied));
     reply.header('ratelimit', rateLimitHeader(applied.policy, decision.remaining, decision.reset_seconds));
     if (decision.allowed) return true;
     request.log.debug({ policy: applied.policy, scope: applied.scope }, 'rate limited');
@@ -103,22 +103,22 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     return applied;
   };
 
-  const decide = (request: FastifyRequest, reply: FastifyReply, routeUrl: string, rules: RuleSetView, done: (error?: Error | null) => void): void => {
+  // On the hot path (the caller's lease has a token) nothing is allocated but the key and the RateLimit header.
+  const decide = (request: FastifyRequest, reply: FastifyReply, routeUrl: string, rules: RuleSetView, payload: RequestPayload, done: PreParsingDone): void => {
     const endpoint = canonicalRoute(routeUrl);
     const principal = request.principal;
     const applied = limitOf(rules, endpoint, principal?.user_id ?? null);
-    if (applied === 'bypass') return done();
-    const caller = callerOf(principal, request.ip);
-    const key = localKey(caller, applied);
+    if (applied === 'bypass') return done(null, payload);
+    const key = localKeyOf(principal, request.ip, applied);
     const local = limiter.tryLocal(key, applied.limit);
     if (local) {
-      if (apply(request, reply, applied, local)) done();
+      if (apply(request, reply, applied, local)) done(null, payload);
       return;
     }
-    const context: ReserveContext = { caller, applied, endpoint: routeUrl, method: request.method };
+    const context: ReserveContext = { caller: callerOf(principal, request.ip), applied, endpoint: routeUrl, method: request.method };
     limiter.acquire(key, context).then(
       (decision) => {
-        if (apply(request, reply, applied, decision)) done();
+        if (apply(request, reply, applied, decision)) done(null, payload);
       },
       (error: unknown) => done(error as Error),
     );
@@ -128,17 +128,26 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     const routeUrl = routeUrlOf(request);
     // Unrouted requests (404) and probes are not counted.
     if (routeUrl === undefined || isExempt(routeUrl, request.principal)) return done(null, payload);
-    const next = (error?: Error | null) => (error ? done(error) : done(null, payload));
     const rules = limiter.currentRules();
-    if (!(rules instanceof Promise)) return decide(request, reply, routeUrl, rules, next);
+    if (!(rules instanceof Promise)) return decide(request, reply, routeUrl, rules, payload, done);
     rules.then(
-      (current) => decide(request, reply, routeUrl, current, next),
+      (current) => decide(request, reply, routeUrl, current, payload, done),
       (error: unknown) => {
         // No rule set yet and its actor cannot answer: admit (fail open), as for an unavailable window.
         limiter.counts.failedOpen++;
         request.log.warn({ err: error }, 'rate limit rules unavailable: request admitted (fail open)');
-        next();
+        done(null, payload);
       },
     );
   });
+}
+
+type PreParsingDone = (error?: Error | null, payload?: RequestPayload) => void;
+
+/** RateLimit-Policy of an applied limit: built once per applied limit (they are memoised per rule set and route). */
+const policyHeaders = new WeakMap<AppliedLimit, string>();
+function policyHeaderOf(applied: AppliedLimit): string {
+  let header = policyHeaders.get(applied);
+  if (header === undefined) policyHeaders.set(applied, (header = policyHeader(applied.policy, applied.limit)));
+  return header;
 }

@@ -161,7 +161,7 @@ export class EdgeLimiter {
 
   /**
    * The hot path: a decision without any message when the lease has a token
-   * or the refusal is remembered; else null. `key` is localKey(caller, scope).
+   * or the refusal is remembered; else null. `key` is localKeyOf(principal, address, applied) (resolve.ts).
    */
   tryLocal(key: string, limit: Limit, now = this.clock.now()): Decision | null {
     const lease = this.leases.get(key);
@@ -288,7 +288,3 @@ export class EdgeLimiter {
   }
 }
 
-/** This node's key for a caller's window: a plain concatenation (the hot path builds it per request; the actor key is built once per lease). */
-export function localKey(caller: RateLimitCaller, applied: AppliedLimit): string {
-  return `${caller.id}\u0000${applied.scope}`;
-}

@@ -58,6 +58,13 @@ export function callerOf(principal: Principal | null, address: string): RateLimi
   return { id: `user:${principal.user_id}`, tenant: principal.tenant, user_id: principal.user_id };
 }
 
+/** localKey(callerOf(principal, address), applied) without the caller object (the limiter's hot path). */
+export function localKeyOf(principal: Principal | null, address: string, applied: AppliedLimit): string {
+  if (!principal) return `address:${address}\u0000${applied.scope}`;
+  if (principal.credential === 'api_key') return `tenant:${principal.tenant}\u0000${applied.scope}`;
+  return `user:${principal.user_id}\u0000${applied.scope}`;
+}
+
 /** The canonical template of a Fastify route (`/api/v1/x/:id` -> `/api/v1/x/{}`), memoised per route. */
 const canonicalCache = new Map<string, string>();
 export function canonicalRoute(routeUrl: string): string {

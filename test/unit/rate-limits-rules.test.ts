@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalEndpoint, type RulesMessage, type RuleSetView } from '../../actors/rate-limits/messages.js';
 import { emptyRulesState, loadRulesState, ruleSetOf, stepRules, type RulesState } from '../../actors/rate-limits/rules-state.js';
 import type { RecordWrite } from '../../runtime/index.js';
-import { callerOf, canonicalRoute, isExempt, moduleOf, resolveLimit } from '../../http/rate-limits/resolve.js';
+import { callerOf, canonicalRoute, isExempt, localKeyOf, moduleOf, resolveLimit } from '../../http/rate-limits/resolve.js';
 import { policyHeader, rateLimitHeader } from '../../http/rate-limits/headers.js';
 import type { Principal } from '../../http/auth/principal.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
@@ -95,6 +95,13 @@ describe('caller and exemptions', () => {
     expect(callerOf(principal({}), '10.0.0.1')).toEqual({ id: 'user:u1', tenant: 'u1', user_id: 'u1' });
     expect(callerOf(principal({ credential: 'api_key', org_id: 'org1', tenant: 'org1', api_key_id: 'k' }), '10.0.0.1')).toEqual({ id: 'tenant:org1', tenant: 'org1', user_id: 'u1' });
     expect(callerOf(null, '10.0.0.1')).toEqual({ id: 'address:10.0.0.1', tenant: null, user_id: null });
+  });
+
+  it("keys a lease by the caller's id and the scope, the same whether the caller object is made or not", () => {
+    const applied = { scope: 'endpoint:/api/v1/x', policy: 'endpoint' as const, limit: { max_requests: 3, window_seconds: 60 } };
+    for (const who of [principal({}), principal({ credential: 'api_key', org_id: 'org1', tenant: 'org1', api_key_id: 'k' }), null]) {
+      expect(localKeyOf(who, '10.0.0.1', applied)).toBe(`${callerOf(who, '10.0.0.1').id}\u0000${applied.scope}`);
+    }
   });
 
   it('exempts probes, and the rate-limit admin API for a platform admin only', () => {
