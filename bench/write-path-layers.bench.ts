@@ -107,11 +107,11 @@ export async function run(): Promise<BenchRow[]> {
     const p = project;
     const u = unlimited;
     const kinds: Kind[] = [
-      { label: 'bare Fastify GET', adds: 'HTTP parse, routing, reply, socket write', server: () => b, load: () => ({ url: b.url, method: 'GET', path: '/' }) },
-      { label: 'bare Fastify POST echo', adds: 'a small JSON body read and parsed', server: () => b, load: () => ({ url: b.url, method: 'POST', path: '/echo', headers: { 'content-type': 'application/json' }, body: BODY }) },
-      { label: 'project GET /health', adds: "the service's edge on a route that does nothing (hooks, request id, metrics, response schema)", server: () => p.server, load: () => ({ url: p.server.url, method: 'GET', path: '/health' }) },
-      { label: 'project GET lock status', adds: 'bearer authentication, rate limit, an actor ask that writes nothing', server: () => p.server, load: () => ({ url: p.server.url, method: 'GET', path: lockPath('held'), headers: { authorization: `Bearer ${p.token}` } }) },
-      { label: 'project POST re-acquire by the holder', adds: 'body parse and validation, a turn that changes nothing', server: () => p.server, load: () => ({ url: p.server.url, method: 'POST', path: lockPath('held'), headers: auth(p), body: BODY }) },
+      { label: 'bare Fastify GET', adds: 'HTTP parse, routing, reply, socket write', server: () => b, load: () => ({ url: `${b.url}/`, method: 'GET' }) },
+      { label: 'bare Fastify POST echo', adds: 'a small JSON body read and parsed', server: () => b, load: () => ({ url: `${b.url}/echo`, method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY }) },
+      { label: 'project GET /health', adds: "the service's edge on a route that does nothing (hooks, request id, metrics, response schema)", server: () => p.server, load: () => ({ url: `${p.server.url}/health`, method: 'GET' }) },
+      { label: 'project GET lock status', adds: 'bearer authentication, rate limit, an actor ask that writes nothing', server: () => p.server, load: () => ({ url: p.server.url + lockPath('held'), method: 'GET', headers: { authorization: `Bearer ${p.token}` } }) },
+      { label: 'project POST re-acquire by the holder', adds: 'body parse and validation, a turn that changes nothing', server: () => p.server, load: () => ({ url: p.server.url + lockPath('held'), method: 'POST', headers: auth(p), body: BODY }) },
       { label: 'project POST acquire, fresh key', adds: 'activation read, snapshot encode, commit and fsync', server: () => p.server, load: freshLoad(p) },
       { label: 'project POST acquire, fresh key, limiter off', adds: '(RATE_LIMITS_ENABLED=0: the limiter is the difference)', server: () => u.server, load: freshLoad(u) },
     ];

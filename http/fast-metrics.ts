@@ -25,18 +25,14 @@ interface MetricJson {
   aggregator: 'sum';
 }
 
-/** Series are kept per label set; past this many, new label sets share an overflow series. */
+/** Series are kept per label set; past this many, new label sets share one overflow series. */
 const SERIES_MAX = 10_000;
 
-export interface CounterSeries {
-  readonly labels: Labels;
-  value: number;
-}
-
-export class FastCounter {
-  readonly type = 'counter';
+/** The series of one metric, each found by the caller's key for its label set. */
+abstract class FastMetric<Series extends { readonly labels: Labels }> {
   readonly aggregator = 'sum';
-  private readonly series = new Map<string, CounterSeries>();
+  protected readonly series = new Map<string, Series>();
+  private overflow?: Series;
 
   constructor(
     readonly name: string,
@@ -46,22 +42,44 @@ export class FastCounter {
     registry.registerMetric(this as never);
   }
 
+  protected abstract create(labels: Labels): Series;
+
   /** The series of `labels`, found by `key` (the caller's name for that label set). */
-  seriesOf(key: string, labels: () => Labels): CounterSeries {
+  seriesOf(key: string, labels: () => Labels): Series {
     let series = this.series.get(key);
-    if (series === undefined) {
-      series = { labels: this.series.size < SERIES_MAX ? labels() : { overflow: 'true' }, value: 0 };
-      this.series.set(key, series);
-    }
+    if (series !== undefined) return series;
+    if (this.series.size >= SERIES_MAX) return (this.overflow ??= this.create({ overflow: 'true' }));
+    series = this.create(labels());
+    this.series.set(key, series);
     return series;
   }
 
-  async get(): Promise<MetricJson> {
-    return { name: this.name, help: this.help, type: this.type, values: [...this.series.values()].map(({ labels, value }) => ({ labels: { ...labels }, value })), aggregator: this.aggregator };
+  protected all(): Series[] {
+    const all = [...this.series.values()];
+    if (this.overflow) all.push(this.overflow);
+    return all;
   }
 
   reset(): void {
     this.series.clear();
+    this.overflow = undefined;
+  }
+}
+
+export interface CounterSeries {
+  readonly labels: Labels;
+  value: number;
+}
+
+export class FastCounter extends FastMetric<CounterSeries> {
+  readonly type = 'counter';
+
+  protected create(labels: Labels): CounterSeries {
+    return { labels, value: 0 };
+  }
+
+  async get(): Promise<MetricJson> {
+    return { name: this.name, help: this.help, type: this.type, values: this.all().map(({ labels, value }) => ({ labels: { ...labels }, value })), aggregator: this.aggregator };
   }
 }
 
@@ -73,27 +91,20 @@ export interface HistogramSeries {
   count: number;
 }
 
-export class FastHistogram {
+export class FastHistogram extends FastMetric<HistogramSeries> {
   readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  private readonly series = new Map<string, HistogramSeries>();
 
   constructor(
-    readonly name: string,
-    readonly help: string,
+    name: string,
+    help: string,
     private readonly upperBounds: readonly number[],
     registry: Registry,
   ) {
-    registry.registerMetric(this as never);
+    super(name, help, registry);
   }
 
-  seriesOf(key: string, labels: () => Labels): HistogramSeries {
-    let series = this.series.get(key);
-    if (series === undefined) {
-      series = { labels: this.series.size < SERIES_MAX ? labels() : { overflow: 'true' }, counts: new Float64Array(this.upperBounds.length), sum: 0, count: 0 };
-      this.series.set(key, series);
-    }
-    return series;
+  protected create(labels: Labels): HistogramSeries {
+    return { labels, counts: new Float64Array(this.upperBounds.length), sum: 0, count: 0 };
   }
 
   observe(series: HistogramSeries, value: number): void {
@@ -111,7 +122,7 @@ export class FastHistogram {
   /** prom-client's shape: cumulative `_bucket` values with `le`, then +Inf, `_sum` and `_count`, per series. */
   async get(): Promise<MetricJson> {
     const values: MetricValue[] = [];
-    for (const { labels, counts, sum, count } of this.series.values()) {
+    for (const { labels, counts, sum, count } of this.all()) {
       let cumulative = 0;
       for (let i = 0; i < this.upperBounds.length; i++) {
         cumulative += counts[i]!;
@@ -122,9 +133,5 @@ export class FastHistogram {
       values.push({ labels: { ...labels }, value: count, metricName: `${this.name}_count` });
     }
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
-  }
-
-  reset(): void {
-    this.series.clear();
   }
 }

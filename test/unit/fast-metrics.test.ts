@@ -34,4 +34,12 @@ describe('FastCounter and FastHistogram', () => {
     fast.resetMetrics();
     expect((await counter.get()).values).toEqual([]);
   });
+
+  it('keeps at most 10,000 label sets; the rest share one overflow series', async () => {
+    const counter = new FastCounter('many_total', 'h', new client.Registry());
+    for (let i = 0; i < 10_005; i++) counter.seriesOf(`k${i}`, () => ({ route: `/r${i}` })).value++;
+    const values = (await counter.get()).values;
+    expect(values).toHaveLength(10_001);
+    expect(values.at(-1)).toEqual({ labels: { overflow: 'true' }, value: 5 });
+  });
 });
