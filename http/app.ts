@@ -3,6 +3,7 @@ import { registerConsole } from './console.js';
 import { registerApiReference } from './api-reference/register.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { lazyChildLoggerFactory } from './request-logger.js';
+import { buildSerializer } from './serializer.js';
 import { randomId } from '../runtime/index.js';
 import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
@@ -66,6 +67,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     // Drain answers come from plugins/graceful-close.ts (the error shape, Connection: close).
     return503OnClosing: false,
+    // Response schemas go to the serialiser with nullable fields as `nullable`, not `anyOf` (http/serializer.ts).
+    schemaController: { compilersFactory: { buildSerializer } },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     routerOptions: { maxParamLength: 1024 },
