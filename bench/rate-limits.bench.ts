@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { othersNote, startCpuMeter } from './support/cpu-meter.js';
+import { othersNote, startCpuMeter, type CpuUsage } from './support/cpu-meter.js';
+import { pinningPlan, pinProcess } from './support/cpu-pinning.js';
 import { latencyNote, runLoad, statusNote, type LoadOptions, type LoadResult } from './support/load.js';
 import { progress, runScenarios } from './support/scenarios.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
@@ -16,10 +17,19 @@ import type { BenchRow } from './types.js';
  * The edge rate limiter's cost (issue 13, target: under 5%): the request rate
  * of one route on the real server with enforcement off (RATE_LIMITS_ENABLED=0)
  * and on (every request counted against the default tier, set high enough
- * that nothing is refused), in the same run. Both servers run side by side
- * for the whole file and the rounds alternate off/on, so a change in the
- * machine's load hits both alike (each round alternates which goes first);
- * the medians are compared.
+ * that nothing is refused), in the same run.
+ *
+ * Both servers are loaded **at the same time**, each by its own autocannon
+ * from this process, pinned together to one core (the load generator on the
+ * others): the kernel shares that core between them, so each one's rate is
+ * what its own cost per request allows, and whatever the machine does in a
+ * round (this shared 2-core VM's speed drifts by 2x between minutes) hits
+ * both in the same seconds. The cost is the median over rounds of each
+ * round's on/off ratio, the rounds of several pairs of fresh server
+ * processes pooled (a process can run a few percent faster or slower than
+ * its twin for its whole life). Without taskset or a second core the servers are not
+ * pinned and the notes say so. (Measured one after the other, the same
+ * comparison scattered by more than the 5% it looks for.)
  *
  * The route is GET /api/v1/webhooks/events with a bearer token: the bearer
  * check (cached) and a handler that asks no actor, so the limiter's share
@@ -27,16 +37,21 @@ import type { BenchRow } from './types.js';
  * loads: one caller (one window, its lease spent locally), and 200 callers
  * in turn (200 windows and leases).
  *
- * The machine is shared, so the socket runs drift by more than the 5% they
- * look for. A third measure does not depend on the machine's other load: a
- * CPU profile of one node (limiter on) in this process, driven with Fastify's
- * inject (no sockets: the limiter's share of a request is larger still), and
- * the share of samples inside the limiter's code.
+ * A third measure: a CPU profile of one node (limiter on) in this process,
+ * driven with Fastify's inject, and the share of samples inside the
+ * limiter's code.
  */
 const AREA = 'rate limits (HTTP)';
-const CONNECTIONS = 50;
-const SECONDS = Number(process.env.BENCH_RATE_LIMITS_SECONDS ?? 5);
+/** Per server: both are loaded at once. */
+const CONNECTIONS = 25;
+const SECONDS = Number(process.env.BENCH_RATE_LIMITS_SECONDS ?? 4);
 const ROUNDS = 5;
+/**
+ * Fresh server processes per pair: a process's speed can differ from its twin's for its whole
+ * life (how V8 compiled its hot paths), by more than the 5% measured, so the rounds of one
+ * pair agree with each other and not with the next pair's.
+ */
+const PAIRS = Number(process.env.BENCH_RATE_LIMITS_PAIRS ?? 3);
 const CALLERS = 200;
 const TARGET_COST = 0.05;
 const ROUTE = '/api/v1/webhooks/events';
@@ -104,17 +119,29 @@ function load(server: Server, callers: number, duration_s: number): LoadOptions 
   };
 }
 
-/** The request rate, and the server's CPU time per request (less sensitive to the machine's other load than the rate). */
-async function measure(server: Server, callers: number): Promise<{ result: LoadResult; cpu_us: number; note: string }> {
-  const stopMeter = startCpuMeter([process.pid, server.process.child.pid ?? 0]);
-  const stopServerMeter = startCpuMeter([server.process.child.pid ?? 0]);
+interface Measured {
+  result: LoadResult;
+  /** The server's CPU time (all its threads) per answered request. */
+  cpu_us: number;
+}
+
+/** The request rate, and the server's CPU time per request. */
+async function measure(server: Server, callers: number): Promise<Measured> {
+  const pid = server.process.child.pid ?? 0;
+  const stopServerMeter = startCpuMeter([pid]);
   const result = await runLoad(load(server, callers, SECONDS));
   const serverCpu = stopServerMeter();
-  const cpu = stopMeter();
   const ok = result.status['200'] ?? 0;
   if (ok !== result.requests_total) throw new Error(`not every request answered 200: ${statusNote(result)}`);
   const cpu_us = serverCpu ? Math.round(((serverCpu.participants_cores * result.duration_s) / Math.max(1, result.requests_total)) * 1e6) : Number.NaN;
-  return { result, cpu_us, note: `${latencyNote(result)}${othersNote(cpu)}` };
+  return { result, cpu_us };
+}
+
+/** One round: both servers loaded at the same time; what else the machine ran meanwhile in the note. */
+async function measureBoth(off: Server, on: Server, callers: number): Promise<{ off: Measured; on: Measured; machine: CpuUsage | undefined }> {
+  const stopMachineMeter = startCpuMeter([process.pid, off.process.child.pid ?? 0, on.process.child.pid ?? 0]);
+  const [offRun, onRun] = await Promise.all([measure(off, callers), measure(on, callers)]);
+  return { off: offRun, on: onRun, machine: stopMachineMeter() };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -186,75 +213,107 @@ async function limiterShare(work: () => Promise<void>): Promise<number> {
   return total === 0 ? Number.NaN : inside / total;
 }
 
+interface Rounds {
+  rates: { off: number[]; on: number[] };
+  cpu: { off: number[]; on: number[] };
+  rateRatios: number[];
+  cpuRatios: number[];
+  /** Per pair of server processes: the median of its rounds' on/off rate ratios. */
+  pairMedians: number[];
+  last: string;
+}
+
+const emptyRounds = (): Rounds => ({ rates: { off: [], on: [] }, cpu: { off: [], on: [] }, rateRatios: [], cpuRatios: [], pairMedians: [], last: '' });
+
 export async function run(): Promise<BenchRow[]> {
-  let servers: Promise<[Server, Server]> | undefined;
-  const both = () => (servers ??= Promise.all([startServer(false), startServer(true)]));
-  try {
-    const paired = (callers: number) => ({
-      name: `${callers === 1 ? 'one caller' : `${callers} callers`}: ${ROUNDS} paired rounds, off and on alternating`,
-      async run(): Promise<BenchRow[]> {
-        const [off, on] = await both();
-        const rates = { off: [] as number[], on: [] as number[] };
-        const cpu = { off: [] as number[], on: [] as number[] };
-        const notes = { off: '', on: '' };
+  const plan = pinningPlan();
+  let pinned = plan ? 'not pinned (taskset failed)' : 'not pinned (one core)';
+  let running: [Server, Server] | undefined;
+  const stopServers = async () => {
+    const stopping = running;
+    running = undefined;
+    for (const server of stopping ?? []) {
+      await server.process.stop();
+      rmSync(server.dataDir, { recursive: true, force: true });
+    }
+  };
+  const loads = [1, CALLERS] as const;
+  const rounds = new Map<number, Rounds>(loads.map((callers) => [callers, emptyRounds()]));
+  let reserves = '';
+
+  /** One pair of fresh server processes: pinned, warmed, then ROUNDS rounds of each load. */
+  const pair = (index: number) => ({
+    name: `server pair ${index + 1}/${PAIRS}: ${ROUNDS} rounds of each load, off and on loaded at the same time`,
+    async run(): Promise<BenchRow[]> {
+      running = await Promise.all([startServer(false), startServer(true)]);
+      const [off, on] = running;
+      if (plan && pinProcess(off.process.child.pid ?? 0, plan.servers) && pinProcess(on.process.child.pid ?? 0, plan.servers) && pinProcess(process.pid, plan.rest)) {
+        pinned = `both servers pinned to CPU ${plan.servers}, the load generator to CPU ${plan.rest}`;
+      }
+      await Promise.all([runLoad(load(off, CALLERS, 2)), runLoad(load(on, CALLERS, 2))]);
+      for (const callers of loads) {
+        const into = rounds.get(callers)!;
+        const ratios: number[] = [];
         for (let round = 0; round < ROUNDS; round++) {
-          // Alternating which goes first, so neither side always follows the other's load.
-          const order = round % 2 === 0 ? ([['off', off], ['on', on]] as const) : ([['on', on], ['off', off]] as const);
-          for (const [label, server] of order) {
-            const measured = await measure(server, callers);
-            rates[label].push(measured.result.requests_per_s);
-            cpu[label].push(measured.cpu_us);
-            notes[label] = measured.note;
-            progress(`round ${round + 1}, ${callers} caller(s), limiter ${label}: ${measured.result.requests_per_s} req/s`);
-          }
+          const measured = await measureBoth(off, on, callers);
+          into.rates.off.push(measured.off.result.requests_per_s);
+          into.rates.on.push(measured.on.result.requests_per_s);
+          into.cpu.off.push(measured.off.cpu_us);
+          into.cpu.on.push(measured.on.cpu_us);
+          ratios.push(measured.on.result.requests_per_s / measured.off.result.requests_per_s);
+          into.cpuRatios.push(measured.on.cpu_us / measured.off.cpu_us);
+          into.last = `off ${latencyNote(measured.off.result)}, on ${latencyNote(measured.on.result)}${othersNote(measured.machine)}`;
+          progress(`pair ${index + 1}, round ${round + 1}, ${callers} caller(s): off ${measured.off.result.requests_per_s} req/s, on ${measured.on.result.requests_per_s} req/s`);
         }
-        const offRate = median(rates.off);
-        const onRate = median(rates.on);
-        const cost = Math.round((1 - onRate / offRate) * 1000) / 1000;
-        const cpuOff = median(cpu.off);
-        const cpuOn = median(cpu.on);
-        const cpuCost = Math.round((cpuOn / cpuOff - 1) * 1000) / 1000;
-        const scenario = callers === 1 ? 'one caller' : `${callers} callers`;
-        return [
-          { area: AREA, scenario: `${scenario}: limiter off`, value: offRate, unit: 'req/s', note: `median of ${rates.off.join(', ')}; ${CONNECTIONS} conn, ${SECONDS} s each; last: ${notes.off}` },
-          { area: AREA, scenario: `${scenario}: limiter on`, value: onRate, unit: 'req/s', note: `median of ${rates.on.join(', ')}; last: ${notes.on}` },
-          {
-            area: AREA,
-            scenario: `${scenario}: cost of the limiter`,
-            value: cost,
-            unit: 'fraction',
-            note: `1 - on/off of the median rates; target < ${TARGET_COST} (${cost < TARGET_COST ? 'met' : 'not met'}); ${await metric(on, 'rate_limit_reserves_sent')} since start`,
-          },
-          { area: AREA, scenario: `${scenario}: server CPU per request, off`, value: cpuOff, unit: 'µs', note: `median of ${cpu.off.join(', ')}` },
-          { area: AREA, scenario: `${scenario}: server CPU per request, on`, value: cpuOn, unit: 'µs', note: `median of ${cpu.on.join(', ')}` },
-          {
-            area: AREA,
-            scenario: `${scenario}: CPU cost of the limiter`,
-            value: cpuCost,
-            unit: 'fraction',
-            note: `on/off - 1 of the median CPU per request; target < ${TARGET_COST} (${cpuCost < TARGET_COST ? 'met' : 'not met'})`,
-          },
-        ];
-      },
-    });
-    return await runScenarios(AREA, [
+        into.rateRatios.push(...ratios);
+        into.pairMedians.push(median(ratios));
+      }
+      reserves = await metric(on, 'rate_limit_reserves_sent');
+      await stopServers();
+      return [];
+    },
+  });
+
+  const rowsOf = (callers: number): BenchRow[] => {
+    const r = rounds.get(callers)!;
+    if (r.rateRatios.length === 0) throw new Error('no round was measured');
+    const round3 = (value: number) => Math.round(value * 1000) / 1000;
+    const cost = round3(1 - median(r.rateRatios));
+    const cpuCost = round3(median(r.cpuRatios) - 1);
+    const ratios = (values: number[]) => values.map((value) => value.toFixed(3)).join(', ');
+    const scenario = callers === 1 ? 'one caller' : `${callers} callers`;
+    return [
+      { area: AREA, scenario: `${scenario}: limiter off`, value: median(r.rates.off), unit: 'req/s', note: `median of ${r.rates.off.join(', ')}; ${CONNECTIONS} conn, ${SECONDS} s a round; ${pinned}; last round: ${r.last}` },
+      { area: AREA, scenario: `${scenario}: limiter on`, value: median(r.rates.on), unit: 'req/s', note: `median of ${r.rates.on.join(', ')}, in the same seconds as the off figures` },
       {
-        name: 'start both servers, register callers, warm up',
-        async run() {
-          const [off, on] = await both();
-          progress(`limiter off at ${off.process.url}, on at ${on.process.url}`);
-          await runLoad(load(off, CALLERS, 2));
-          await runLoad(load(on, CALLERS, 2));
-          return [];
-        },
+        area: AREA,
+        scenario: `${scenario}: cost of the limiter`,
+        value: cost,
+        unit: 'fraction',
+        note: `1 - the median of the ${r.rateRatios.length} rounds' on/off rate (per server pair: ${ratios(r.pairMedians)}); target < ${TARGET_COST} (${cost < TARGET_COST ? 'met' : 'not met'}); last pair's ${reserves}`,
       },
-      paired(1),
-      paired(CALLERS),
+      { area: AREA, scenario: `${scenario}: server CPU per request, off`, value: median(r.cpu.off), unit: 'µs', note: `median of ${r.cpu.off.join(', ')}` },
+      { area: AREA, scenario: `${scenario}: server CPU per request, on`, value: median(r.cpu.on), unit: 'µs', note: `median of ${r.cpu.on.join(', ')}` },
+      {
+        area: AREA,
+        scenario: `${scenario}: CPU cost of the limiter`,
+        value: cpuCost,
+        unit: 'fraction',
+        note: `the median of the rounds' on/off CPU per request (${ratios(r.cpuRatios)}) - 1; target < ${TARGET_COST} (${cpuCost < TARGET_COST ? 'met' : 'not met'})`,
+      },
+    ];
+  };
+
+  try {
+    return await runScenarios(AREA, [
+      ...Array.from({ length: PAIRS }, (_, index) => pair(index)),
+      { name: 'one caller: the rounds of every pair', run: async () => rowsOf(1) },
+      { name: `${CALLERS} callers: the rounds of every pair`, run: async () => rowsOf(CALLERS) },
       {
         name: `CPU profile of the limiter on: ${PROFILED_REQUESTS} requests in process`,
         async run(): Promise<BenchRow[]> {
-          // The socket servers are idle from here on; stop them so they take no CPU.
-          if (servers) for (const server of await servers) await server.process.stop();
+          // Unpinned: the in-process node and its load share this process.
+          if (plan) pinProcess(process.pid, plan.all);
           const dir = mkdtempSync(join(tmpdir(), 'bench-rate-limits-'));
           const { node, token } = await startInProcess(dir);
           try {
@@ -290,12 +349,7 @@ export async function run(): Promise<BenchRow[]> {
       },
     ]);
   } finally {
-    if (servers) {
-      const started = await servers.catch(() => undefined);
-      for (const server of started ?? []) {
-        await server.process.stop();
-        rmSync(server.dataDir, { recursive: true, force: true });
-      }
-    }
+    if (plan) pinProcess(process.pid, plan.all);
+    await stopServers();
   }
 }

@@ -88,6 +88,9 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   registerJsonBody(app);
   registerErrorHandling(app);
   registerGracefulClose(app);
+  // Rate limits on every routed request, after the route's authentication (docs/api/rate-limits.md): an
+  // onRoute hook, so before any route is declared.
+  registerRateLimit(app, services);
 
   await app.register(swagger, {
     openapi: {
@@ -116,8 +119,6 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   registerIdempotency(app, services);
   // x402: notes the routes for the catalog; with X402_ENABLED, prices and charges priced routes (docs/api/x402.md).
   registerX402(app, services);
-  // Rate limits on every routed request, after the route's authentication (docs/api/rate-limits.md).
-  registerRateLimit(app, services);
   // The node's own routes, then every area's (the list is areas.ts).
   healthRoutes(app, services);
   await registerConsole(app, services.config.consoleUi);

@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RuleSetView } from '../../actors/rate-limits/messages.js';
 import { policyHeader, rateLimitHeader } from '../rate-limits/headers.js';
 import { EdgeLimiter, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
@@ -21,10 +21,10 @@ const SWEEP_INTERVAL_MS = 15_000;
 /**
  * Rate limiting at the edge, on every routed request (docs/api/rate-limits.md).
  *
- * A `preParsing` hook: it runs after the route's own `onRequest` hooks, so
- * the caller is known (the bearer's user, an API key's tenant, else the
- * client address), and before the body is read, so a refused request costs
- * no parsing. The most specific rule picks the limit (http/rate-limits/
+ * The last `onRequest` hook of every route: it runs after the route's own
+ * (its authentication), so the caller is known (the bearer's user, an API
+ * key's tenant, else the client address), and before the body is read, so
+ * a refused request costs no parsing. The most specific rule picks the limit (http/rate-limits/
  * resolve.ts); the node's lease for the caller's window decides, and only
  * when the lease is spent does the window actor hear of it
  * (http/rate-limits/limiter.ts). A refusal is 429 `rate_limited` with
@@ -104,45 +104,58 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
   };
 
   // On the hot path (the caller's lease has a token) nothing is allocated but the key and the RateLimit header.
-  const decide = (request: FastifyRequest, reply: FastifyReply, routeUrl: string, rules: RuleSetView, payload: RequestPayload, done: PreParsingDone): void => {
+  const decide = (request: FastifyRequest, reply: FastifyReply, routeUrl: string, rules: RuleSetView, done: HookDone): void => {
     const endpoint = canonicalRoute(routeUrl);
     const principal = request.principal;
     const applied = limitOf(rules, endpoint, principal?.user_id ?? null);
-    if (applied === 'bypass') return done(null, payload);
-    const key = localKeyOf(principal, request.ip, applied);
+    if (applied === 'bypass') return done();
+    // The address only for anonymous callers: request.ip is not free (a getter, proxy-addr with TRUST_PROXY).
+    const address = principal ? '' : request.ip;
+    const key = localKeyOf(principal, address, applied);
     const local = limiter.tryLocal(key, applied.limit);
     if (local) {
-      if (apply(request, reply, applied, local)) done(null, payload);
+      if (apply(request, reply, applied, local)) done();
       return;
     }
-    const context: ReserveContext = { caller: callerOf(principal, request.ip), applied, endpoint: routeUrl, method: request.method };
+    const context: ReserveContext = { caller: callerOf(principal, address), applied, endpoint: routeUrl, method: request.method };
     limiter.acquire(key, context).then(
       (decision) => {
-        if (apply(request, reply, applied, decision)) done(null, payload);
+        if (apply(request, reply, applied, decision)) done();
       },
       (error: unknown) => done(error as Error),
     );
   };
 
-  app.addHook('preParsing', (request, reply, payload, done) => {
+  const limitRequest = (request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
     const routeUrl = routeUrlOf(request);
-    // Unrouted requests (404) and probes are not counted.
-    if (routeUrl === undefined || isExempt(routeUrl, request.principal)) return done(null, payload);
+    // Probes are not counted.
+    if (routeUrl === undefined || isExempt(routeUrl, request.principal)) return done();
     const rules = limiter.currentRules();
-    if (!(rules instanceof Promise)) return decide(request, reply, routeUrl, rules, payload, done);
+    if (!(rules instanceof Promise)) return decide(request, reply, routeUrl, rules, done);
     rules.then(
-      (current) => decide(request, reply, routeUrl, current, payload, done),
+      (current) => decide(request, reply, routeUrl, current, done),
       (error: unknown) => {
         // No rule set yet and its actor cannot answer: admit (fail open), as for an unavailable window.
         limiter.counts.failedOpen++;
         request.log.warn({ err: error }, 'rate limit rules unavailable: request admitted (fail open)');
-        done(null, payload);
+        done();
       },
     );
+  };
+
+  // The last onRequest hook of every route, after the route's own (its authentication): the caller is
+  // known, the body not yet read. A hook of the phase the route already runs costs less than a phase of
+  // its own (a preParsing hook made Fastify run one more hook phase per request). Routes declared after
+  // this plugin only: app.ts registers it before any route. Unrouted requests (404) are not counted.
+  app.addHook('onRoute', (route) => {
+    const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    // Append once, should the same options pass through again (a GET's HEAD twin is declared from a copy taken before).
+    if (own.includes(limitRequest)) return;
+    route.onRequest = [...own, limitRequest];
   });
 }
 
-type PreParsingDone = (error?: Error | null, payload?: RequestPayload) => void;
+type HookDone = (error?: Error) => void;
 
 /** RateLimit-Policy of an applied limit: built once per applied limit (they are memoised per rule set and route). */
 const policyHeaders = new WeakMap<AppliedLimit, string>();

@@ -275,6 +275,20 @@ describe('enforcement', () => {
     expect((await admin('DELETE', '/admin/rate-limits/tiers/endpoints/' + enc('/api/v1/auth/refresh'))).status).toBe(204);
   });
 
+  it('a HEAD request of a GET route is counted, once', async () => {
+    const user = await t.newUser('head');
+    expect((await admin('POST', '/admin/rate-limits/tiers/endpoints', { endpoint_path: '/api/v1/webhooks/events', max_requests: 10, window_seconds: 60 })).status).toBe(201);
+    const remaining = async (method: string) => {
+      const res = await t.request(method, '/api/v1/webhooks/events', { token: user.token });
+      expect(res.status).toBe(200);
+      return res.headers.get('ratelimit');
+    };
+    expect(await remaining('GET')).toMatch(/^"endpoint";r=9;t=\d+$/);
+    expect(await remaining('HEAD')).toMatch(/^"endpoint";r=8;t=\d+$/);
+    expect(await remaining('GET')).toMatch(/^"endpoint";r=7;t=\d+$/);
+    expect((await admin('DELETE', '/admin/rate-limits/tiers/endpoints/' + enc('/api/v1/webhooks/events'))).status).toBe(204);
+  });
+
   it('an API key is counted by its tenant: every key of the tenant shares one count, apart from the user\'s own token', async () => {
     const user = await t.newUser('keys');
     const key = async (name: string) => {
