@@ -3,7 +3,7 @@ import { RATE_LIMIT_RULES_KIND, type WindowMessage } from '../../actors/rate-lim
 import { emptyRulesState, stepRules } from '../../actors/rate-limits/rules-state.js';
 import { stepWindow, type WindowStateOrNone } from '../../actors/rate-limits/window-state.js';
 import { ManualClock, type ActorClient } from '../../runtime/index.js';
-import { EdgeLimiter, leaseMsFor, leaseWantFor, type ReserveContext } from '../../http/rate-limits/limiter.js';
+import { EdgeLimiter, isRoomy, leaseMsFor, leaseWantFor, type ReserveContext } from '../../http/rate-limits/limiter.js';
 import { fixedContext } from '../helpers/step.js';
 
 /**
@@ -33,8 +33,8 @@ class FakeActors implements ActorClient {
   }
 }
 
-const context = (max: number, window_seconds = 60): ReserveContext => ({
-  caller: { id: 'user:u1', tenant: 'u1', user_id: 'u1' },
+const context = (max: number, window_seconds = 60, user = 'u1'): ReserveContext => ({
+  caller: { id: `user:${user}`, tenant: user, user_id: user },
   applied: { scope: 'default', policy: 'default', limit: { max_requests: max, window_seconds } },
   endpoint: '/api/v1/x',
   method: 'GET',
@@ -50,6 +50,14 @@ describe('edge limiter', () => {
     expect(leaseMsFor({ max_requests: 1, window_seconds: 60 })).toBe(5000);
     expect(leaseMsFor({ max_requests: 1, window_seconds: 10 })).toBe(1000);
     expect(leaseMsFor({ max_requests: 1, window_seconds: 1 })).toBe(100);
+    // Roomy (the window at most half full): half the window, at most 30 s.
+    expect(leaseMsFor({ max_requests: 1, window_seconds: 60 }, true)).toBe(30_000);
+    expect(leaseMsFor({ max_requests: 1, window_seconds: 3600 }, true)).toBe(30_000);
+    expect(leaseMsFor({ max_requests: 1, window_seconds: 10 }, true)).toBe(5_000);
+    expect(leaseMsFor({ max_requests: 1, window_seconds: 1 }, true)).toBe(500);
+    expect(isRoomy({ max_requests: 10, window_seconds: 60 }, 5)).toBe(true);
+    expect(isRoomy({ max_requests: 10, window_seconds: 60 }, 4)).toBe(false);
+    expect(isRoomy({ max_requests: 1, window_seconds: 60 }, 0)).toBe(false);
     expect(leaseWantFor({ max_requests: 3, window_seconds: 60 }, 0)).toBe(1);
     expect(leaseWantFor({ max_requests: 1000, window_seconds: 60 }, 0)).toBe(100);
     expect(leaseWantFor({ max_requests: 3, window_seconds: 60 }, 10)).toBe(3);
@@ -87,6 +95,38 @@ describe('edge limiter', () => {
     clock.advance(5_000); // the lease ended: the next request renews it, giving back what is left
     expect((await decide(limiter, 'k', context(10_000))).allowed).toBe(true);
     expect(limiter.counts.reserves).toBe(2);
+  });
+
+  it('leases of a caller far below its limit live 30 s; past half the limit they are short again', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const limiter = new EdgeLimiter(actors, clock, settings);
+    const lastUntil = () => Math.max(...(actors.windows.get([...actors.windows.keys()][0]!)!.entries.map((entry) => entry.until_ms)));
+    // The first lease is short (nothing known of the window yet): it ends by time after 5 s.
+    expect((await decide(limiter, 'k', context(10_000))).allowed).toBe(true);
+    expect(lastUntil()).toBe(5_000 + 60_000);
+    clock.advance(5_000);
+    expect((await decide(limiter, 'k', context(10_000))).allowed).toBe(true);
+    expect(limiter.counts.reserves).toBe(2);
+    expect(lastUntil()).toBe(5_000 + 30_000 + 60_000);
+    // 25 s later the roomy lease still has tokens and time: no reserve.
+    clock.advance(25_000);
+    for (let i = 0; i < 100; i++) expect((await decide(limiter, 'k', context(10_000))).allowed).toBe(true);
+    expect(limiter.counts.reserves).toBe(2);
+
+    // A limit of 10 (leases of 1 token): once a reserve leaves fewer than 5 free, the next lease is short.
+    const tight = context(10, 60, 'tight');
+    for (let i = 0; i < 7; i++) expect((await decide(limiter, 'tight', tight)).allowed).toBe(true);
+    // Tokens of leases ending 5 s from now (their entries count until then + the window).
+    const shortLeased = () =>
+      actors.windows
+        .get([...actors.windows.keys()].find((key) => key.includes('tight'))!)!
+        .entries.filter((entry) => entry.until_ms === clock.now() + 5_000 + 60_000)
+        .reduce((sum, entry) => sum + entry.count, 0);
+    // 5 s: the 1st lease (nothing known yet) and the 7th (the 6th reserve left 4 free, under half); the 2nd to 6th, 30 s.
+    expect(shortLeased()).toBe(2);
+    expect((await decide(limiter, 'tight', tight)).allowed).toBe(true);
+    expect(shortLeased()).toBe(3);
   });
 
   it('gives the window back after the window: the caller is admitted again; the sweep forgets idle windows', async () => {
