@@ -79,9 +79,10 @@ const ACQUIRE_ROUNDS_MAX = 32;
  * leases by time, not by tokens: each one is a reserve (an actor turn and a
  * commit) that admits nothing the lease would not have, so 200 callers cost
  * 40 reserves/s with 5 s leases and under 7 with 30 s ones. It costs nothing
- * in exactness: a lease never holds more than a tenth of the limit, so
- * however long it lives, what it counts longer than a perfect window is at
- * most that tenth; and as the window fills past half, leases are short again.
+ * in exactness and little in earliness: a lease holds a tenth of the limit
+ * (more only for requests already waiting on it), so however long it lives,
+ * what it counts longer than a perfect window is at most its own tokens; and
+ * as the window fills past half, leases are short again.
  */
 export const LEASE_MS_MAX = 5_000;
 export const LEASE_MS_ROOMY_MAX = 30_000;
