@@ -3,7 +3,7 @@ import { partitionOf } from '../../runtime/index.js';
 import { LOCK_KIND, lockActorKey } from '../../actors/locks/messages.js';
 import { USER_KIND } from '../../actors/accounts/messages.js';
 import { API_KEY_KIND } from '../../actors/api-keys/messages.js';
-import { startCluster, type ClusterHandle } from '../helpers/cluster.js';
+import { startCluster, waitClusterSettled, type ClusterHandle } from '../helpers/cluster.js';
 import { call, clusterStatus, lockPath, registerUser, sleep } from './support/client.js';
 
 /**
@@ -26,7 +26,6 @@ describe('cluster: session checks while the user\'s partition has no live replic
   afterAll(async ({}, suite) => cluster?.stop(suite));
 
   it('answers from the last positive check, and never for a session never checked there or revoked', async () => {
-    const status = (await clusterStatus(cluster.nodes[0].url))!;
     // Three users of one partition P; T is the node that holds no copy of P.
     const byPartition = new Map<number, { token: string; userId: string }[]>();
     let users: { token: string; userId: string }[] | undefined;
@@ -39,6 +38,10 @@ describe('cluster: session checks while the user\'s partition has no live replic
     }
     expect(users).toBeDefined();
     const [checked, neverChecked, loggedOut] = users!;
+    // The replicas of P, once every partition has its full in-sync set again: the registrations above
+    // (password hashing on three nodes sharing two cores) can hold a follower past the replication timeout.
+    await waitClusterSettled(cluster);
+    const status = (await clusterStatus(cluster.nodes[0].url))!;
     const p = partitionOf(USER_KIND, checked.userId, PARTITIONS);
     const replicas = status.partitions[p].isr;
     expect(replicas).toHaveLength(2);
