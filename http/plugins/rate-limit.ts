@@ -24,8 +24,8 @@ const SWEEP_INTERVAL_MS = 15_000;
  * The last `onRequest` hook of every route: it runs after the route's own
  * (its authentication), so the caller is known (the bearer's user, an API
  * key's tenant, else the client address), and before the body is read, so
- * a refused request costs no parsing. The most specific rule picks the limit (http/rate-limits/
- * resolve.ts); the node's lease for the caller's window decides, and only
+ * a refused request costs no parsing. The most specific rule picks the
+ * limit (http/rate-limits/resolve.ts); the node's lease for the caller's window decides, and only
  * when the lease is spent does the window actor hear of it
  * (http/rate-limits/limiter.ts). A refusal is 429 `rate_limited` with
  * Retry-After; every limited response carries RateLimit-Policy and RateLimit.
@@ -103,7 +103,7 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     return applied;
   };
 
-  // On the hot path (the caller's lease has a token) nothing is allocated but the key and the RateLimit header.
+  // On the hot path (the caller's lease has a token) nothing is allocated but the lease key and the RateLimit header.
   const decide = (request: FastifyRequest, reply: FastifyReply, routeUrl: string, rules: RuleSetView, done: HookDone): void => {
     const endpoint = canonicalRoute(routeUrl);
     const principal = request.principal;

@@ -51,18 +51,22 @@ export function resolveLimit(rules: RuleSetView, fallbackDefault: Limit, canonic
   return { scope: 'default', policy: 'default', limit: rules.default_tier ?? fallbackDefault };
 }
 
-/** Who is counted: the user of an access token, the tenant of an API key, else the client address. */
-export function callerOf(principal: Principal | null, address: string): RateLimitCaller {
-  if (!principal) return { id: `address:${address}`, tenant: null, user_id: null };
-  if (principal.credential === 'api_key') return { id: `tenant:${principal.tenant}`, tenant: principal.tenant, user_id: principal.user_id };
-  return { id: `user:${principal.user_id}`, tenant: principal.tenant, user_id: principal.user_id };
+/** Who is counted, by id: `user:<id>` for an access token, `tenant:<id>` for an API key, else `address:<ip>`. */
+export function callerIdOf(principal: Principal | null, address: string): string {
+  if (!principal) return `address:${address}`;
+  return principal.credential === 'api_key' ? `tenant:${principal.tenant}` : `user:${principal.user_id}`;
 }
 
-/** localKey(callerOf(principal, address), applied) without the caller object (the limiter's hot path). */
+/** Who is counted: the user of an access token, the tenant of an API key, else the client address. */
+export function callerOf(principal: Principal | null, address: string): RateLimitCaller {
+  const id = callerIdOf(principal, address);
+  if (!principal) return { id, tenant: null, user_id: null };
+  return { id, tenant: principal.tenant, user_id: principal.user_id };
+}
+
+/** The node's key for a caller's lease under a limit (the limiter's hot path: no caller object). */
 export function localKeyOf(principal: Principal | null, address: string, applied: AppliedLimit): string {
-  if (!principal) return `address:${address}\u0000${applied.scope}`;
-  if (principal.credential === 'api_key') return `tenant:${principal.tenant}\u0000${applied.scope}`;
-  return `user:${principal.user_id}\u0000${applied.scope}`;
+  return `${callerIdOf(principal, address)}\u0000${applied.scope}`;
 }
 
 /** The canonical template of a Fastify route (`/api/v1/x/:id` -> `/api/v1/x/{}`), memoised per route. */
