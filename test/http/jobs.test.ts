@@ -152,6 +152,12 @@ describe('schedule and delivery', () => {
     expect(parked.scheduled_at - nowS()).toBeLessThanOrEqual(2);
     clock().advance(2_000);
     await until(() => at(path).length === 2, 'attempt 2');
+    // The receiver sees attempt 2 before the job records its failure: advancing the clock
+    // before the retry is parked would leave the retry due after the advanced time.
+    await until(async () => {
+      const body = await job(ack.job_id);
+      return body.status === 'scheduled' && body.attempts === 2;
+    }, 'parked for its second retry');
     clock().advance(4_000);
     await until(() => at(path).length === 3, 'attempt 3');
     const done = await jobWhere(ack.job_id, 'completed');
