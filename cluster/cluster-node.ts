@@ -402,8 +402,9 @@ export class ClusterNode {
       return false;
     });
     if (!ok || this.leadership.heldEpoch(p) !== epoch) {
-      this.replicator.stopLeading(p);
-      if (this.leadership.heldEpoch(p) === epoch) void this.leadership.release(p);
+      // This leadership ended while it was being taken up; a later one may already run: leave it be.
+      this.replicator.stopLeading(p, epoch);
+      void this.leadership.releaseEpoch(p, epoch);
       return;
     }
     this.runtime.openPartition(p);

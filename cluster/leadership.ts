@@ -116,6 +116,16 @@ export class Leadership extends EventEmitter {
     await this.deleteKey(p, epoch);
   }
 
+  /**
+   * Gives p up if this node still holds it at `epoch`, whether or not the
+   * lease is surely alive (a leadership that could not be taken up must not
+   * stay held once the lease is trusted again: nobody would serve p).
+   */
+  async releaseEpoch(p: number, epoch: number): Promise<void> {
+    if (this.held.get(p) !== epoch) return;
+    await this.release(p);
+  }
+
   private async deleteKey(p: number, epoch: number): Promise<void> {
     await this.client
       .txn([{ key: this.keys.leader(p), target: 'create', equals: epoch }], [{ type: 'delete', key: this.keys.leader(p) }])

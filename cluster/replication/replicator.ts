@@ -122,6 +122,8 @@ export class Replicator {
   /** Follower side: frames waiting to be applied, from whichever leader; applied together, one commit per round. */
   private readonly frameQueue: { messages: ReplicateMessage[]; resolve: (replies: ReplicateReply[]) => void; reject: (error: unknown) => void }[] = [];
   private applying?: Promise<void>;
+  /** Follower side: the round of frames being applied now (one commit), settled or not. */
+  private applyingRound?: Promise<unknown>;
   /** Leader side: one local commit at a time (group commit), so that a failed one is never followed by a later entry of its partition. */
   private localBusy = false;
   private nextLocal?: LocalBatch;
@@ -170,8 +172,13 @@ export class Replicator {
     // write in this node's copy that its own followers never get.
     this.taking.set(p, epoch);
     try {
-      while (this.applying) await this.applying;
+      // Only the round being applied now may hold frames of p accepted before `taking`
+      // was set; later rounds refuse them. Waiting for the whole drain instead starved
+      // this under steady replication from other leaders (a CI run: the leadership was
+      // lost meanwhile, and the late end of this call stopped the next one's log).
+      await this.applyingRound?.catch(() => undefined);
       await this.localIdle(p);
+      if (this.ports.heldEpoch(p) !== epoch) return false;
       const fenced = fenceAt(this.readVersion(p), epoch);
       await this.trackLocal(p, this.ports.local.commit([{ type: 'put', key: storageKeys.version(p), value: fenced }]));
       if (this.ports.heldEpoch(p) !== epoch) return false;
@@ -196,10 +203,14 @@ export class Replicator {
     });
   }
 
-  /** This node stops leading p: unacknowledged commits fail (their outcome is unknown to the client). */
-  stopLeading(p: number): void {
+  /**
+   * This node stops leading p (only its leadership at `epoch`, when given: a
+   * later one stays): unacknowledged commits fail (their outcome is unknown
+   * to the client).
+   */
+  stopLeading(p: number, epoch?: number): void {
     const led = this.led.get(p);
-    if (!led) return;
+    if (!led || (epoch !== undefined && led.epoch !== epoch)) return;
     this.led.delete(p);
     // Shipped, maybe applied by a follower that becomes leader: not retryable.
     const error = new ServiceError('partition_unavailable', 'The partition changed leader while this change was being replicated; its outcome is unknown.', {
@@ -264,12 +275,17 @@ export class Replicator {
    * must not reach the disk, or this node's copy would claim a version whose
    * log has a hole (found by the seeded simulation: replicas at the same
    * version held different data).
+   *
+   * Entries of a leadership that ended meanwhile are not written either: their
+   * waiters have failed, and this node may already be following the new
+   * leader, whose snapshot or entries a late write of the old log would
+   * overwrite (found by the simulation with commits stalling past a lease).
    */
   private flushLocal(): void {
     const batch = this.nextLocal;
     if (!batch) return;
     this.nextLocal = undefined;
-    const kept = batch.entries.filter(({ led }) => !led.localFailed);
+    const kept = batch.entries.filter(({ led }) => !led.localFailed && this.led.get(led.log.partition) === led);
     const all: WriteOp[] = [...batch.localOnly];
     for (const { ops } of kept) for (const op of ops) all.push(op);
     if (all.length === 0) {
@@ -556,7 +572,9 @@ export class Replicator {
       while (this.frameQueue.length > 0) {
         const frames = this.frameQueue.splice(0);
         try {
-          const replies = await this.applyMessages(frames.map((f) => f.messages));
+          const round = this.applyMessages(frames.map((f) => f.messages));
+          this.applyingRound = round;
+          const replies = await round;
           frames.forEach((frame, i) => frame.resolve(replies[i]));
         } catch (error) {
           for (const frame of frames) frame.reject(error);
@@ -616,6 +634,13 @@ export class Replicator {
         const p = message.t === 'append' ? message.entry.partition : message.partition;
         const epoch = message.t === 'append' ? message.entry.epoch : message.epoch;
         if (await refuseIfLeading(p, epoch)) continue;
+        if (this.inflight.has(p)) {
+          // Commits of this node's ended leadership of p are still on their way to the
+          // disk: one landing after this frame's writes would overwrite them (a
+          // snapshot would keep keys it created). Let them land first, then re-read.
+          await this.localIdle(p);
+          versions.delete(p);
+        }
         switch (message.t) {
           case 'append': {
             if (this.awaitingSnapshot.has(p)) break;

@@ -29,6 +29,11 @@ const OUTAGE_REGRESSION_SEEDS: { seed: number; lostAnswers?: boolean }[] = [
   { seed: 169, lostAnswers: true },
 ];
 const OUTAGE_MAX_MS = 3000;
+/** Seeds run with stalling commits, and the longest stall (README.md, "Disk stalls"). */
+const STALL_SEEDS = Number(process.env.SIM_STALL_SEEDS ?? 25);
+const STALL_MAX_MS = 4000;
+/** Seeds that found a defect with stalling commits (README.md, "Regression seeds"). */
+const STALL_REGRESSION_SEEDS = [4, 137];
 
 function summary(results: RunResult[]): string {
   const sum = (f: (r: RunResult) => number) => results.reduce((s, r) => s + f(r), 0);
@@ -103,6 +108,19 @@ describe('cluster simulation (production code on simulated ports)', () => {
     }
     console.log(`etcd outages: ${summary(results)}`);
     for (const r of results) expect(r.stats.acknowledged, `seed ${r.seed}`).toBeGreaterThan(50);
+  });
+
+  it('with commits stalling for up to 4 s (longer than a lease), keeps every invariant', { timeout: 120_000 }, async () => {
+    const results: RunResult[] = [];
+    const seeds = [...Array.from({ length: STALL_SEEDS }, (_, i) => i + 1), ...STALL_REGRESSION_SEEDS.filter((seed) => seed > STALL_SEEDS)];
+    for (const seed of seeds) {
+      const result = await runSeed({ seed, diskStallMaxMs: STALL_MAX_MS, groupCommits: true });
+      if (!result.ok) throw new Error(result.error);
+      results.push(result);
+    }
+    console.log(`disk stalls: ${summary(results)}; stalled commits ${results.reduce((s, r) => s + r.stats.diskStalls, 0)}`);
+    for (const r of results) expect(r.stats.acknowledged, `seed ${r.seed}`).toBeGreaterThan(50);
+    expect(results.reduce((s, r) => s + r.stats.diskStalls, 0)).toBeGreaterThan(seeds.length);
   });
 
   it('the same seed replays exactly', { timeout: 60_000 }, async () => {

@@ -5,7 +5,7 @@ import type { SimProcess } from './process.js';
 /**
  * A node's disk and the runtime Store the cluster code reads and commits
  * through (LMDB's role). The disk survives crashes. Commits go one at a time,
- * a few ms each, atomically; a commit may fail (nothing of it is written and
+ * a few ms each (some stall for seconds when the run asks for it), atomically; a commit may fail (nothing of it is written and
  * the caller gets the error, as when LMDB cannot commit); a crash makes a
  * random prefix of the commits in flight durable (LMDB may or may not have
  * finished them). Reads see what is committed.
@@ -92,6 +92,10 @@ export class SimStore implements Store {
     /** Probability that a commit fails (now). */
     private readonly failRate: () => number,
     private readonly onFail: () => void = () => undefined,
+    /** How long the next commit stalls (0: its usual 1-3 ms). */
+    private readonly stallMs: () => number = () => 0,
+    /** Every commit queued when one starts goes with it, answered in one event (SimConfig.groupCommits). */
+    private readonly grouped = false,
   ) {}
 
   get(key: StoreKey): unknown {
@@ -129,18 +133,25 @@ export class SimStore implements Store {
     this.busy = true;
     const { sched, rng } = this.process;
     const inc = this.process.incarnation;
-    sched.after(rng.int(1, 3), () => {
+    const stall = this.stallMs();
+    if (stall > 0) sched.trace(`${this.process.id}: store commit stalls ${stall} ms`);
+    const count = this.grouped ? this.queue.length : 1;
+    sched.after(stall > 0 ? stall : rng.int(1, 3), () => {
       if (this.dead) return;
-      const head = this.queue.shift()!;
+      const group = this.queue.splice(0, count);
       this.busy = false;
       if (rng.chance(this.failRate())) {
         sched.trace(`${this.process.id}: store commit failed`);
         this.onFail();
-        this.process.post(inc, () => head.reject(new Error('simulated store failure: commit not written')));
+        this.process.post(inc, () => {
+          for (const head of group) head.reject(new Error('simulated store failure: commit not written'));
+        });
       } else {
         // The disk has it now, even if the process is paused; the process learns when it runs.
-        this.disk.apply(head.ops);
-        this.process.post(inc, () => head.resolve());
+        for (const head of group) this.disk.apply(head.ops);
+        this.process.post(inc, () => {
+          for (const head of group) head.resolve();
+        });
       }
       this.next();
     });

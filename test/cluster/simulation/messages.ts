@@ -20,6 +20,12 @@ export interface SimConfig {
   fault?: SimFault;
   /** During an etcd outage, half of a node's writes are applied with their answer lost (FakeEtcdClient). */
   etcdLostAnswers?: boolean;
+  /**
+   * The store commits every commit queued when a commit starts together, and
+   * answers them in one event (lmdb-js's batched transactions): continuations
+   * of different commits interleave, as they do on LMDB.
+   */
+  groupCommits?: boolean;
 }
 
 export type ClientReply = { ok: true; value: number } | { ok: false; error: string };

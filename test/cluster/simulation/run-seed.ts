@@ -37,6 +37,14 @@ export interface RunOptions {
    * etcd with their answer lost (the node sees the same failure either way).
    */
   etcdLostAnswers?: boolean;
+  /**
+   * A commit stalls (an fsync that hangs) with probability 1/20 for up to
+   * this long: longer than a lease, so a node may lose a partition while its
+   * own commit for it is still under way (0, the default: commits take 1-3 ms).
+   */
+  diskStallMaxMs?: number;
+  /** SimConfig.groupCommits: commits queued together are written and answered together. */
+  groupCommits?: boolean;
 }
 
 export interface RunStats {
@@ -50,6 +58,8 @@ export interface RunStats {
   /** A node's connection to etcd dropped (watches broken, requests failing) for a while. */
   etcdDrops: number;
   storeFailures: number;
+  /** Commits that stalled (diskStallMaxMs). */
+  diskStalls: number;
   /** Writes refused with not_enough_replicas. */
   refusedWrites: number;
   events: number;
@@ -72,6 +82,8 @@ export const DEFAULT_CONFIG: SimConfig = {
 };
 
 const COUNTERS = ['x', 'y', 'live'];
+/** With diskStallMaxMs: the chance that a commit stalls. */
+const DISK_STALL_CHANCE = 0.05;
 /** SIM_TRACE_COMMITS=1: every disk commit goes into the trace. */
 const traceCommits = process.env.SIM_TRACE_COMMITS === '1';
 
@@ -88,13 +100,14 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     minInSyncReplicas: options.minInSyncReplicas,
     fault: options.fault,
     etcdLostAnswers: options.etcdLostAnswers,
+    groupCommits: options.groupCommits,
   };
   const etcd = new FakeEtcd(sched, rng, 15);
   const net = new Network(sched, rng, 1, 5);
   const checker = new Checker(sched, etcd, (p) => keys.leader(p), config.minInSyncReplicas ?? 1);
   const counterKeys = new CounterKeys(config.partitions, COUNTERS);
   const nodes = new Map<string, SimNode>();
-  const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, etcdDrops: 0, storeFailures: 0, refusedWrites: 0, events: 0 };
+  const stats: RunStats = { leaderChanges: 0, acknowledged: 0, reads: 0, crashes: 0, pauses: 0, cuts: 0, stalls: 0, etcdDrops: 0, storeFailures: 0, diskStalls: 0, refusedWrites: 0, events: 0 };
   let faults = true;
   /** Faults armed to strike right after a node ships its next entry (mid-replication). */
   const armed = new Map<string, () => void>();
@@ -110,6 +123,13 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     nodeIds: () => [...nodes.keys()],
     storeFailRate: () => (faults ? 0.002 : 0),
     onStoreFailure: () => stats.storeFailures++,
+    // Drawn only when stalls are asked for, so the other runs' random streams stay as they were.
+    storeStallMs: () => {
+      const max = options.diskStallMaxMs ?? 0;
+      if (!faults || max === 0 || !rng.chance(DISK_STALL_CHANCE)) return 0;
+      stats.diskStalls++;
+      return rng.int(Math.floor(max / 2), max);
+    },
     onCrash: (id) => {
       stats.crashes++;
       armed.delete(id);

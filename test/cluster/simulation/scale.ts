@@ -99,6 +99,7 @@ export async function runScale(options: ScaleOptions): Promise<ScaleResult> {
     node: (id) => nodes.get(id),
     nodeIds: () => [...nodes.keys()],
     storeFailRate: () => 0,
+    storeStallMs: () => 0,
     onStoreFailure: () => undefined,
     onCrash: () => undefined,
     onStartFailed: (id) => sched.after(500, () => nodes.get(id)?.start()),

@@ -30,6 +30,8 @@ export interface World extends TransportWorld {
   nodeIds(): string[];
   storeFailRate(): number;
   onStoreFailure(): void;
+  /** How long the next commit stalls (0: it takes its usual 1-3 ms). */
+  storeStallMs(): number;
   /** The node crashed (by a fault). */
   onCrash(id: string): void;
   /** The node's start failed and its process exited (its supervisor starts it again). */
@@ -117,7 +119,7 @@ export class SimNode {
     const { world } = this;
     this.transport = new SimTransport(this.id, this.process, world);
     this.etcdClient = new FakeEtcdClient(world.etcd, this.process, world.config.etcdLostAnswers === true);
-    this.store = new SimStore(this.disk, this.process, () => world.storeFailRate(), () => world.onStoreFailure());
+    this.store = new SimStore(this.disk, this.process, () => world.storeFailRate(), () => world.onStoreFailure(), () => world.storeStallMs(), world.config.groupCommits === true);
     const logger = this.logger();
     const node = ClusterNode.create(
       {
