@@ -19,7 +19,7 @@ import { unsettledReason } from '../../helpers/cluster.js';
 
 export type FaultSignal = 'SIGKILL' | 'SIGSTOP' | 'SIGCONT';
 
-const OUTPUT_MAX = 128 * 1024;
+const OUTPUT_MAX = Number(process.env.FAULTS_OUTPUT_MAX ?? 200_000);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The project root: the first folder above this file with a package.json (from test/ or dist/test/). */
@@ -235,7 +235,7 @@ export class FaultCluster {
             REPLICATION_FACTOR: String(cluster.replicationFactor),
             LEASE_TTL_SECONDS: String(cluster.leaseTtlSeconds),
             CLUSTER_PREFIX: '/platform/',
-            LOG_LEVEL: 'warn',
+            LOG_LEVEL: process.env.FAULTS_LOG_LEVEL ?? 'warn',
             PASSWORD_KDF_COST: '10',
             REGISTRATIONS_PER_ADDRESS_MAX: '0',
             // A default rate-limit tier no test load reaches (the limiter still counts every request).

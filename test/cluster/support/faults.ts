@@ -194,6 +194,7 @@ export async function runFaultScenario(options: ScenarioOptions): Promise<Scenar
     } catch (error) {
       unsettled = error instanceof Error ? error.message : String(error);
       log(`${options.name}: ${unsettled}`);
+      if (process.env.FAULTS_DUMP) (await import('node:fs')).writeFileSync(process.env.FAULTS_DUMP, cluster.output());
     }
     const unread = await readBack(history, { nodes: () => cluster.upNodes(), token, namespace, timeout_ms: 20_000 });
     const report = checkHistory(history);
