@@ -11,6 +11,10 @@ import { formatReport } from './support/lock-history.js';
  * printed, not asserted (timing is measured by `npm run bench -- faults`:
  * docs/performance.md); the long scenarios (etcd outages, kill -9 and restart,
  * an 8 s pause, 19 pauses) are there too.
+ *
+ * Diagnosing a scenario: FAULTS_LOG_LEVEL=info (the nodes' log level),
+ * FAULTS_OUTPUT_MAX=<bytes> (output kept per node), FAULTS_DUMP=<file> (the
+ * nodes' output is written there when the cluster does not settle).
  */
 async function run(name: string, fault: Fault): Promise<ScenarioResult> {
   const result = await runFaultScenario({ name, fault, before_ms: 2_000, after_ms: 4_000, log: (line) => console.log(line) });
