@@ -11,7 +11,7 @@ import { Metrics } from './plugins/metrics.js';
 import type { AppServices } from './services.js';
 import { LogMailTransport } from './auth/mail.js';
 import { SystemDomainResolver } from './domain-resolver.js';
-import { ClusterNode } from '../cluster/cluster-node.js';
+import { ClusterNode, productionPorts } from '../cluster/cluster-node.js';
 import { SessionCache } from './auth/session-cache.js';
 import { RevocationAwareActorClient } from './auth/revocation-aware-client.js';
 import { WebhookDeliveryWorker } from './webhook-delivery.js';
@@ -66,7 +66,8 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   if (config.cluster) {
     // Cluster mode: the runtime serves only the partitions this node leads; the edge routes through the cluster.
     if (config.port === 0) throw new Error('PORT must be a fixed port in cluster mode (it is published to the other nodes)');
-    cluster = await ClusterNode.start({
+    // Created here, joined below (begin) once the edge is compiled.
+    const clusterOptions = {
       cluster: config.cluster,
       partitions: config.partitions,
       dataDir: config.dataDir,
@@ -78,7 +79,8 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
       observer: metrics,
       registry: metrics.registry,
       actors: allActors,
-    });
+    };
+    cluster = ClusterNode.create(clusterOptions, productionPorts(clusterOptions));
     runtime = cluster.runtime;
     actors = cluster.router;
     cluster.registerControl('drop-sessions', (user_id) => sessionCache.dropUser(user_id));
@@ -93,7 +95,6 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
       observer: metrics,
     });
     for (const definition of allActors) runtime.register(definition);
-    await runtime.start();
     actors = runtime;
   }
 
@@ -139,16 +140,14 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   /** This node's own URL, known once it listens: the base of issued URLs when PUBLIC_BASE_URL is unset. */
   let selfUrl = '';
   const inCluster = cluster !== undefined;
-  const tokens = await untilReachable(
-    () => TokenService.create(actors, { issuer: config.issuer, accessTtlSeconds: config.accessTokenTtlSeconds, now: () => clock.now() }),
-    'signing key',
-    clock,
-    logger,
-    inCluster,
-  );
+  /** Loaded once the runtime runs (the signing key is an actor), before the node listens. */
+  let tokens: TokenService | undefined;
   const services: AppServices = {
     actors,
-    tokens,
+    get tokens(): TokenService {
+      if (!tokens) throw new Error('the token service is used before the signing key was loaded');
+      return tokens;
+    },
     clock,
     config,
     metrics,
@@ -161,6 +160,19 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   };
   const app = await buildApp(services, logger, areas.map((area) => area.routes));
   registerJobWorker(services, jobDelivery);
+  // Every route's schemas are compiled before the node joins its cluster: that takes seconds of
+  // event-loop time on a loaded machine, and a node holding partition leases meanwhile loses them
+  // (a restarted node in the fault tests won partitions, then lost them to its own start-up).
+  await app.ready();
+  if (cluster) await cluster.begin();
+  else await runtime.start();
+  tokens = await untilReachable(
+    () => TokenService.create(actors, { issuer: config.issuer, accessTtlSeconds: config.accessTokenTtlSeconds, now: () => clock.now() }),
+    'signing key',
+    clock,
+    logger,
+    inCluster,
+  );
 
   if (config.adminEmail && config.adminPassword) {
     const { adminEmail, adminPassword } = config;

@@ -134,7 +134,8 @@ function errorRedirect(redirect_uri: string, error: string, description: string,
 export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   const publicBase = configuredBaseUrl(services);
-  const oauth = oauthTokens(services.tokens);
+  // Resolved per use: the routes are compiled before the node has loaded its signing key.
+  const oauth = () => oauthTokens(services.tokens);
   const accounts = new Accounts(services);
   const client = <T>(client_id: string, message: unknown) => services.actors.ask<T>(OAUTH_CLIENT_KIND, client_id, message);
 
@@ -261,7 +262,7 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
       state: q.state ?? null,
     };
     return {
-      login_state: await oauth.signLoginState(pending, LOGIN_STATE_TTL_SECONDS),
+      login_state: await oauth().signLoginState(pending, LOGIN_STATE_TTL_SECONDS),
       expires_in: LOGIN_STATE_TTL_SECONDS,
       client_id: found.client_id,
       client_name: found.client_name,
@@ -284,7 +285,7 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     if (principal.credential !== 'access_token' || principal.session_id === '') {
       throw new ServiceError('forbidden', 'Only a logged-in user (a session access token) can complete an authorization request.');
     }
-    const pending = await oauth.verifyLoginState(request.body.login_state);
+    const pending = await oauth().verifyLoginState(request.body.login_state);
     if (!pending) throw badRequest('login_state', 'is invalid or expired');
     const code = newOAuthSecret();
     try {
@@ -428,11 +429,11 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
         session: { ttl_seconds: services.config.refreshTokenTtlSeconds, ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' },
       } satisfies TokenRequest);
       if (granted.grant === 'client_credentials') {
-        const access = await oauth.signClientAccessToken(granted.client_id, granted.scope);
+        const access = await oauth().signClientAccessToken(granted.client_id, granted.scope);
         return { access_token: access.token, token_type: 'Bearer', expires_in: access.expires_in, scope: granted.scope.join(' ') };
       }
       // An access token of the session carrying the granted scope, and the client's refresh token when it has that grant.
-      const access = await oauth.signUserAccessToken(granted.user_id, granted.session_id, granted.scope);
+      const access = await oauth().signUserAccessToken(granted.user_id, granted.session_id, granted.scope);
       return {
         access_token: access.token,
         token_type: 'Bearer',
