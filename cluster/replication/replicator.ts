@@ -582,6 +582,7 @@ export class Replicator {
       }
     } finally {
       this.applying = undefined;
+      this.applyingRound = undefined;
     }
   }
 
