@@ -29,7 +29,7 @@ const OUTAGE_REGRESSION_SEEDS: { seed: number; lostAnswers?: boolean }[] = [
   { seed: 169, lostAnswers: true },
 ];
 const OUTAGE_MAX_MS = 3000;
-/** Seeds run with stalling commits, and the longest stall (README.md, "Disk stalls"). */
+/** Seeds run with stalling commits (RunOptions.diskStallMaxMs), and the longest stall. */
 const STALL_SEEDS = Number(process.env.SIM_STALL_SEEDS ?? 25);
 const STALL_MAX_MS = 4000;
 /** Seeds that found a defect with stalling commits (README.md, "Regression seeds"). */

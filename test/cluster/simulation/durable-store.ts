@@ -5,8 +5,9 @@ import type { SimProcess } from './process.js';
 /**
  * A node's disk and the runtime Store the cluster code reads and commits
  * through (LMDB's role). The disk survives crashes. Commits go one at a time,
- * a few ms each (some stall for seconds when the run asks for it), atomically; a commit may fail (nothing of it is written and
- * the caller gets the error, as when LMDB cannot commit); a crash makes a
+ * a few ms each (some stall for seconds when the run asks for it),
+ * atomically; a commit may fail (nothing of it is written and the caller
+ * gets the error, as when LMDB cannot commit); a crash makes a
  * random prefix of the commits in flight durable (LMDB may or may not have
  * finished them). Reads see what is committed.
  */
