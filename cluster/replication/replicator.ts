@@ -606,7 +606,7 @@ export class Replicator {
       versions.set(p, version);
       ops.push({ type: 'put', key: storageKeys.version(p), value: version });
     };
-    const refuseIfLeading = async (p: number, epoch: number): Promise<boolean> => {
+    const refuseIfLeading = (p: number, epoch: number): boolean => {
       const taking = this.taking.get(p);
       if (taking !== undefined && epoch <= taking) {
         replies.push({ t: 'stale_leader', partition: p, fence: taking });
@@ -618,11 +618,10 @@ export class Replicator {
         replies.push({ t: 'stale_leader', partition: p, fence: led.epoch });
         return true;
       }
-      // A newer leader exists: this node was deposed without noticing yet.
+      // A newer leader exists: this node was deposed without noticing yet. Its commits still
+      // on their way to the disk are waited for below, as for any ended leadership.
       this.ports.deposed(p, 'a newer leader is replicating to this node');
       this.stopLeading(p);
-      await this.localIdle(p);
-      versions.delete(p);
       return false;
     };
 
@@ -634,7 +633,7 @@ export class Replicator {
       for (const message of messages) {
         const p = message.t === 'append' ? message.entry.partition : message.partition;
         const epoch = message.t === 'append' ? message.entry.epoch : message.epoch;
-        if (await refuseIfLeading(p, epoch)) continue;
+        if (refuseIfLeading(p, epoch)) continue;
         if (this.inflight.has(p)) {
           // Commits of this node's ended leadership of p are still on their way to the
           // disk: one landing after this frame's writes would overwrite them (a
