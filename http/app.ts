@@ -3,7 +3,8 @@ import { registerConsole } from './console.js';
 import { registerApiReference } from './api-reference/register.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { lazyChildLoggerFactory } from './request-logger.js';
-import { buildSerializer } from './serializer.js';
+import { serializerFactory } from './serializer.js';
+import { LazySchemas } from './lazy-schemas.js';
 import { randomId } from '../runtime/index.js';
 import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
@@ -23,6 +24,10 @@ import './public-base.js';
 import { routeConfigOf } from './route-config.js';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** The route schemas still to compile (http/lazy-schemas.ts): server.ts warms them up once the node is ready. */
+    lazySchemas: LazySchemas;
+  }
   interface FastifyContextConfig {
     /** The route's query string carries a secret (a token in a link): request logs show only the path. */
     secretQuery?: boolean;
@@ -47,6 +52,7 @@ function trustProxyOption(setting: false | number | string[]): boolean | string[
  * through node.ts; only server.ts decides to listen on a configured port).
  */
 export async function buildApp(services: AppServices, logger: FastifyBaseLogger, areaRoutes: AreaRoutes[]): Promise<FastifyInstance> {
+  const lazySchemas = new LazySchemas();
   const app = Fastify({
     loggerInstance: logger,
     // request.log makes its pino child only when a line is written (http/request-logger.ts).
@@ -67,8 +73,9 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     // Drain answers come from plugins/graceful-close.ts (the error shape, Connection: close).
     return503OnClosing: false,
-    // Response schemas go to the serialiser with nullable fields as `nullable`, not `anyOf` (http/serializer.ts).
-    schemaController: { compilersFactory: { buildSerializer } },
+    // Response schemas go to the serialiser with nullable fields as `nullable`, not `anyOf` (http/serializer.ts),
+    // and are compiled on first use, as validators are (http/lazy-schemas.ts).
+    schemaController: { compilersFactory: { buildSerializer: serializerFactory(lazySchemas) } },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     routerOptions: { maxParamLength: 1024 },
@@ -82,7 +89,8 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   app.server.maxConnections = services.config.httpConnectionsMax;
   app.decorateRequest('principal', null);
   app.decorate('publicBaseUrl', () => services.publicBaseUrl());
-  registerValidation(app);
+  app.decorate('lazySchemas', lazySchemas);
+  registerValidation(app, lazySchemas);
   // JSON only: any other body type is a 415, not a string handed to a route.
   app.removeContentTypeParser(['text/plain']);
   registerJsonBody(app);

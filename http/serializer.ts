@@ -1,4 +1,5 @@
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
+import type { LazySchemas } from './lazy-schemas.js';
 
 /**
  * The response serialiser: Fastify's own (fast-json-stringify), given a copy
@@ -60,8 +61,13 @@ function mapOf(value: unknown): unknown {
 
 type BuildSerializer = ReturnType<typeof SerializerSelector>;
 
-/** Fastify's `schemaController.compilersFactory.buildSerializer`: the default one, fed the rewritten schemas. */
-export const buildSerializer: BuildSerializer = (externalSchemas, serializerOptions) => {
-  const compile = SerializerSelector()(externalSchemas, serializerOptions);
-  return (route) => compile({ ...route, schema: nullableForSerializer(route.schema) });
-};
+/**
+ * Fastify's `schemaController.compilersFactory.buildSerializer`: the default
+ * one, fed the rewritten schemas, each compiled on first use (http/lazy-schemas.ts).
+ */
+export function serializerFactory(lazy: LazySchemas): BuildSerializer {
+  return (externalSchemas, serializerOptions) => {
+    const compile = SerializerSelector()(externalSchemas, serializerOptions);
+    return (route) => lazy.serializer(() => compile({ ...route, schema: nullableForSerializer(route.schema) }));
+  };
+}

@@ -8,6 +8,11 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel });
   const node = await startNode({ config, logger });
   logger.info({ url: node.url, dataDir: config.dataDir, partitions: config.partitions }, 'node started');
+  // Route schemas not yet used are compiled in the background, now that the node serves (http/lazy-schemas.ts).
+  node.app.lazySchemas.warmUp(
+    (error) => logger.error({ err: error }, 'a route schema does not compile; its route answers 500'),
+    (compiled, elapsed_ms) => logger.info({ compiled, elapsed_ms: Math.round(elapsed_ms) }, 'route schemas compiled'),
+  );
 
   let stopping = false;
   const stop = (signal: string) => {

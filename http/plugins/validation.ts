@@ -1,6 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
+import type { LazySchemas } from '../lazy-schemas.js';
 
 /**
  * Two validators: query strings, params and headers arrive as text and are
@@ -36,7 +37,7 @@ export function boundNumbers(schema: unknown): void {
   if (node.items) boundNumbers(node.items);
 }
 
-export function registerValidation(app: FastifyInstance): void {
+export function registerValidation(app: FastifyInstance, lazy: LazySchemas): void {
   app.addHook('onRoute', (route) => {
     const schema = route.schema as { querystring?: unknown; params?: unknown } | undefined;
     boundNumbers(schema?.querystring);
@@ -47,8 +48,9 @@ export function registerValidation(app: FastifyInstance): void {
   // ajv-formats is CommonJS; under NodeNext its default import is the module object.
   const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
   for (const ajv of [coercing, strictTypes]) addFormats(ajv);
+  // Compiled on first use (http/lazy-schemas.ts): start-up is part of a restarted node's recovery.
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? strictTypes : coercing;
-    return ajv.compile(schema);
+    return lazy.validator(() => ajv.compile(schema));
   });
 }

@@ -1,7 +1,8 @@
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { buildSerializer, nullableForSerializer } from '../../http/serializer.js';
+import { nullableForSerializer, serializerFactory } from '../../http/serializer.js';
+import { LazySchemas } from '../../http/lazy-schemas.js';
 
 /** The serialiser's copy of a response schema: `nullable` for `anyOf [X, null]`, the same JSON out. */
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -30,7 +31,7 @@ describe('nullableForSerializer', () => {
 
   it('serialises every value exactly as the schema as written does', () => {
     const route = { method: 'GET', url: '/x', httpStatus: '200', schema: Status };
-    const rewritten = buildSerializer(undefined, {})(route);
+    const rewritten = serializerFactory(new LazySchemas())(undefined, {})(route);
     const original = SerializerSelector()(undefined, {})(route);
     const values = [
       { key: 'k', is_locked: true, lock_id: 'lck_1', expires_at: '2026-11-27T10:00:00.000Z', count: 3, tags: ['a', null], metadata: { a: [1, null] }, either: 'x' },
