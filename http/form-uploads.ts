@@ -103,6 +103,9 @@ export async function receiveUpload(
   try {
     parser = busboy({
       headers: headers as busboy.BusboyConfig['headers'],
+      // Browsers and fetch's FormData send file names as raw UTF-8 (the HTML standard's
+      // multipart/form-data encoding); busboy's default, latin1, turned "€.png" into mojibake.
+      defParamCharset: 'utf8',
       limits: { fileSize: settings.max_file_bytes, files: settings.max_files, fields: 10, fieldSize: data_bytes_max, parts: settings.max_files + 10 },
     });
   } catch (error) {

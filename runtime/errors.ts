@@ -161,6 +161,7 @@ export const errorCodes = {
   oauth_server_error: { status: 500, wire: 'server_error', description: 'The OAuth token endpoint failed by a defect (RFC 6749 §5.2 rendering of internal_error).' },
   oauth_temporarily_unavailable: { status: 503, wire: 'temporarily_unavailable', description: 'The OAuth token endpoint cannot answer now (a 429 or 503 underneath keeps its status and Retry-After).' },
   x402_facilitator_unavailable: { status: 503, description: 'The x402 facilitator (X402_FACILITATOR_URL) did not answer, timed out or answered badly while verifying or settling a payment; nothing was charged; retry after Retry-After.' },
+  attachment_unavailable: { status: 503, description: "The cluster node whose disk holds a submission's file is not reachable now; retry after Retry-After." },
   flow_interrupted: { status: 503, description: 'A multi-step operation was interrupted before it answered (node restart or failover); its outcome is durable: retry with the same Idempotency-Key or read the resource.' },
   // throttle plans (docs/api/throttle.md)
   throttle_subject_invalid: { status: 400, description: 'The throttle subject is not an internal id: it looks like an e-mail address or a phone number (personal data is refused), has characters other than letters, digits and `_ . : -`, or lacks a namespace the plan requires; see docs/api/throttle.md.' },

@@ -26,6 +26,7 @@ import {
   type Submission,
   type SubmissionAck,
   type SubmissionQuery,
+  publicAttachment,
 } from './messages.js';
 import { compileSchema, describeErrors, type CompiledSchema } from './schema-compiler.js';
 
@@ -285,7 +286,7 @@ export function submissionEventData(stored: Submission) {
     anonymous: submission.anonymous,
     submitted_by: submission.submitted_by,
     data: submission.data,
-    attachments: submission.attachments.map(({ path: _path, ...attachment }) => attachment),
+    attachments: submission.attachments.map(publicAttachment),
     created_at_ms: submission.created_at_ms,
   };
 }

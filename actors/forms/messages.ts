@@ -151,6 +151,13 @@ export interface Attachment {
   sha256: string;
   /** Relative to DATA_DIR. */
   path?: string;
+  /** Cluster mode: the node whose disk holds the file (downloads are passed on to it). */
+  node_id?: string;
+}
+
+/** An attachment as clients see it: where it is stored stays inside. */
+export function publicAttachment({ path: _path, node_id: _node, ...attachment }: Attachment): Omit<Attachment, 'path' | 'node_id'> {
+  return attachment;
 }
 
 export interface FormSettings {

@@ -19,6 +19,7 @@ import {
   formIndexKey,
   formKey,
   formPolicy,
+  publicAttachment,
   tenantOfFormId,
   type Draft,
   type FormCaller,
@@ -31,6 +32,7 @@ import {
 } from '../../actors/forms/messages.js';
 import { WEBHOOK_KIND, type WebhookMessage, type WebhookView } from '../../actors/webhooks/messages.js';
 import { blobDirectory, formsFieldKey, receiveUpload, SNIFFABLE_TYPES } from '../form-uploads.js';
+import { ATTACHMENT_HOP_HEADER, downloadHeaders, etagOf, notModified, openStoredFile, passOn, unavailable } from '../form-downloads.js';
 import { hasFieldKey, setFieldKey } from '../../actors/forms/messages.js';
 import { jobSettings } from '../job-delivery.js';
 import { isQueueName } from '../../actors/jobs/messages.js';
@@ -43,6 +45,7 @@ import type { AppServices } from '../services.js';
 const FORM_ID = Type.String({ minLength: 1, maxLength: 600 });
 const FormParams = Type.Object({ form_id: FORM_ID });
 const SubmissionParams = Type.Object({ form_id: FORM_ID, submission_id: Type.String({ minLength: 1, maxLength: 64 }) });
+const AttachmentParams = Type.Object({ form_id: FORM_ID, submission_id: Type.String({ minLength: 1, maxLength: 64 }), blob_id: Type.String({ minLength: 1, maxLength: 64 }) });
 const DraftParams = Type.Object({ form_id: FORM_ID, draft_id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 const TEXT = (max: number) => Type.String({ minLength: 1, maxLength: max, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
@@ -346,7 +349,7 @@ function submissionShape(submission: Submission) {
     anonymous: submission.anonymous,
     submitted_by: submission.submitted_by,
     data: submission.data,
-    attachments: (submission.attachments ?? []).map(({ path: _path, ...attachment }) => attachment),
+    attachments: (submission.attachments ?? []).map(publicAttachment),
     validation: { status: 'valid', errors: [], schema_version: submission.form_version },
     execution_status: executionStatus(submission),
     created_at: isoTime(submission.created_at_ms)!,
@@ -558,6 +561,43 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
     return submissionShape(await askForm<Submission>(tenant, request.params.form_id, { op: 'get_submission', caller, submission_id: request.params.submission_id }, true));
   });
 
+  app.get<{ Params: Static<typeof AttachmentParams> }>('/api/v1/forms/:form_id/submissions/:submission_id/attachments/:blob_id', {
+    onRequest: authenticate,
+    schema: {
+      tags,
+      summary: "A submission's file, as uploaded (docs/api/forms.md, \"Downloads\"): its submitter, the form's owners and admins. ETag is the SHA-256; If-None-Match gives 304.",
+      security: bearerSecurity, params: AttachmentParams,
+      response: {
+        200: { description: 'The file: Content-Type as sniffed at upload, Content-Disposition attachment with its name.', content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } } },
+        304: { description: 'Not modified (If-None-Match named its ETag).', type: 'null' },
+        ...errorResponses(...bearerErrors, 404),
+      },
+    },
+  }, async (request, reply) => {
+    const { tenant, caller } = callerOf(request);
+    const { form_id, submission_id, blob_id } = request.params;
+    // The submission's read decides who may have its files.
+    const submission = await askForm<Submission>(tenant, form_id, { op: 'get_submission', caller, submission_id }, true);
+    const attachment = (submission.attachments ?? []).find((candidate) => candidate.blob_id === blob_id);
+    if (attachment === undefined) throw new ServiceError('not_found', 'The submission has no such attachment.');
+    const ifNoneMatch = request.headers['if-none-match'];
+    const cluster = services.cluster;
+    const self = services.config.cluster?.nodeId;
+    if (cluster !== undefined && attachment.node_id !== undefined && attachment.node_id !== self) {
+      // Another node's disk holds it: pass the request on (once) and stream its answer back.
+      if (request.headers[ATTACHMENT_HOP_HEADER] !== undefined) throw unavailable('The file is not on the node it was passed to.');
+      const member = cluster.status().members.find((candidate) => candidate.node_id === attachment.node_id);
+      if (member === undefined) throw unavailable(`The node holding this file (${attachment.node_id}) is not in the cluster now.`);
+      const answer = await passOn(member.http_url, request.url, { authorization: request.headers.authorization, ifNoneMatch });
+      reply.code(answer.status).headers(answer.headers);
+      return reply.send(answer.body ?? undefined);
+    }
+    if (notModified(ifNoneMatch, attachment)) return reply.code(304).header('etag', etagOf(attachment)).send();
+    const file = await openStoredFile(services.config.dataDir, attachment);
+    if (file === null) throw new ServiceError('not_found', "The attachment's file is no longer stored.");
+    return reply.headers(downloadHeaders(attachment)).send(file);
+  });
+
   for (const decision of ['approve', 'reject'] as const) {
     app.post<{ Params: Static<typeof SubmissionParams>; Body: Static<typeof DecideBody> }>(`/api/v1/forms/:form_id/submissions/:submission_id/${decision}`, {
       onRequest: authenticate,
@@ -648,7 +688,8 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
       if (form.status !== 'active') throw new ServiceError('form_not_accepting', `The form is ${form.status}; only an active form takes submissions.`, { details: { status: form.status } });
       const directory = join(blobDirectory(services.config.dataDir, tenant, form_id), form.multipart.blob_bucket);
       const upload = await receiveUpload(request.raw, request.headers, form.multipart, directory, formPolicy.data_bytes_max);
-      const attachments = upload.attachments.map((attachment) => ({ ...attachment, path: relative(services.config.dataDir, join(directory, attachment.blob_id)) }));
+      const holder = services.config.cluster === undefined ? {} : { node_id: services.config.cluster.nodeId };
+      const attachments = upload.attachments.map((attachment) => ({ ...attachment, path: relative(services.config.dataDir, join(directory, attachment.blob_id)), ...holder }));
       try {
         const ack = await services.actors.ask<SubmissionAck>(FORM_KIND, formKey(tenant, form_id), { op: 'submit', caller, data: upload.data, attachments });
         return reply.code(201).send(ackShape(ack));

@@ -97,6 +97,37 @@ describe('cluster: any node answers any request', () => {
     expect(new Set(ids).size).toBe(1);
     expect(lists[0].body.pagination.total).toBeGreaterThanOrEqual(4);
   });
+
+  it("a submission's file uploaded through one node downloads through every node, the others passing the request on", async () => {
+    const [a, b, c] = cluster.nodes.map((n) => n.url);
+    const user = await registerUser(b, 'uploader');
+    const form = await call(b, 'POST', '/api/v1/forms', user.token, {
+      name: 'upload', title: 'Upload', schema: { type: 'object', properties: { name: { type: 'string' } } },
+      multipart: { enabled: true, allowed_content_types: ['image/png'] },
+    });
+    expect(form.status, JSON.stringify(form.body)).toBe(201);
+    expect((await call(c, 'POST', `/api/v1/forms/${form.body.form_id}/status`, user.token, { status: 'active' })).status).toBe(200);
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(4000, 9)]);
+    const body = new FormData();
+    body.append('data', JSON.stringify({ name: 'Ada' }));
+    body.append('avatar', new Blob([png], { type: 'image/png' }), 'a.png');
+    // Uploaded to node a: the file is on a's disk only.
+    const upload = await fetch(`${a}/api/v1/forms/${form.body.form_id}/submissions/multipart`, { method: 'POST', headers: { authorization: `Bearer ${user.token}` }, body });
+    expect(upload.status, await upload.clone().text()).toBe(201);
+    const { submission_id } = (await upload.json()) as { submission_id: string };
+    const read = await call(c, 'GET', `/api/v1/forms/${form.body.form_id}/submissions/${submission_id}`, user.token);
+    const blob = read.body.attachments[0].blob_id as string;
+    for (const url of [a, b, c]) {
+      const response = await fetch(`${url}/api/v1/forms/${form.body.form_id}/submissions/${submission_id}/attachments/${blob}`, { headers: { authorization: `Bearer ${user.token}` } });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('image/png');
+      expect(Buffer.from(await response.arrayBuffer()).equals(png)).toBe(true);
+    }
+    // Another user's token is refused by the holding node too, whichever node it reaches.
+    const other = await registerUser(a, 'notuploader');
+    const refused = await fetch(`${c}/api/v1/forms/${form.body.form_id}/submissions/${submission_id}/attachments/${blob}`, { headers: { authorization: `Bearer ${other.token}` } });
+    expect([403, 404]).toContain(refused.status);
+  });
 });
 
 describe('cluster: SIGKILL of one node under lock churn', () => {

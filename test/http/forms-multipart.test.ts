@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestNode, type TestNode } from '../helpers/node.js';
@@ -146,4 +146,67 @@ describe('multipart submissions', () => {
     expect(growth_mib).toBeLessThan(48);
     expect(blobFiles().length).toBe(before);
   }, 60_000);
+});
+
+describe('downloads', () => {
+  async function download(path: string, token: string, headers: Record<string, string> = {}) {
+    const response = await fetch(`${t.url}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+    return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) };
+  }
+
+  it('serves each file back as uploaded, to its submitter and the form owner only, with its type, name and SHA-256 ETag', async () => {
+    const id = await multipartForm({ allowed_content_types: ['image/png', 'application/pdf'], max_files: 2 });
+    const res = await send(id, { name: 'Ada' }, [
+      { field: 'avatar', name: '€ report.png', type: 'image/png', bytes: PNG },
+      { field: 'cv', name: 'cv.pdf', type: 'application/octet-stream', bytes: PDF },
+    ]);
+    expect(res.status, res.text).toBe(201);
+    const read = await t.request('GET', `${base}/${id}/submissions/${res.body.submission_id}`, { token: alice.token });
+    const byField = Object.fromEntries((read.body.attachments as { field: string; blob_id: string }[]).map((a) => [a.field, a.blob_id]));
+    // The name as the client sent it (UTF-8), not re-decoded as latin1.
+    expect(read.body.attachments.find((a: { field: string }) => a.field === 'avatar').file_name).toBe('€ report.png');
+    const path = (blob: string) => `${base}/${id}/submissions/${res.body.submission_id}/attachments/${blob}`;
+
+    const png = await download(path(byField.avatar), alice.token);
+    expect(png.status).toBe(200);
+    expect(png.bytes.equals(PNG)).toBe(true);
+    expect(png.headers.get('content-type')).toBe('image/png');
+    expect(png.headers.get('content-length')).toBe(String(PNG.length));
+    expect(png.headers.get('x-content-type-options')).toBe('nosniff');
+    // RFC 6266: an ISO-8859-1 fallback name, and the UTF-8 one in filename*.
+    expect(png.headers.get('content-disposition')).toBe(`attachment; filename="? report.png"; filename*=UTF-8''%E2%82%AC%20report.png`);
+    const etag = `"${createHash('sha256').update(PNG).digest('hex')}"`;
+    expect(png.headers.get('etag')).toBe(etag);
+    // The declared type was octet-stream; the sniffed one is served.
+    const pdf = await download(path(byField.cv), alice.token);
+    expect([pdf.status, pdf.headers.get('content-type'), pdf.bytes.equals(PDF)]).toEqual([200, 'application/pdf', true]);
+
+    // Revalidation: the ETag gives 304 and no body.
+    const again = await download(path(byField.avatar), alice.token, { 'if-none-match': etag });
+    expect([again.status, again.bytes.length, again.headers.get('etag')]).toEqual([304, 0, etag]);
+    expect((await download(path(byField.avatar), alice.token, { 'if-none-match': '"other"' })).status).toBe(200);
+
+    // Another user of the tenant is neither the submitter nor an owner: the submission is not theirs to read.
+    const mallory = await t.newUser('mallory');
+    const refused = await download(path(byField.avatar), mallory.token);
+    expect(refused.status).toBeGreaterThanOrEqual(403);
+    expect(refused.status).toBeLessThan(405);
+    expect(refused.bytes.toString()).not.toContain('PNG');
+    // No token: 401.
+    expect((await fetch(`${t.url}${path(byField.avatar)}`)).status).toBe(401);
+    // An id the submission does not have: 404 in the error shape.
+    const unknown = await t.request('GET', path('blob_nope'), { token: alice.token });
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'not_found']);
+  });
+
+  it('does not serve a stored file whose size is not the recorded one', async () => {
+    const id = await multipartForm({ allowed_content_types: ['image/png'], max_files: 1 });
+    const res = await send(id, { name: 'Ada' }, [{ field: 'avatar', name: 'a.png', type: 'image/png', bytes: PNG }]);
+    expect(res.status, res.text).toBe(201);
+    const read = await t.request('GET', `${base}/${id}/submissions/${res.body.submission_id}`, { token: alice.token });
+    const blob = read.body.attachments[0].blob_id as string;
+    truncateSync(blobFiles().find((file) => file.endsWith(blob))!, 10);
+    const cut = await t.request('GET', `${base}/${id}/submissions/${res.body.submission_id}/attachments/${blob}`, { token: alice.token });
+    expect([cut.status, cut.body.code]).toEqual([404, 'not_found']);
+  });
 });

@@ -128,6 +128,7 @@ export const errorCodes = [
   "partition_unavailable", // 503
   "not_enough_replicas", // 503
   "x402_facilitator_unavailable", // 503
+  "attachment_unavailable", // 503
   "flow_interrupted", // 503
   "throttle_subject_invalid", // 400
   "throttle_cost_exceeds_limit", // 400

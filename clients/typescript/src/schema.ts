@@ -55412,6 +55412,164 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/forms/{form_id}/submissions/{submission_id}/attachments/{blob_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A submission's file, as uploaded (docs/api/forms.md, "Downloads"): its submitter, the form's owners and admins. ETag is the SHA-256; If-None-Match gives 304.
+         * @description `GET /api/v1/forms/{form_id}/submissions/{submission_id}/attachments/{blob_id}`
+         *     (B) streams a submission's file back, to whoever may read the submission (its
+         *     submitter, the form's owners and admins; anyone else gets the submission
+         *     read's 403 or 404). A `blob_id` the submission does not have is 404
+         *     `not_found`.
+         *
+         *     - **Headers.** `Content-Type` is the type sniffed at upload (never the
+         *       declared one), with `X-Content-Type-Options: nosniff`; `Content-Length` the
+         *       recorded size; `Content-Disposition: attachment` with the file's name (RFC
+         *       6266: an ISO-8859-1 fallback in `filename`, the UTF-8 name in `filename*`;
+         *       the blob id when the upload had no name).
+         *     - **Caching.** The `ETag` is the file's SHA-256 (its content never changes).
+         *       `If-None-Match` naming it (or `*`) gives 304 with no body.
+         *       `Cache-Control: private, no-cache`: a client may keep the file, and
+         *       revalidates, so a user who loses access stops getting it.
+         *     - **Integrity.** A stored file whose size is not the recorded one, or that is
+         *       gone from the disk, is not served: 404 `not_found` ("no longer stored").
+         *     - **Whole files only.** No `Range` requests (no `Accept-Ranges`); files are at
+         *       most `max_file_bytes` (1 GiB at most).
+         *     - **In a cluster**, a file is on the disk of the node that received the
+         *       upload (files are not replicated; the submission is). Any node answers: one
+         *       that does not hold the file passes the request on to the one that does
+         *       (once, with the client's credentials, header `X-Platform-Attachment-Hop`)
+         *       and streams its answer back. If that node is not in the cluster now: 503
+         *       `attachment_unavailable` with `Retry-After: 5`; if it is gone for good, so
+         *       are its files.
+         *
+         *     ```http
+         *     GET /api/v1/forms/frm_dXNyXzE.p2WmVx9oQ0aAbcde/submissions/sub_M1/attachments/blob_3q9T
+         *     Authorization: Bearer <token>
+         *
+         *     200
+         *     Content-Type: image/png
+         *     Content-Length: 608
+         *     Content-Disposition: attachment; filename="a.png"
+         *     ETag: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+         *     X-Content-Type-Options: nosniff
+         *     Cache-Control: private, no-cache
+         *
+         *     <PNG bytes>
+         *
+         *     GET (the same) with If-None-Match: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+         *     304 (no body)
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    form_id: string;
+                    submission_id: string;
+                    blob_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The file: Content-Type as sniffed at upload, Content-Disposition attachment with its name. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Not modified (If-None-Match named its ETag). */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/forms/{form_id}/submissions/{submission_id}/approve": {
         parameters: {
             query?: never;
@@ -58062,7 +58220,9 @@ export interface paths {
          *     - **Committed with the submission.** Each file's record is in the
          *       submission's `attachments`: `{blob_id, field, content_type` (sniffed)`,
          *       declared_type, file_name, size_bytes, sha256}` (its path relative to
-         *       DATA_DIR is stored too). Files are not served back over HTTP yet.
+         *       DATA_DIR, and in a cluster the id of the node that stored it, are kept
+         *       inside). File names are read as UTF-8, as browsers and `FormData` send them.
+         *       Files are served back by "Downloads" below.
          *
          *     ```http
          *     POST /api/v1/forms/frm_dXNyXzE.p2WmVx9oQ0aAbcde/submissions/multipart
