@@ -19634,7 +19634,7 @@ export interface paths {
          *     |---|---|
          *     | `entity.status_changed` | liveness: an entity turns alive (first heartbeat, or back after an outage) or dead (grace window passed). `data`: `{entity_id, tenant, old_status, new_status, changed_at_ms, last_seen_ms, labels}` |
          *     | `entity.liveness_anomaly` | liveness: a heartbeat's latency is anomalous. `data`: `{entity_id, tenant, labels, timestamp_ms, ...}` (see liveness.md) |
-         *     | `rate_limit.exceeded` | rate limits (the area is not built yet; it publishes with `webhookPublish` from `actors/webhooks/messages.ts`) |
+         *     | `rate_limit.exceeded` | the edge rate limiter: the first refusal of a caller in a window (rate-limits.md) |
          *     | `test.webhook` | `POST /api/v1/webhooks/{webhook_id}/test` |
          *
          *     Subscribing to any other name (create or PATCH) answers 400 `BAD_REQUEST`
