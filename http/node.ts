@@ -11,7 +11,7 @@ import { Metrics } from './plugins/metrics.js';
 import type { AppServices } from './services.js';
 import { LogMailTransport } from './auth/mail.js';
 import { SystemDomainResolver } from './domain-resolver.js';
-import { ClusterNode, productionPorts } from '../cluster/cluster-node.js';
+import type { ClusterNode } from '../cluster/cluster-node.js';
 import { SessionCache } from './auth/session-cache.js';
 import { RevocationAwareActorClient } from './auth/revocation-aware-client.js';
 import { WebhookDeliveryWorker } from './webhook-delivery.js';
@@ -80,6 +80,8 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
       registry: metrics.registry,
       actors: allActors,
     };
+    // Imported only in cluster mode: etcd3 and gRPC are a fifth of an embedded node's start-up (http/lazy-schemas.ts says why that counts).
+    const { ClusterNode, productionPorts } = await import('../cluster/cluster-node.js');
     cluster = ClusterNode.create(clusterOptions, productionPorts(clusterOptions));
     runtime = cluster.runtime;
     actors = cluster.router;
