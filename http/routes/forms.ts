@@ -32,6 +32,7 @@ import {
 } from '../../actors/forms/messages.js';
 import { WEBHOOK_KIND, type WebhookMessage, type WebhookView } from '../../actors/webhooks/messages.js';
 import { blobDirectory, formsFieldKey, receiveUpload, SNIFFABLE_TYPES } from '../form-uploads.js';
+import { sweepPartialUploads } from '../form-blob-sweep.js';
 import { ATTACHMENT_HOP_HEADER, downloadHeaders, etagOf, notModified, openStoredFile, passOn, unavailable } from '../form-downloads.js';
 import { hasFieldKey, setFieldKey } from '../../actors/forms/messages.js';
 import { jobSettings } from '../job-delivery.js';
@@ -374,9 +375,29 @@ function callerOf(request: FastifyRequest): { tenant: string; caller: FormCaller
   return { tenant: principal.tenant, caller: { user_id: principal.user_id, admin: principal.role === 'admin' } };
 }
 
+/** How often this node looks for half-written uploads a crash left on its disk (http/form-blob-sweep.ts). */
+const PARTIAL_UPLOAD_SWEEP_MS = 10 * 60_000;
+
 export function formRoutes(app: FastifyInstance, services: AppServices): void {
   const authenticate = bearerAuthentication(services);
   setFieldKey(formsFieldKey(services.config));
+  // File times are the wall clock's, so the sweep compares them with Date.now(), not the node's (injectable) clock.
+  const staleAfterMs = services.config.httpRequestTimeoutMs + 60_000;
+  const sweep = () => {
+    sweepPartialUploads(services.config.dataDir, staleAfterMs, Date.now()).then(
+      (removed) => {
+        if (removed > 0) app.log.info({ removed }, 'removed half-written uploads');
+      },
+      (error: unknown) => app.log.warn({ err: error }, 'sweep of half-written uploads failed'),
+    );
+  };
+  const firstSweep = setTimeout(sweep, 5_000).unref();
+  const sweeps = setInterval(sweep, PARTIAL_UPLOAD_SWEEP_MS).unref();
+  app.addHook('onClose', (_instance, done) => {
+    clearTimeout(firstSweep);
+    clearInterval(sweeps);
+    done();
+  });
   /** One ask to the form; a form of another tenant (or an id that is none) is 404. */
   const askForm = <Reply>(tenant: string, form_id: string, message: FormMessage, readOnly = false): Promise<Reply> => {
     if (tenantOfFormId(form_id) !== tenant) throw new ServiceError('not_found', 'No such form.');

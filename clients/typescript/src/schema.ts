@@ -58215,8 +58215,12 @@ export interface paths {
          *     - **Nothing left behind.** A refused upload (any of the above, invalid
          *       `data`, or the submission refused by the form) deletes every file it
          *       wrote. A file is written as `<blob_id>.part` and renamed when complete.
-         *       (A crash between the file's rename and the submission's commit can leave an
-         *       orphan blob; no sweep removes those yet.)
+         *       A node killed while a file streams leaves its `.part`: each node removes
+         *       `.part` files not written to for longer than HTTP_REQUEST_TIMEOUT_MS + 60 s
+         *       (no request lasts that long), 5 s after it starts and every 10 minutes
+         *       (log line `removed half-written uploads`). A crash between a complete
+         *       file's rename and the submission's commit can still leave an orphan file;
+         *       nothing removes those yet.
          *     - **Committed with the submission.** Each file's record is in the
          *       submission's `attachments`: `{blob_id, field, content_type` (sniffed)`,
          *       declared_type, file_name, size_bytes, sha256}` (its path relative to
