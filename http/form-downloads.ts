@@ -66,12 +66,14 @@ export async function openStoredFile(dataDir: string, attachment: Attachment): P
   } catch {
     return null;
   }
-  const { size } = await handle.stat();
-  if (size !== attachment.size_bytes) {
-    await handle.close();
-    return null;
+  try {
+    const { size } = await handle.stat();
+    if (size === attachment.size_bytes) return handle.createReadStream();
+  } catch {
+    // Unreadable: not served, as a missing file.
   }
-  return handle.createReadStream();
+  await handle.close();
+  return null;
 }
 
 export interface PassedOn {

@@ -80,7 +80,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
       registry: metrics.registry,
       actors: allActors,
     };
-    // Imported only in cluster mode: etcd3 and gRPC are a fifth of an embedded node's start-up (http/lazy-schemas.ts says why that counts).
+    // Imported only in cluster mode: etcd3 and gRPC cost an embedded node about 150 ms of its start (docs/performance.md, "Start-up").
     const { ClusterNode, productionPorts } = await import('../cluster/cluster-node.js');
     cluster = ClusterNode.create(clusterOptions, productionPorts(clusterOptions));
     runtime = cluster.runtime;
