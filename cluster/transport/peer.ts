@@ -6,12 +6,13 @@ import { FrameBatcher } from './frame-batcher.js';
 import { decodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
 import { fromWireError } from './wire-error.js';
 import { NODE_ID_METADATA } from './cluster-server.js';
+import { PendingReplies } from './pending-replies.js';
 
 interface ForwardStream {
   call: grpc.ClientDuplexStream<FrameMessage, FrameMessage>;
   batcher: FrameBatcher<ForwardRequest>;
-  /** In send order, so the deadline sweep stops at the first young one. */
-  pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void; sent_ms: number }>;
+  /** By id, in send order, so the deadline sweep stops at the first young one. */
+  pending: PendingReplies;
   established: boolean;
   sweep: NodeJS.Timeout;
 }
@@ -30,7 +31,6 @@ export class Peer implements PeerLink {
   readonly address: string;
   private readonly client: ClusterClient;
   private forwardStream?: ForwardStream;
-  private nextId = 1;
   private replicateStream?: ReplicateStream & { closed: boolean; cancel(): void };
 
   constructor(
@@ -49,9 +49,8 @@ export class Peer implements PeerLink {
   /** Sends an actor message to this peer and resolves with the reply of its turn. */
   forward(kind: string, key: string, message: unknown, messageId?: string): Promise<unknown> {
     const stream = this.forwardStream ?? this.openForward();
-    const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      stream.pending.set(id, { resolve, reject, sent_ms: performance.now() });
+      const id = stream.pending.add({ resolve, reject, sent_ms: performance.now() });
       const request: ForwardRequest = { id, kind, key, message };
       if (messageId !== undefined) request.message_id = messageId;
       stream.batcher.push(request);
@@ -113,19 +112,14 @@ export class Peer implements PeerLink {
     const call = this.client.Forward();
     const stream: ForwardStream = {
       call,
-      pending: new Map(),
+      pending: new PendingReplies(),
       established: false,
       batcher: new FrameBatcher<ForwardRequest>((payload) => {
         if (!call.writableEnded && !call.destroyed) call.write({ payload });
       }),
       // One timer per stream, not one per message: at 100k messages/s a timer each would cost more than the forwarding.
       sweep: setInterval(() => {
-        const cutoff = performance.now() - FORWARD_REPLY_TIMEOUT_MS;
-        for (const [id, waiter] of stream.pending) {
-          if (waiter.sent_ms > cutoff) break;
-          stream.pending.delete(id);
-          waiter.reject(new PeerUnreachable(false));
-        }
+        for (const waiter of stream.pending.takeSentBefore(performance.now() - FORWARD_REPLY_TIMEOUT_MS)) waiter.reject(new PeerUnreachable(false));
       }, 1000),
     };
     stream.sweep.unref();
@@ -142,9 +136,8 @@ export class Peer implements PeerLink {
         return;
       }
       for (const reply of replies) {
-        const waiter = stream.pending.get(reply.id);
+        const waiter = stream.pending.take(reply.id);
         if (!waiter) continue;
-        stream.pending.delete(reply.id);
         if (reply.ok) waiter.resolve(reply.value);
         else waiter.reject(fromWireError(reply.error));
       }
@@ -153,8 +146,7 @@ export class Peer implements PeerLink {
       clearInterval(stream.sweep);
       if (this.forwardStream === stream) this.forwardStream = undefined;
       const error = new PeerUnreachable(!stream.established);
-      for (const waiter of stream.pending.values()) waiter.reject(error);
-      stream.pending.clear();
+      for (const waiter of stream.pending.takeAll()) waiter.reject(error);
     };
     call.on('error', fail);
     call.on('end', fail);
