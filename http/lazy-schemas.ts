@@ -32,17 +32,9 @@ export class LazySchemas {
 
   /** A validator that compiles on its first call; it carries ajv's `errors` of its last call, as Fastify reads them. */
   validator(compile: Compile<CompiledValidator>): CompiledValidator {
-    let compiled: CompiledValidator | undefined;
-    const ensure = (): CompiledValidator => {
-      if (compiled === undefined) {
-        compiled = compile();
-        this.waiting.delete(ensure);
-      }
-      return compiled;
-    };
-    this.waiting.add(ensure);
+    const compiled = this.onFirstUse(compile);
     const validate: CompiledValidator = (data: unknown) => {
-      const fn = compiled ?? ensure();
+      const fn = compiled();
       const result = fn(data);
       validate.errors = fn.errors;
       return result;
@@ -52,8 +44,14 @@ export class LazySchemas {
 
   /** A serialiser that compiles on its first call. */
   serializer(compile: Compile<(data: unknown) => string>): (data: unknown) => string {
-    let compiled: ((data: unknown) => string) | undefined;
-    const ensure = (): ((data: unknown) => string) => {
+    const compiled = this.onFirstUse(compile);
+    return (data: unknown) => compiled()(data);
+  }
+
+  /** The compiled function, compiled on the first call of the getter (or by compileAll / warmUp), once. */
+  private onFirstUse<F>(compile: Compile<F>): () => F {
+    let compiled: F | undefined;
+    const ensure = (): F => {
       if (compiled === undefined) {
         compiled = compile();
         this.waiting.delete(ensure);
@@ -61,7 +59,7 @@ export class LazySchemas {
       return compiled;
     };
     this.waiting.add(ensure);
-    return (data: unknown) => (compiled ?? ensure())(data);
+    return ensure;
   }
 
   /** Compiles everything still waiting; throws the first compile error. */
