@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './support/server-process.js';
+import { startServerProcess, type ServerProcess } from './support/server-process.js';
 import { progress, runScenarios } from './support/scenarios.js';
 import { median } from './support/write-path-measure.js';
 import type { BenchRow } from './types.js';
@@ -30,55 +29,28 @@ const bareScript = join(distDir, 'bench', 'support', 'bare-fastify-server.js');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Started {
-  child: ChildProcess;
-  port: number;
+  server: ServerProcess;
   ready_ms: number;
   /** The project's "route schemas compiled" log line, ms after spawn, once seen. */
   warmedUp: Promise<number | undefined>;
 }
 
 async function spawnUntilReady(script: string, readyPath: string, env: Record<string, string>): Promise<Started> {
-  const port = await freePort();
-  const started = performance.now();
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  let sawWarmUp: (at_ms: number) => void = () => undefined;
+  const warmUpAt = new Promise<number>((resolve) => (sawWarmUp = resolve));
+  let tail = '';
+  const server = await startServerProcess(script, env, {
+    readyPath,
+    poll_ms: POLL_MS,
+    startTimeout_ms: 60_000,
+    onStdout: (chunk) => {
+      tail = (tail + chunk.toString('utf8')).slice(-4096);
+      if (tail.includes('route schemas compiled')) sawWarmUp(performance.now());
+    },
   });
-  let exited = false;
-  child.on('exit', () => (exited = true));
-  const warmedUp = new Promise<number | undefined>((resolve) => {
-    let buffered = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      buffered += chunk;
-      if (buffered.includes('route schemas compiled')) resolve(performance.now() - started);
-      else buffered = buffered.slice(-200);
-    });
-    child.on('exit', () => resolve(undefined));
-  });
-  for (;;) {
-    if (exited) throw new Error(`${script} exited before it was ready`);
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}${readyPath}`);
-      await response.arrayBuffer();
-      if (response.status === 200) return { child, port, ready_ms: performance.now() - started, warmedUp };
-    } catch {
-      // Not listening yet.
-    }
-    if (performance.now() - started > 60_000) {
-      child.kill('SIGKILL');
-      throw new Error(`${script} not ready after 60 s`);
-    }
-    await sleep(POLL_MS);
-  }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
+  const exited = new Promise<undefined>((resolve) => server.child.on('exit', () => resolve(undefined)));
+  const warmedUp = Promise.race([warmUpAt, exited]).then((at_ms) => (at_ms === undefined ? undefined : at_ms - server.spawned_ms));
+  return { server, ready_ms: performance.now() - server.spawned_ms, warmedUp };
 }
 
 async function timed<T>(call: () => Promise<T>): Promise<[T, number]> {
@@ -92,7 +64,7 @@ async function projectRun(run: number): Promise<{ ready_ms: number; register_ms:
   let started: Started | undefined;
   try {
     started = await spawnUntilReady(projectScript, '/health/ready', { LOG_LEVEL: 'info', PASSWORD_KDF_COST: '10', DATA_DIR: dataDir });
-    const base = `http://127.0.0.1:${started.port}/api/v1`;
+    const base = `${started.server.url}/api/v1`;
     const [registered, register_ms] = await timed(async () => {
       const response = await fetch(`${base}/auth/register`, {
         method: 'POST',
@@ -115,14 +87,14 @@ async function projectRun(run: number): Promise<{ ready_ms: number; register_ms:
     const warm_ms = await Promise.race([started.warmedUp, sleep(30_000).then(() => undefined)]);
     return { ready_ms: started.ready_ms, register_ms, lock_ms, warm_ms };
   } finally {
-    if (started) await stop(started.child);
+    if (started) await started.server.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
 async function bareRun(): Promise<number> {
   const started = await spawnUntilReady(bareScript, '/', {});
-  await stop(started.child);
+  await started.server.stop();
   return started.ready_ms;
 }
 

@@ -6,6 +6,8 @@ export interface ServerProcess {
   url: string;
   port: number;
   child: ChildProcess;
+  /** performance.now() when the process was spawned (start-up time: ready minus this). */
+  spawned_ms: number;
   /** SIGTERM, then SIGKILL if it has not exited after `grace_ms`. */
   stop(grace_ms?: number): Promise<void>;
 }
@@ -20,17 +22,27 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function startServerProcess(
   script: string,
   env: Record<string, string>,
-  options: { readyPath?: string; startTimeout_ms?: number; nodeArgs?: string[] } = {},
+  options: {
+    readyPath?: string;
+    startTimeout_ms?: number;
+    nodeArgs?: string[];
+    /** How often readiness is polled (default 100 ms). */
+    poll_ms?: number;
+    /** Sees the child's stdout from its first byte (it still goes to our stderr too). */
+    onStdout?: (chunk: Buffer) => void;
+  } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   // BENCH_SERVER_CPU_PROF=<dir>: every server process writes a V8 CPU profile there when it exits.
   const profile = process.env.BENCH_SERVER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : [];
+  const spawned_ms = performance.now();
   const child = spawn(process.execPath, [...profile, ...(options.nodeArgs ?? []), script], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.pipe(process.stderr, { end: false });
+  if (options.onStdout) child.stdout!.on('data', options.onStdout);
   child.stderr!.pipe(process.stderr, { end: false });
   let exited: string | undefined;
   const exitPromise = new Promise<void>((resolve) => {
@@ -64,7 +76,7 @@ export async function startServerProcess(
       await stop(1000);
       throw new Error(`${script} not ready at ${readyUrl} after ${options.startTimeout_ms ?? 30_000} ms`);
     }
-    await sleep(100);
+    await sleep(options.poll_ms ?? 100);
   }
-  return { url, port, child, stop };
+  return { url, port, child, spawned_ms, stop };
 }
