@@ -18,6 +18,8 @@ import { GrpcTransport } from './transport/grpc-transport.js';
 export interface ClusterNodeOptions {
   cluster: ClusterConfig;
   partitions: number;
+  /** limits.activations_max of this node's runtime. */
+  actorsInMemoryMax?: number;
   dataDir: string;
   durability: 'sync' | 'commit';
   httpUrl: string;
@@ -119,6 +121,7 @@ export class ClusterNode {
       store: new ReplicatedStore(local, this.replicator),
       clock: options.clock,
       partitionCount: options.partitions,
+      limits: options.actorsInMemoryMax === undefined ? undefined : { activations_max: options.actorsInMemoryMax },
       logger,
       observer: options.observer,
       initialPartitions: 'none',

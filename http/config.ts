@@ -1,5 +1,6 @@
 import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
 import { base64KeyFrom } from './node-key-file.js';
+import { limits } from '../runtime/limits.js';
 import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
 
@@ -14,6 +15,8 @@ export interface NodeConfig {
   port: number;
   dataDir: string;
   partitions: number;
+  /** Actors one node holds in memory before passivating quiet ones early (runtime limits.activations_max). */
+  actorsInMemoryMax: number;
   logLevel: string;
   adminEmail?: string;
   adminPassword?: string;
@@ -256,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     port,
     dataDir: env.DATA_DIR || './data',
     partitions: intFrom(env, 'PARTITIONS', 64, 1, 4096),
+    actorsInMemoryMax: intFrom(env, 'ACTORS_IN_MEMORY_MAX', limits.activations_max, 1_000, 100_000_000),
     logLevel: env.LOG_LEVEL || 'info',
     adminEmail: env.ADMIN_EMAIL || undefined,
     adminPassword: env.ADMIN_PASSWORD || undefined,

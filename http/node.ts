@@ -70,6 +70,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     const clusterOptions = {
       cluster: config.cluster,
       partitions: config.partitions,
+      actorsInMemoryMax: config.actorsInMemoryMax,
       dataDir: config.dataDir,
       durability: config.durability,
       httpUrl: `http://${config.cluster.advertiseHost}:${config.port}`,
@@ -93,6 +94,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
       store,
       clock,
       partitionCount: config.partitions,
+      limits: { activations_max: config.actorsInMemoryMax },
       logger: logger.child({ component: 'runtime' }),
       observer: metrics,
     });

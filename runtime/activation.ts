@@ -59,6 +59,8 @@ export class ActivationTable {
    * the partition is computed once, at activation.
    */
   private readonly byKind = new Map<string, Map<string, Activation>>();
+  /** Activations in memory, kept as a counter so the metrics and the limit read it without a walk. */
+  private activeCount = 0;
 
   constructor(
     private readonly store: Store,
@@ -97,6 +99,7 @@ export class ActivationTable {
       deferred: undefined,
     };
     byKey.set(key, activation);
+    this.activeCount++;
     this.observer?.activated(kind);
     return activation;
   }
@@ -116,9 +119,7 @@ export class ActivationTable {
   }
 
   count(): number {
-    let count = 0;
-    for (const byKey of this.byKind.values()) count += byKey.size;
-    return count;
+    return this.activeCount;
   }
 
   *all(): IterableIterator<Activation> {
@@ -138,16 +139,20 @@ export class ActivationTable {
   }
 
   /**
-   * Drops from memory every activation `shouldDrop` selects; returns how
+   * Drops from memory every activation `shouldDrop` selects (at most
+   * `maxDropped`, oldest activations first within each kind); returns how
    * many. Asks a dropped activation deferred can no longer be answered: they
    * are rejected with flow_interrupted.
    */
-  dropWhere(shouldDrop: (activation: Activation) => boolean): number {
+  dropWhere(shouldDrop: (activation: Activation) => boolean, maxDropped = Infinity): number {
     let count = 0;
+    // Each kind's map iterates in activation order, so a bounded drop takes the longest-resident first.
     for (const byKey of this.byKind.values()) {
       for (const [key, activation] of byKey) {
+        if (count >= maxDropped) return count;
         if (!shouldDrop(activation)) continue;
         byKey.delete(key);
+        this.activeCount--;
         activation.deferred?.interruptAll();
         this.observer?.passivated(activation.kind);
         count++;

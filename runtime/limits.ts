@@ -12,6 +12,16 @@ export const limits = {
   /** How often the passivation sweep runs. */
   passivate_sweep_interval_ms: 15_000,
   /**
+   * Actors held in memory (Akka Cluster Sharding's active-entity-limit). Past
+   * it, quiet actors are passivated before their idle time is up, the
+   * longest-resident first, down to nine tenths of it: a stream of new keys
+   * (fresh lock keys, one-off subjects) costs bounded RAM instead of
+   * passivate_idle_ms worth of actors.
+   */
+  activations_max: 100_000,
+  /** An actor that ran a turn this recently is kept over activations_max (a hot actor is not reloaded on every message). */
+  activations_evict_idle_ms: 1_000,
+  /**
    * Only alarms due within this window are held in memory; later ones stay in
    * LMDB (time-ordered) until the window reaches them, so a passivated actor's
    * far-off alarm costs no RAM. The window moves every quarter of its length.

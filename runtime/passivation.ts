@@ -12,3 +12,22 @@ export function passivateIdle(activations: ActivationTable, now_ms: number, idle
     (activation) => isQuiet(activation) && !holdsDeferredAsks(activation) && now_ms - activation.lastActiveMs >= idle_ms,
   );
 }
+
+/** What the activation limit trims down to: nine tenths of activations_max, so a trim runs once per tenth of it. */
+export function trimTarget(activations_max: number): number {
+  return Math.floor(activations_max * 0.9);
+}
+
+/**
+ * Past the activation limit: passivates quiet actors idle for at least
+ * `idle_ms`, the longest-resident first, until `target` remain (or none
+ * qualifies any more). Returns how many left memory.
+ */
+export function passivateOverLimit(activations: ActivationTable, now_ms: number, target: number, idle_ms: number): number {
+  const excess = activations.count() - target;
+  if (excess <= 0) return 0;
+  return activations.dropWhere(
+    (activation) => isQuiet(activation) && !holdsDeferredAsks(activation) && now_ms - activation.lastActiveMs >= idle_ms,
+    excess,
+  );
+}

@@ -26,10 +26,14 @@ async function runtimeWith(options: Parameters<typeof startTestRuntime>[1] = {})
 
 /** A runtime over a ControlledStore, for output-gate tests. */
 async function controlledRuntime() {
+  return controlledRuntimeWith({});
+}
+
+async function controlledRuntimeWith(limits: ConstructorParameters<typeof ActorRuntime>[0]['limits']) {
   const dir = mkdtempSync(join(tmpdir(), 'runtime-gate-'));
   const store = new ControlledStore(new LmdbStore({ path: dir }));
   const clock = new ManualClock();
-  const runtime = new ActorRuntime({ store, clock, partitionCount: 4 });
+  const runtime = new ActorRuntime({ store, clock, partitionCount: 4, limits });
   runtime.register(counterActor).register(bagActor);
   await runtime.start();
   cleanups.push(async () => {
@@ -134,6 +138,62 @@ describe('passivation', () => {
     // 'old' passed the idle limit (the periodic sweep or this call drops it); 'young' stays.
     runtime.passivateIdle();
     expect(runtime.activeActorCount()).toBe(1);
+  });
+});
+
+describe('activation limit (activations_max)', () => {
+  it('passivates quiet actors early, the longest-resident first, down to nine tenths of the limit', async () => {
+    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 10, activations_evict_idle_ms: 1000 });
+    for (let i = 0; i < 10; i++) await runtime.ask('counter', `old${i}`, { op: 'add', by: i + 1 });
+    expect(runtime.activeActorCount()).toBe(10);
+    clock.advance(1500);
+    await runtime.ask('counter', 'new0', { op: 'add', by: 1 });
+    await settle();
+    // 11 over a limit of 10: trimmed to 9, the two oldest gone.
+    expect(runtime.activeActorCount()).toBe(9);
+    const reads = store.reads;
+    // Resident: answered from memory.
+    expect(await runtime.ask('counter', 'old2', { op: 'add', by: 1 })).toBe(4);
+    expect(await runtime.ask('counter', 'new0', { op: 'add', by: 1 })).toBe(2);
+    expect(store.reads).toBe(reads);
+    // Passivated: activated again from the store, with its state.
+    expect(await runtime.ask('counter', 'old0', { op: 'add', by: 5 })).toBe(6);
+    expect(store.reads).toBe(reads + 1);
+  });
+
+  it('keeps actors that ran a turn within activations_evict_idle_ms, and does not walk the table on every activation', async () => {
+    const { runtime, clock } = await runtimeWith({ limits: { activations_max: 10, activations_evict_idle_ms: 1000 } });
+    for (let i = 0; i < 15; i++) await runtime.ask('counter', `busy${i}`, { op: 'add', by: 1 });
+    await settle();
+    // All ran within the last second: none is taken, the limit is exceeded rather than a hot actor reloaded.
+    expect(runtime.activeActorCount()).toBe(15);
+    clock.advance(1500);
+    // The next trim waits for another tenth of the limit: at 16 (no trim yet) and 17 it runs.
+    await runtime.ask('counter', 'later0', { op: 'add', by: 1 });
+    await settle();
+    expect(runtime.activeActorCount()).toBe(16);
+    await runtime.ask('counter', 'later1', { op: 'add', by: 1 });
+    await settle();
+    expect(runtime.activeActorCount()).toBe(9);
+    expect(await runtime.ask('counter', 'busy0', { op: 'add', by: 1 })).toBe(2);
+  });
+
+  it('never passivates an actor with a batch waiting for its commit', async () => {
+    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 2, activations_evict_idle_ms: 0 });
+    await runtime.ask('counter', 'a', { op: 'add', by: 1 });
+    await runtime.ask('counter', 'b', { op: 'add', by: 1 });
+    store.holdCommits = true;
+    const held = runtime.ask('counter', 'a', { op: 'add', by: 1 });
+    clock.advance(10);
+    const third = runtime.ask('counter', 'c', { op: 'add', by: 1 });
+    await settle();
+    // Over the limit by one: 'b' (quiet) goes; 'a' (its batch waits for the commit) and 'c' stay.
+    expect(runtime.activeActorCount()).toBe(2);
+    store.holdCommits = false;
+    store.releaseHeld();
+    expect(await held).toBe(2);
+    expect(await third).toBe(1);
+    expect(await runtime.ask('counter', 'b', { op: 'add', by: 1 })).toBe(2);
   });
 });
 

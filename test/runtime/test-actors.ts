@@ -87,6 +87,8 @@ export const bagActor: RecordsActorDefinition<BagState, BagMessage, unknown> = {
 /** Wraps a store: counts commits, can hold them open or make them fail. */
 export class ControlledStore implements Store {
   commits = 0;
+  /** Point reads (an activation's load reads its snapshot once). */
+  reads = 0;
   failNext = false;
   private held: { ops: readonly WriteOp[]; release: () => void }[] = [];
   holdCommits = false;
@@ -94,6 +96,7 @@ export class ControlledStore implements Store {
   constructor(private readonly inner: Store) {}
 
   get(key: StoreKey): unknown {
+    this.reads++;
     return this.inner.get(key);
   }
   range(start: StoreKey, end: StoreKey) {
