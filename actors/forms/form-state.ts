@@ -21,6 +21,7 @@ import {
   type FormDefinition,
   type FormMessage,
   type FormSettings,
+  type FormSettingsPatch,
   type FormView,
   type Page,
   type Submission,
@@ -106,10 +107,28 @@ export function checkDefinition(schema: object, settings: FormSettings): Compile
   for (const honeypot of settings.spam.honeypot_fields) {
     if (properties.has(honeypot)) problems.push(`spam.honeypot_fields names ${honeypot}, which is a property of the schema (a honeypot must be a field real users never fill)`);
   }
+  if (settings.multipart.enabled && settings.multipart.allowed_content_types.length === 0) {
+    problems.push('multipart.allowed_content_types must name at least one type when multipart is enabled');
+  }
   if (problems.length > 0) {
     throw new ServiceError('BAD_REQUEST', problems[0], { details: problems.map((message) => ({ field: 'body', message })) });
   }
   return compiled.validate;
+}
+
+/** The definition with a PATCH applied: lists replace, groups merge key by key (messages.ts, FormSettingsPatch). */
+export function withSettings(def: FormDefinition, patch: FormSettingsPatch): FormDefinition {
+  return {
+    ...def,
+    title: patch.title ?? def.title,
+    fields: patch.fields ?? def.fields,
+    conditional_logic: patch.conditional_logic ?? def.conditional_logic,
+    execution: patch.execution ?? def.execution,
+    drafts: { ...def.drafts, ...patch.drafts },
+    spam: { ...def.spam, ...patch.spam },
+    approval: { ...def.approval, ...patch.approval },
+    multipart: { ...def.multipart, ...patch.multipart },
+  };
 }
 
 function validatorOf(state: FormState, version: number): CompiledSchema {
@@ -413,6 +432,17 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
       const version = def.version + 1;
       state.def = { ...def, version, schemas: [...def.schemas, message.schema], updated_at_ms: now, revision: def.revision + 1 };
       state.validators.set(version, validate);
+      return { state, reply: formView(state), writes: [{ subkey: 'def', value: state.def }], sends: [indexSend(state)] };
+    }
+
+    case 'update_settings': {
+      const def = existing(state);
+      requireOwner(def, message.caller);
+      if (def.status === 'disabled') throw new ServiceError('form_not_accepting', 'The form is disabled; its definition no longer changes.', { details: { status: def.status } });
+      const updated = withSettings(def, message.patch);
+      // The settings must still fit the current schema (fields, rules and honeypots name its properties).
+      checkDefinition(def.schemas[def.version - 1]!, updated);
+      state.def = { ...updated, updated_at_ms: now, revision: def.revision + 1 };
       return { state, reply: formView(state), writes: [{ subkey: 'def', value: state.def }], sends: [indexSend(state)] };
     }
 

@@ -170,6 +170,22 @@ export interface FormSettings {
   approval: { enabled: boolean; approver_role: 'owner' | 'admin'; kind: 'single' };
 }
 
+/**
+ * PATCH /api/v1/forms/{id}: the title and the settings groups present in the
+ * body. Lists (fields, conditional_logic, execution hooks) replace the
+ * current ones; the other groups merge key by key onto the current ones.
+ */
+export interface FormSettingsPatch {
+  title?: string;
+  fields?: FormField[];
+  conditional_logic?: ConditionalRule[];
+  execution?: { on_valid_submission: ExecutionHook[] };
+  drafts?: Partial<FormSettings['drafts']>;
+  spam?: Partial<FormSettings['spam']>;
+  approval?: Partial<FormSettings['approval']>;
+  multipart?: Partial<MultipartSettings>;
+}
+
 export interface FormDefinition extends FormSettings {
   form_id: string;
   tenant: string;
@@ -239,6 +255,7 @@ export type FormMessage =
   | { op: 'create'; tenant: string; caller: FormCaller; name: string; title: string; schema: object; settings: FormSettings }
   | { op: 'get'; caller: FormCaller }
   | { op: 'put_schema'; caller: FormCaller; schema: object }
+  | { op: 'update_settings'; caller: FormCaller; patch: FormSettingsPatch }
   | { op: 'set_status'; caller: FormCaller; status: FormStatus }
   | { op: 'submit'; caller: FormCaller; data: Record<string, unknown>; attachments?: Attachment[] }
   | { op: 'submit_batch'; caller: FormCaller; items: Record<string, unknown>[] }

@@ -25,6 +25,7 @@ import {
   type FormCaller,
   type FormMessage,
   type FormSettings,
+  type FormSettingsPatch,
   type FormView,
   type Page,
   type Submission,
@@ -106,6 +107,8 @@ const SettingsBody = {
 };
 const CreateBody = Type.Object({ name: TEXT(200), title: TEXT(500), schema: JsonObject, ...SettingsBody });
 type CreateBodyType = Static<typeof CreateBody>;
+const PatchBody = Type.Object({ title: Type.Optional(TEXT(500)), ...SettingsBody }, { minProperties: 1 });
+type PatchBodyType = Static<typeof PatchBody>;
 
 const FormSchema = Type.Object({
   form_id: Type.String(),
@@ -236,41 +239,53 @@ function pagination(page: number, page_size: number, total: number) {
   return { page, page_size, total, has_more: page * page_size < total };
 }
 
-/** Settings from the body, with the documented defaults; features not built yet are refused, never silently dropped. */
-function settingsOf(body: CreateBodyType, attempt_timeout_ms: number): FormSettings {
-  const refuse = (field: string, message: string) => {
-    throw new ServiceError('BAD_REQUEST', `${field} ${message}`, { details: [{ field: `body.${field}`, message }] });
-  };
-  const hooks: ExecutionHook[] = (body.execution?.on_valid_submission ?? []).map((hook, index) => {
+type SettingsBodyType = Omit<CreateBodyType, 'name' | 'title' | 'schema'>;
+
+function refuse(field: string, message: string): never {
+  throw new ServiceError('BAD_REQUEST', `${field} ${message}`, { details: [{ field: `body.${field}`, message }] });
+}
+
+/** Execution hooks from the body, checked and normalised (create and PATCH). */
+function hooksOf(hooks: NonNullable<NonNullable<SettingsBodyType['execution']>['on_valid_submission']>, attempt_timeout_ms: number): ExecutionHook[] {
+  return hooks.map((hook, index) => {
     const field = `execution.on_valid_submission[${index}]`;
     if (hook.kind === 'job') {
       if (!hook.queue || !isQueueName(hook.queue)) refuse(`${field}.queue`, 'is required for a job hook: a queue name (letters, digits, - _ . :, 1-100 characters)');
       if (!hook.target) refuse(`${field}.target`, 'is required for a job hook: {url, secret, headers?}');
       let url: URL | null = null;
       try {
-        url = new URL(hook.target!.url);
+        url = new URL(hook.target.url);
       } catch {
         url = null;
       }
       if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) refuse(`${field}.target.url`, 'must be an http or https URL');
       if (JSON.stringify(hook.payload_template ?? null).length > 16 * 1024) refuse(`${field}.payload_template`, 'must serialise to at most 16384 bytes');
-      return { kind: 'job', queue: hook.queue!, payload_template: hook.payload_template ?? null, target: { url: hook.target!.url, secret: hook.target!.secret, headers: hook.target!.headers ?? {} }, attempt_timeout_ms };
+      return { kind: 'job', queue: hook.queue, payload_template: hook.payload_template ?? null, target: { url: hook.target.url, secret: hook.target.secret, headers: hook.target.headers ?? {} }, attempt_timeout_ms };
     }
     if (hook.kind === 'webhook') {
       if (!hook.webhook_id) refuse(`${field}.webhook_id`, 'is required for a webhook hook');
-      return { kind: 'webhook', webhook_id: hook.webhook_id! };
+      return { kind: 'webhook', webhook_id: hook.webhook_id };
     }
     if (!hook.fsm_name || !STATE_NAME_PATTERN.test(hook.fsm_name)) refuse(`${field}.fsm_name`, 'is required for an fsm hook: 1-128 letters, digits and . _ : -');
     if (!hook.target_state) refuse(`${field}.target_state`, 'is required for an fsm hook');
-    return { kind: 'fsm', fsm_name: hook.fsm_name!, target_state: hook.target_state! };
+    return { kind: 'fsm', fsm_name: hook.fsm_name, target_state: hook.target_state };
   });
-  if (body.multipart?.enabled && (body.multipart.allowed_content_types?.length ?? 0) === 0) refuse('multipart.allowed_content_types', 'must name at least one type when multipart is enabled');
-  if (body.fields?.some((field) => field.encrypted) && !hasFieldKey()) refuse('fields.encrypted', 'needs the field key, which a cluster node has only when FORMS_FIELD_KEY is set (docs/api/forms.md, "Encrypted fields")');
+}
+
+/** Display fields from the body, with their defaults; a name twice, or encryption without the field key, is refused. */
+function fieldsOf(fields: NonNullable<SettingsBodyType['fields']>): FormSettings['fields'] {
+  if (fields.some((field) => field.encrypted) && !hasFieldKey()) refuse('fields.encrypted', 'needs the field key, which a cluster node has only when FORMS_FIELD_KEY is set (docs/api/forms.md, "Encrypted fields")');
   const names = new Set<string>();
-  for (const field of body.fields ?? []) {
+  for (const field of fields) {
     if (names.has(field.name)) refuse('fields', `names ${field.name} twice`);
     names.add(field.name);
   }
+  return fields.map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: field.encrypted ?? false }));
+}
+
+/** Settings from the body, with the documented defaults; features not built yet are refused, never silently dropped. */
+function settingsOf(body: SettingsBodyType, attempt_timeout_ms: number): FormSettings {
+  if (body.multipart?.enabled && (body.multipart.allowed_content_types?.length ?? 0) === 0) refuse('multipart.allowed_content_types', 'must name at least one type when multipart is enabled');
   return {
     multipart: {
       enabled: body.multipart?.enabled ?? false,
@@ -279,8 +294,8 @@ function settingsOf(body: CreateBodyType, attempt_timeout_ms: number): FormSetti
       max_file_bytes: body.multipart?.max_file_bytes ?? formPolicy.max_file_bytes_default,
       max_files: body.multipart?.max_files ?? formPolicy.max_files_default,
     },
-    execution: { on_valid_submission: hooks },
-    fields: (body.fields ?? []).map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: field.encrypted ?? false })),
+    execution: { on_valid_submission: hooksOf(body.execution?.on_valid_submission ?? [], attempt_timeout_ms) },
+    fields: fieldsOf(body.fields ?? []),
     conditional_logic: (body.conditional_logic ?? []).map((rule) => ({ when: rule.when, require: rule.require })),
     drafts: { enabled: body.drafts?.enabled ?? false, ttl_seconds: body.drafts?.ttl_seconds ?? formPolicy.draft_ttl_seconds_default },
     spam: {
@@ -291,6 +306,30 @@ function settingsOf(body: CreateBodyType, attempt_timeout_ms: number): FormSetti
     },
     approval: { enabled: body.approval?.enabled ?? false, approver_role: body.approval?.approver_role ?? 'owner', kind: 'single' },
   };
+}
+
+/** Only the keys of `group` that `keys` names and the body gave (a merge must not overwrite with undefined). */
+function present<T extends object, K extends keyof T>(group: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (group[key] !== undefined) out[key] = group[key];
+  return out;
+}
+
+/** A PATCH body as a FormSettingsPatch: lists checked as at creation, groups reduced to the keys given. */
+function settingsPatchOf(body: PatchBodyType, attempt_timeout_ms: number): FormSettingsPatch {
+  const patch: FormSettingsPatch = {};
+  if (body.title !== undefined) patch.title = body.title;
+  if (body.fields !== undefined) patch.fields = fieldsOf(body.fields);
+  if (body.conditional_logic !== undefined) patch.conditional_logic = body.conditional_logic.map((rule) => ({ when: rule.when, require: rule.require }));
+  if (body.execution?.on_valid_submission !== undefined) patch.execution = { on_valid_submission: hooksOf(body.execution.on_valid_submission, attempt_timeout_ms) };
+  if (body.drafts) patch.drafts = present(body.drafts, ['enabled', 'ttl_seconds']);
+  if (body.spam) patch.spam = present(body.spam, ['allow_anonymous', 'honeypot_fields', 'min_submit_ms', 'rate_limit_per_minute']);
+  if (body.approval) patch.approval = present(body.approval, ['enabled', 'approver_role']);
+  if (body.multipart) {
+    const multipart = present(body.multipart, ['enabled', 'allowed_content_types', 'blob_bucket', 'max_file_bytes', 'max_files']);
+    patch.multipart = multipart.allowed_content_types ? { ...multipart, allowed_content_types: [...new Set(multipart.allowed_content_types)] } : multipart;
+  }
+  return patch;
 }
 
 function formShape(form: FormView) {
@@ -455,6 +494,20 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const { tenant, caller } = callerOf(request);
     return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'get', caller }, true));
+  });
+
+  app.patch<{ Params: Static<typeof FormParams>; Body: PatchBodyType }>('/api/v1/forms/:form_id', {
+    onRequest: authenticate,
+    schema: {
+      tags, summary: "Change a form's title and settings (owners and admins). Lists (fields, conditional_logic, execution.on_valid_submission) replace the current ones; the other groups merge key by key. The schema version does not change.",
+      security: bearerSecurity, params: FormParams, body: PatchBody,
+      response: { 200: FormSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
+    },
+  }, async (request) => {
+    const { tenant, caller } = callerOf(request);
+    const patch = settingsPatchOf(request.body, jobSettings(services.config).attempt_timeout_ms);
+    await Promise.all((patch.execution?.on_valid_submission ?? []).map((hook, index) => (hook.kind === 'webhook' ? checkWebhook(tenant, caller, hook.webhook_id, index) : null)));
+    return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'update_settings', caller, patch }));
   });
 
   app.put<{ Params: Static<typeof FormParams>; Body: { schema: object } }>('/api/v1/forms/:form_id/schema', {

@@ -103,6 +103,63 @@ describe('definitions', () => {
   });
 });
 
+describe('settings after creation (PATCH)', () => {
+  const patch = (id: string, body: unknown, token = alice.token) => t.request('PATCH', `${base}/${id}`, { token, body });
+
+  it('changes the title and settings: lists replace, groups merge, the schema version stays', async () => {
+    const id = await createForm({ fields: [{ name: 'email', label: 'E-mail' }], spam: { allow_anonymous: true, min_submit_ms: 0, rate_limit_per_minute: 7 } });
+    const before = (await get(`/${id}`)).body;
+    (t.clock as ManualClock).advance(1_000);
+    const res = await patch(id, {
+      title: 'Sign up (2027)',
+      fields: [{ name: 'country', label: 'Country' }],
+      spam: { rate_limit_per_minute: 3 },
+      approval: { enabled: true },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({
+      form_id: id,
+      title: 'Sign up (2027)',
+      version: before.version,
+      schema: SCHEMA,
+      fields: [{ name: 'country', label: 'Country', kind: 'text', encrypted: false }],
+      spam: { allow_anonymous: true, honeypot_fields: [], min_submit_ms: 0, rate_limit_per_minute: 3 },
+      approval: { enabled: true, approver_role: 'owner', kind: 'single' },
+      drafts: before.drafts,
+    });
+    expect(Date.parse(res.body.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
+    // Stored, and applied to the next submission.
+    expect((await get(`/${id}`)).body).toMatchObject({ title: 'Sign up (2027)', approval: { enabled: true } });
+    const ack = await post(`/${id}/submissions`, { data: { email: 'a@example.com' } });
+    expect(ack.body.status).toBe('pending_approval');
+    // The index hears of it through the outbox.
+    await expect.poll(async () => (await get('?q=2027')).body.forms.map((f: { form_id: string }) => f.form_id)).toEqual([id]);
+  });
+
+  it('refuses settings the current schema cannot carry, and bad bodies, changing nothing', async () => {
+    const id = await createForm();
+    const before = (await get(`/${id}`)).body;
+    expectError(await patch(id, { fields: [{ name: 'nickname' }] }), 400, 'BAD_REQUEST');
+    expectError(await patch(id, { conditional_logic: [{ when: 'country == "US"', require: ['zip'] }] }), 400, 'BAD_REQUEST');
+    expectError(await patch(id, { spam: { honeypot_fields: ['email'] } }), 400, 'BAD_REQUEST');
+    expectError(await patch(id, { multipart: { enabled: true } }), 400, 'BAD_REQUEST');
+    expectError(await patch(id, { fields: [{ name: 'email' }, { name: 'email' }] }), 400, 'BAD_REQUEST');
+    expectError(await patch(id, { execution: { on_valid_submission: [{ kind: 'webhook', webhook_id: 'wh_none' }] } }), 400, 'BAD_REQUEST');
+    expectError(await patch(id, { drafts: { ttl_seconds: 0 } }), 400, 'BAD_REQUEST');
+    expectError(await patch(id, {}), 400, 'BAD_REQUEST');
+    expect((await get(`/${id}`)).body).toEqual(before);
+  });
+
+  it('is for owners and admins, within the tenant, and not on a disabled form', async () => {
+    const id = await createForm();
+    expectError(await patch(id, { title: 'Mine now' }, bob.token), 404, 'not_found');
+    expectError(await patch(id, { title: 'Renamed by an admin' }, adminToken), 404, 'not_found'); // the admin is another tenant
+    expectError(await patch('frm_nothing', { title: 'x' }), 404, 'not_found');
+    expect((await post(`/${id}/status`, { status: 'disabled' })).status).toBe(200);
+    expectError(await patch(id, { title: 'Too late' }), 409, 'form_not_accepting');
+  });
+});
+
 describe('submissions', () => {
   it('submits, validates, and records the version', async () => {
     const id = await createForm({ conditional_logic: [{ when: 'country == "US"', require: ['state'] }] });

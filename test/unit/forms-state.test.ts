@@ -62,6 +62,22 @@ describe('form actor', () => {
     expect(codeOf(() => step(state, { op: 'set_status', caller: owner, status: 'active' }))).toBe('invalid_status_transition');
   });
 
+  it('update_settings: owners and admins only; merged groups, replaced lists; checked against the current schema', () => {
+    const state = fresh();
+    expect(codeOf(() => step(state, { op: 'update_settings', caller: other, patch: { title: 'Mine' } }))).toBe('forbidden');
+    const result = step(state, { op: 'update_settings', caller: admin, patch: { title: 'Join', spam: { min_submit_ms: 0 }, conditional_logic: [] } }, 20_000);
+    expect(result.reply).toMatchObject({ title: 'Join', version: 1, conditional_logic: [], spam: { ...SETTINGS.spam, min_submit_ms: 0 }, updated_at_ms: 20_000 });
+    expect(result.writes).toHaveLength(1);
+    expect(result.sends?.[0]).toMatchObject({ kind: 'form-index', message: { op: 'upsert' } });
+    const revision = state.def!.revision;
+    // Refused: nothing changes.
+    expect(codeOf(() => step(state, { op: 'update_settings', caller: owner, patch: { fields: [{ name: 'zip', label: 'Zip', kind: 'text', encrypted: false }] } }))).toBe('BAD_REQUEST');
+    expect(codeOf(() => step(state, { op: 'update_settings', caller: owner, patch: { multipart: { enabled: true } } }))).toBe('BAD_REQUEST');
+    expect(state.def).toMatchObject({ title: 'Join', fields: [], multipart: SETTINGS.multipart, revision });
+    step(state, { op: 'set_status', caller: owner, status: 'disabled' });
+    expect(codeOf(() => step(state, { op: 'update_settings', caller: owner, patch: { title: 'Late' } }))).toBe('form_not_accepting');
+  });
+
   it('validates against the schema and the conditional logic; submissions keep their version', () => {
     const state = fresh();
     activate(state);

@@ -53910,7 +53910,275 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a form's title and settings (owners and admins). Lists (fields, conditional_logic, execution.on_valid_submission) replace the current ones; the other groups merge key by key. The schema version does not change.
+         * @description `PATCH /api/v1/forms/{form_id}` (owners and platform admins of the tenant)
+         *     changes the `title` and any settings group of the creation table, and answers
+         *     **200** with the Form. The schema and its `version` do not change (that is
+         *     `PUT .../schema`); `name` is fixed at creation. The body follows JSON Merge
+         *     Patch (RFC 7396) one level deep:
+         *     - the lists `fields`, `conditional_logic` and `execution.on_valid_submission`
+         *       replace the current ones as a whole (`[]` empties them);
+         *     - the groups `drafts`, `spam`, `approval` and `multipart` merge key by key:
+         *       `{"spam": {"rate_limit_per_minute": 3}}` keeps the other spam settings.
+         *
+         *     The result is checked as a new form's settings are, against the current
+         *     schema: fields, rules and honeypots must name (or, for honeypots, not name)
+         *     its properties; multipart enabled needs a content type; a webhook hook must
+         *     name a webhook of the tenant that the caller may manage. Anything refused is
+         *     400 and changes nothing. An empty body is 400. A disabled form's definition no
+         *     longer changes (409 `form_not_accepting`); another tenant's form is 404.
+         *
+         *     What the change applies to:
+         *     - submissions, drafts and uploads accepted **after** it. A submission already
+         *       stored keeps its status, data and hook runs. Turning approval off leaves
+         *       pending submissions pending, and they can still be approved or rejected.
+         *     - `retry` of a failed hook runs the hook that is now at that index; if the
+         *       list no longer has one there, that run fails with `not_found`.
+         *     - encryption: each stored value says whether it is sealed, so turning
+         *       `encrypted` on or off for a field applies to new submissions only, and
+         *       older ones still read in clear to owners.
+         *     - the drafts' ttl applies to drafts saved after it.
+         *
+         *     ```http
+         *     PATCH /api/v1/forms/frm_dXNyXzE.p2WmVx9oQ0aAbcde
+         *     {"title": "Sign up (2027)", "spam": {"rate_limit_per_minute": 3},
+         *      "approval": {"enabled": true}}
+         *
+         *     200 {"form_id": "frm_dXNyXzE.p2WmVx9oQ0aAbcde", "name": "signup", "title": "Sign up (2027)",
+         *          "status": "active", "version": 1, "schema": {...}, "fields": [],
+         *          "spam": {"allow_anonymous": false, "honeypot_fields": [], "min_submit_ms": 0, "rate_limit_per_minute": 3},
+         *          "approval": {"enabled": true, "approver_role": "owner", "kind": "single"}, ...,
+         *          "updated_at": "2026-11-28T10:05:00.000Z"}
+         *     ```
+         *
+         *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    form_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        title?: string;
+                        fields?: {
+                            name: string;
+                            label?: string;
+                            kind?: string;
+                            /** @description Stored encrypted at rest (AES-256-GCM); in clear only to the form's owners and admins. */
+                            encrypted?: boolean;
+                        }[];
+                        conditional_logic?: {
+                            when: string;
+                            require: string[];
+                        }[];
+                        drafts?: {
+                            enabled?: boolean;
+                            ttl_seconds?: number;
+                        };
+                        spam?: {
+                            allow_anonymous?: boolean;
+                            honeypot_fields?: string[];
+                            min_submit_ms?: number;
+                            rate_limit_per_minute?: number;
+                        };
+                        approval?: {
+                            enabled?: boolean;
+                            approver_role?: "owner" | "admin";
+                            /** @enum {string} */
+                            kind?: "single";
+                        };
+                        execution?: {
+                            on_valid_submission?: {
+                                kind: "webhook" | "fsm" | "job";
+                                /** @description job hooks: where the job queue delivers the job, signed with the secret (as POST /api/v1/jobs webhook). */
+                                target?: {
+                                    url: string;
+                                    secret: string;
+                                    headers?: {
+                                        [key: string]: string;
+                                    };
+                                };
+                                queue?: string;
+                                payload_template?: unknown;
+                                webhook_id?: string;
+                                fsm_name?: string;
+                                target_state?: string;
+                            }[];
+                        };
+                        multipart?: {
+                            enabled?: boolean;
+                            allowed_content_types?: ("image/png" | "image/jpeg" | "image/gif" | "image/webp" | "application/pdf" | "application/zip" | "application/gzip" | "text/plain")[];
+                            blob_bucket?: string;
+                            max_file_bytes?: number;
+                            max_files?: number;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            form_id: string;
+                            name: string;
+                            title: string;
+                            status: "draft" | "active" | "paused" | "deprecated" | "disabled";
+                            version: number;
+                            /** @description A JSON object. */
+                            schema: {
+                                [key: string]: unknown;
+                            };
+                            fields: {
+                                name: string;
+                                label: string;
+                                kind: string;
+                                encrypted: boolean;
+                            }[];
+                            conditional_logic: {
+                                when: string;
+                                require: string[];
+                            }[];
+                            drafts: {
+                                enabled: boolean;
+                                ttl_seconds: number;
+                            };
+                            spam: {
+                                allow_anonymous: boolean;
+                                honeypot_fields: string[];
+                                min_submit_ms: number;
+                                rate_limit_per_minute: number;
+                            };
+                            approval: {
+                                enabled: boolean;
+                                approver_role: string;
+                                kind: string;
+                            };
+                            execution: {
+                                on_valid_submission: {
+                                    kind: string;
+                                    webhook_id?: string;
+                                    fsm_name?: string;
+                                    target_state?: string;
+                                    queue?: string;
+                                    payload_template?: unknown;
+                                    target?: {
+                                        url: string;
+                                        headers: {
+                                            [key: string]: string;
+                                        };
+                                    };
+                                }[];
+                            };
+                            multipart: {
+                                enabled: boolean;
+                                allowed_content_types: string[];
+                                blob_bucket: string;
+                                max_file_bytes: number;
+                                max_files: number;
+                            };
+                            submission_count: number;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/api/v1/forms/{form_id}/schema": {
@@ -53934,9 +54202,8 @@ export interface paths {
          *     that expires after `drafts.ttl_seconds`.
          *
          *     `PUT /api/v1/forms/{form_id}/schema` (body `{schema}`; owners) answers the
-         *     Form with `version` + 1. The settings stay (they are fixed at creation: to
-         *     change them, create a new form and deprecate this one); the new schema must still hold
-         *     every property the fields and rules name (else 400). A disabled form's
+         *     Form with `version` + 1. The settings stay (`PATCH` below changes them); the
+         *     new schema must still hold every property the fields and rules name (else 400). A disabled form's
          *     definition no longer changes (409 `form_not_accepting`). At most 500
          *     versions per form (409 `form_limit_reached`).
          *
@@ -53947,6 +54214,34 @@ export interface paths {
          *
          *     200 {"form_id": "frm_dXNyXzE.p2WmVx9oQ0aAbcde", "version": 2, "status": "draft", "schema": {...}, ...}
          *     ```
+         *
+         *     `PATCH /api/v1/forms/{form_id}` (owners and platform admins of the tenant)
+         *     changes the `title` and any settings group of the creation table, and answers
+         *     **200** with the Form. The schema and its `version` do not change (that is
+         *     `PUT .../schema`); `name` is fixed at creation. The body follows JSON Merge
+         *     Patch (RFC 7396) one level deep:
+         *     - the lists `fields`, `conditional_logic` and `execution.on_valid_submission`
+         *       replace the current ones as a whole (`[]` empties them);
+         *     - the groups `drafts`, `spam`, `approval` and `multipart` merge key by key:
+         *       `{"spam": {"rate_limit_per_minute": 3}}` keeps the other spam settings.
+         *
+         *     The result is checked as a new form's settings are, against the current
+         *     schema: fields, rules and honeypots must name (or, for honeypots, not name)
+         *     its properties; multipart enabled needs a content type; a webhook hook must
+         *     name a webhook of the tenant that the caller may manage. Anything refused is
+         *     400 and changes nothing. An empty body is 400. A disabled form's definition no
+         *     longer changes (409 `form_not_accepting`); another tenant's form is 404.
+         *
+         *     What the change applies to:
+         *     - submissions, drafts and uploads accepted **after** it. A submission already
+         *       stored keeps its status, data and hook runs. Turning approval off leaves
+         *       pending submissions pending, and they can still be approved or rejected.
+         *     - `retry` of a failed hook runs the hook that is now at that index; if the
+         *       list no longer has one there, that run fails with `not_found`.
+         *     - encryption: each stored value says whether it is sealed, so turning
+         *       `encrypted` on or off for a field applies to new submissions only, and
+         *       older ones still read in clear to owners.
+         *     - the drafts' ttl applies to drafts saved after it.
          *
          *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
          */
