@@ -1,6 +1,7 @@
 import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
 import { base64KeyFrom } from './node-key-file.js';
 import { limits } from '../runtime/limits.js';
+import { gcThreadsFrom, type GcThreads } from './node-flags.js';
 import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
 
@@ -17,6 +18,8 @@ export interface NodeConfig {
   partitions: number;
   /** Actors one node holds in memory before passivating quiet ones early (runtime limits.activations_max). */
   actorsInMemoryMax: number;
+  /** GC_THREADS, checked here so a bad value stops the start; it acts through the start command's V8 flags (node-flags.ts). */
+  gcThreads: GcThreads;
   logLevel: string;
   adminEmail?: string;
   adminPassword?: string;
@@ -260,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     dataDir: env.DATA_DIR || './data',
     partitions: intFrom(env, 'PARTITIONS', 64, 1, 4096),
     actorsInMemoryMax: intFrom(env, 'ACTORS_IN_MEMORY_MAX', limits.activations_max, 1_000, 100_000_000),
+    gcThreads: gcThreadsFrom(env.GC_THREADS),
     logLevel: env.LOG_LEVEL || 'info',
     adminEmail: env.ADMIN_EMAIL || undefined,
     adminPassword: env.ADMIN_PASSWORD || undefined,

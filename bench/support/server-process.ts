@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../cluster/free-port.js';
+import { serverNodeArgs } from '../../http/node-flags.js';
 export { freePort };
 
 export interface ServerProcess {
@@ -36,8 +37,10 @@ export async function startServerProcess(
   const url = `http://127.0.0.1:${port}`;
   // BENCH_SERVER_CPU_PROF=<dir>: every server process writes a V8 CPU profile there when it exits.
   const profile = process.env.BENCH_SERVER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : [];
+  // The project's node starts with the V8 flags `npm start` gives it (http/node-flags.ts); the floors with Node's defaults.
+  const own = /[\\/]http[\\/]server\.js$/.test(script) ? serverNodeArgs() : [];
   const spawned_ms = performance.now();
-  const child = spawn(process.execPath, [...profile, ...(options.nodeArgs ?? []), script], {
+  const child = spawn(process.execPath, [...profile, ...own, ...(options.nodeArgs ?? []), script], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

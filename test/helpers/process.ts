@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { serverNodeArgs } from '../../http/node-flags.js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../cluster/free-port.js';
@@ -61,7 +62,7 @@ export async function startServerProcess(options: StartServerOptions): Promise<S
     LOG_LEVEL: 'warn',
     ...options.env,
   });
-  const child = spawn(process.execPath, [SERVER_ENTRY], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...serverNodeArgs(), SERVER_ENTRY], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (chunk: Buffer) => {
     output += chunk.toString('utf8');

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { serverNodeArgs } from '../../../http/node-flags.js';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -85,7 +86,7 @@ export class FaultNode {
   async start(timeout_ms = 30_000): Promise<void> {
     if (this.state !== 'down') throw new Error(`${this.nodeId} is running`);
     if (!existsSync(SERVER_SCRIPT)) throw new Error(`${SERVER_SCRIPT} does not exist: build first (npx tsc -p tsconfig.json)`);
-    const child = spawn(process.execPath, [SERVER_SCRIPT], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...serverNodeArgs(), SERVER_SCRIPT], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     hookExit();
     children.add(child);
     this.child = child;
