@@ -1,4 +1,4 @@
-import { holdsDeferredAsks, isQuiet, type ActivationTable } from './activation.js';
+import { holdsDeferredAsks, isQuiet, type Activation, type ActivationTable } from './activation.js';
 
 /**
  * Passivation: an actor with no message for `idle_ms` leaves memory, so an
@@ -8,9 +8,12 @@ import { holdsDeferredAsks, isQuiet, type ActivationTable } from './activation.j
  * asks, whose askers wait on it in memory (bounded by deferred_reply_ms_max).
  */
 export function passivateIdle(activations: ActivationTable, now_ms: number, idle_ms: number): number {
-  return activations.dropWhere(
-    (activation) => isQuiet(activation) && !holdsDeferredAsks(activation) && now_ms - activation.lastActiveMs >= idle_ms,
-  );
+  return activations.dropWhere(idleFor(now_ms, idle_ms));
+}
+
+/** May leave memory: quiet, holding no deferred asks, and without a turn for `idle_ms`. */
+function idleFor(now_ms: number, idle_ms: number): (activation: Activation) => boolean {
+  return (activation) => isQuiet(activation) && !holdsDeferredAsks(activation) && now_ms - activation.lastActiveMs >= idle_ms;
 }
 
 /** What the activation limit trims down to: nine tenths of activations_max, so a trim runs once per tenth of it. */
@@ -26,8 +29,5 @@ export function trimTarget(activations_max: number): number {
 export function passivateOverLimit(activations: ActivationTable, now_ms: number, target: number, idle_ms: number): number {
   const excess = activations.count() - target;
   if (excess <= 0) return 0;
-  return activations.dropWhere(
-    (activation) => isQuiet(activation) && !holdsDeferredAsks(activation) && now_ms - activation.lastActiveMs >= idle_ms,
-    excess,
-  );
+  return activations.dropWhere(idleFor(now_ms, idle_ms), excess);
 }
