@@ -246,6 +246,11 @@ export class ClusterNode {
     }
   }
 
+  /** A member's HTTP base URL, or undefined if it is not in the cluster now (one map lookup, not the whole status view). */
+  memberHttpUrl(node_id: string): string | undefined {
+    return this.membership.members().get(node_id)?.http_url;
+  }
+
   status(): ClusterStatusView {
     const partitions: ClusterStatusView['partitions'] = [];
     for (let p = 0; p < this.options.partitions; p++) {

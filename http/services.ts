@@ -25,7 +25,7 @@ export interface AppServices {
   /** PUBLIC_BASE_URL, or this node's own URL once it listens (http/public-base.ts). */
   publicBaseUrl(): string;
   /** Present in cluster mode: what GET /cluster/status shows, and an operator's drain (POST /admin/cluster/nodes/{node_id}/drain). */
-  cluster?: { status(): ClusterStatusView; publishedStatuses(): Promise<NodeStatus[]>; requestDrain(nodeId: string): Promise<DrainOutcome> };
+  cluster?: { status(): ClusterStatusView; memberHttpUrl(node_id: string): string | undefined; publishedStatuses(): Promise<NodeStatus[]>; requestDrain(nodeId: string): Promise<DrainOutcome> };
   /** Recent positive session checks of this node (dropped everywhere on revocation: see http/auth/session-cache.ts). */
   sessionCache: SessionCache;
 }

@@ -660,9 +660,9 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
     if (cluster !== undefined && attachment.node_id !== undefined && attachment.node_id !== self) {
       // Another node's disk holds it: pass the request on (once) and stream its answer back.
       if (request.headers[ATTACHMENT_HOP_HEADER] !== undefined) throw unavailable('The file is not on the node it was passed to.');
-      const member = cluster.status().members.find((candidate) => candidate.node_id === attachment.node_id);
-      if (member === undefined) throw unavailable(`The node holding this file (${attachment.node_id}) is not in the cluster now.`);
-      const answer = await passOn(member.http_url, request.url, { authorization: request.headers.authorization, ifNoneMatch });
+      const memberUrl = cluster.memberHttpUrl(attachment.node_id);
+      if (memberUrl === undefined) throw unavailable(`The node holding this file (${attachment.node_id}) is not in the cluster now.`);
+      const answer = await passOn(memberUrl, request.url, { authorization: request.headers.authorization, ifNoneMatch });
       reply.code(answer.status).headers(answer.headers);
       return reply.send(answer.body ?? undefined);
     }
