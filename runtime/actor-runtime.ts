@@ -15,7 +15,7 @@ import { Outbox, type RemoteDelivery } from './outbox.js';
 import { PartitionTable } from './partition-table.js';
 import { partitionOf } from './partitioning.js';
 import { PARTITION_READS_KIND, partitionOfReadsKey, readPartition, type PartitionRead } from './partition-reads.js';
-import { passivateIdle, passivateOverLimit, trimTarget } from './passivation.js';
+import { ActivationLimit, passivateIdle } from './passivation.js';
 import type { Store } from './store.js';
 import { TurnLoop } from './turn-loop.js';
 
@@ -78,8 +78,7 @@ export class ActorRuntime implements ActorClient {
   private readonly turns: TurnLoop;
   private readonly initialPartitions: 'all' | 'none';
   private sweepTimer?: TimerHandle;
-  /** Activations past which a trim is scheduled: activations_max, raised by a trim that could not reach its target. */
-  private trimAbove: number;
+  private readonly activationLimit: ActivationLimit;
   private trimScheduled = false;
   private state: 'created' | 'running' | 'stopping' | 'stopped' = 'created';
 
@@ -88,7 +87,6 @@ export class ActorRuntime implements ActorClient {
     this.clock = options.clock;
     this.partitionCount = options.partitionCount ?? defaultLimits.partitions_default;
     this.limits = { ...defaultLimits, ...options.limits };
-    this.trimAbove = this.limits.activations_max;
     this.events.setMaxListeners(0);
     this.initialPartitions = options.initialPartitions ?? 'all';
     const { store, clock, limits } = this;
@@ -98,6 +96,7 @@ export class ActorRuntime implements ActorClient {
     const isRunning = () => this.state === 'running';
     this.partitions = new PartitionTable(this.partitionCount);
     this.activations = new ActivationTable(store, clock, this.definitions, this.partitionCount, observer);
+    this.activationLimit = new ActivationLimit(this.activations, limits);
     this.housekeeping = new HousekeepingCommits(store, logger);
     this.alarms = new AlarmWindow({
       store,
@@ -278,7 +277,7 @@ export class ActorRuntime implements ActorClient {
     let activation = existing;
     if (!activation) {
       activation = this.activations.activate(kind, key);
-      if (this.activations.count() > this.trimAbove) this.scheduleTrim();
+      if (this.activationLimit.exceeded()) this.scheduleTrim();
     }
     if (activation.mailbox.length >= this.limits.mailbox_messages_max) {
       this.observer?.overloaded(kind);
@@ -289,22 +288,16 @@ export class ActorRuntime implements ActorClient {
   }
 
   /**
-   * Over activations_max: passivates quiet actors early, after the current
-   * event-loop turn (not inside the enqueue of the activation that crossed
-   * the limit). If too few are quiet and idle to reach the target, the next
-   * trim waits until another tenth of the limit has been activated, so a
-   * burst of busy actors does not cost a walk of the table per activation.
+   * Over the activation limit (passivation.ts, ActivationLimit): passivates
+   * quiet actors early, after the current event-loop turn, not inside the
+   * enqueue of the activation that crossed the limit.
    */
   private scheduleTrim(): void {
     if (this.trimScheduled) return;
     this.trimScheduled = true;
     setImmediate(() => {
       this.trimScheduled = false;
-      if (this.state !== 'running') return;
-      const { activations_max, activations_evict_idle_ms } = this.limits;
-      passivateOverLimit(this.activations, this.clock.now(), trimTarget(activations_max), activations_evict_idle_ms);
-      const left = this.activations.count();
-      this.trimAbove = left > trimTarget(activations_max) ? left + Math.ceil(activations_max / 10) : activations_max;
+      if (this.state === 'running') this.activationLimit.trim(this.clock.now());
     });
   }
 
@@ -313,7 +306,7 @@ export class ActorRuntime implements ActorClient {
     if (this.state !== 'running') return;
     this.sweepTimer = this.clock.setTimer(this.limits.passivate_sweep_interval_ms, () => {
       this.passivateIdle();
-      if (this.activations.count() <= trimTarget(this.limits.activations_max)) this.trimAbove = this.limits.activations_max;
+      this.activationLimit.swept();
       const expired = expiredDedupRecords(this.store, this.partitions, this.clock.now(), this.limits);
       if (expired.length > 0) this.housekeeping.commit(expired, 'dedup sweep failed');
       this.scheduleSweep();

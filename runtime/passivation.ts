@@ -1,4 +1,5 @@
 import { holdsDeferredAsks, isQuiet, type Activation, type ActivationTable } from './activation.js';
+import type { Limits } from './limits.js';
 
 /**
  * Passivation: an actor with no message for `idle_ms` leaves memory, so an
@@ -17,7 +18,7 @@ function idleFor(now_ms: number, idle_ms: number): (activation: Activation) => b
 }
 
 /** What the activation limit trims down to: nine tenths of activations_max, so a trim runs once per tenth of it. */
-export function trimTarget(activations_max: number): number {
+function trimTarget(activations_max: number): number {
   return Math.floor(activations_max * 0.9);
 }
 
@@ -26,8 +27,43 @@ export function trimTarget(activations_max: number): number {
  * `idle_ms`, the longest-resident first, until `target` remain (or none
  * qualifies any more). Returns how many left memory.
  */
-export function passivateOverLimit(activations: ActivationTable, now_ms: number, target: number, idle_ms: number): number {
+function passivateOverLimit(activations: ActivationTable, now_ms: number, target: number, idle_ms: number): number {
   const excess = activations.count() - target;
   if (excess <= 0) return 0;
   return activations.dropWhere(idleFor(now_ms, idle_ms), excess);
+}
+
+/**
+ * When the activation limit trims: past activations_max, or, after a trim
+ * that could not reach its target (too few quiet and idle actors), past what
+ * was left plus a tenth of the limit, so a burst of busy actors does not
+ * cost a walk of the table per activation. The idle sweep brings it back to
+ * activations_max once the count is under the target again.
+ */
+export class ActivationLimit {
+  private trimAbove: number;
+
+  constructor(
+    private readonly activations: ActivationTable,
+    private readonly limits: Pick<Limits, 'activations_max' | 'activations_evict_idle_ms'>,
+  ) {
+    this.trimAbove = limits.activations_max;
+  }
+
+  /** After an activation: is a trim due? */
+  exceeded(): boolean {
+    return this.activations.count() > this.trimAbove;
+  }
+
+  trim(now_ms: number): void {
+    const { activations_max, activations_evict_idle_ms } = this.limits;
+    passivateOverLimit(this.activations, now_ms, trimTarget(activations_max), activations_evict_idle_ms);
+    const left = this.activations.count();
+    this.trimAbove = left > trimTarget(activations_max) ? left + Math.ceil(activations_max / 10) : activations_max;
+  }
+
+  /** After the idle sweep. */
+  swept(): void {
+    if (this.activations.count() <= trimTarget(this.limits.activations_max)) this.trimAbove = this.limits.activations_max;
+  }
 }
