@@ -7,7 +7,7 @@ import { runEtcdLocksInChild, type EtcdLockPlan, type EtcdLockResult } from './s
 import { startProjectCluster, startProjectServer, type ProjectCluster, type ProjectServer } from './support/project-servers.js';
 import { progress, runScenarios } from './support/scenarios.js';
 import { runLoadInChild, type WritePathMode, type WritePathPlan } from './support/write-path-load.js';
-import { measure, median, medianRun, othersMean, round3, statusText, verdict, type Measured } from './support/write-path-measure.js';
+import { flushesPerRequest, measure, median, medianRun, othersMean, round3, serverCpuPerRequest, statusText, verdict, type Measured } from './support/write-path-measure.js';
 import type { BenchRow } from './types.js';
 
 /**
@@ -20,7 +20,10 @@ import type { BenchRow } from './types.js';
  *   project's own cycles on the same keys, one after the other;
  * - the project's three-node cluster with REPLICATION_FACTOR=2 on the
  *   fresh-key load (100 connections spread over the three nodes) against one
- *   standalone node, three rounds alternating (target: >= 0.4 of one node).
+ *   standalone node, three rounds alternating (target: >= 0.4 of one node);
+ *   before it, the same with REPLICATION_FACTOR=1, so that what forwarding
+ *   costs and what replication adds read apart. Beside each: the node
+ *   processes' CPU per acquisition and the disk flushes per acquisition.
  * Every load generator is a child process of its own. BENCH_WRITE_PATH_SECONDS
  * (default 8) per run; BENCH_WRITE_PATH_ETCD_CONCURRENCY (default 32): loops
  * in parallel against etcd (an etcd3 lock is three writes: lease grant, put,
@@ -60,6 +63,74 @@ export async function run(): Promise<BenchRow[]> {
   const load_at_start = loadavg()[0].toFixed(2);
   /** The project's cycles on the etcd key sets, for the ratios. */
   const projectCycles = new Map<string, Measured>();
+
+  const rate = (m: Measured) => (m.result.status['200'] ? Math.round(m.result.status['200'] / m.result.duration_s) : 0);
+
+  /** A cluster of 3 at `replicationFactor` and the one node, ROUNDS rounds each, alternating; the cluster is stopped after. */
+  const clusterVsSingle = async (replicationFactor: number) => {
+    const project = await getSingle();
+    const started_ms = performance.now();
+    const c = await (cluster = startProjectCluster(3, replicationFactor, { PARTITIONS }));
+    try {
+      progress(`cluster (RF ${replicationFactor}) settled in ${((performance.now() - started_ms) / 1000).toFixed(1)} s`);
+      const urls = c.nodes.map((n) => n.url);
+      const clusterPids = [...c.nodes.map((n) => n.child.pid), c.etcd.child.pid];
+      await runLoadInChild(plan(urls, c.token, 'fresh', WARM_UP_SECONDS));
+      await runLoadInChild(plan([project.server.url], project.token, 'fresh', WARM_UP_SECONDS));
+      const runs = { single: [] as Measured[], cluster: [] as Measured[] };
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 === 0 ? (['single', 'cluster'] as const) : (['cluster', 'single'] as const);
+        for (const which of order) {
+          const measured =
+            which === 'single'
+              ? await measure([project.server.child.pid], plan([project.server.url], project.token, 'fresh', SECONDS))
+              : await measure(clusterPids, plan(urls, c.token, 'fresh', SECONDS));
+          if ((measured.result.status['200'] ?? 0) === 0) throw new Error(`${which}: no 200 answer: ${statusText(measured.result)}`);
+          progress(`RF ${replicationFactor} round ${round + 1}: ${which} ${measured.result.requests_per_s} req/s (${statusText(measured.result)})`);
+          runs[which].push(measured);
+        }
+      }
+      return runs;
+    } finally {
+      cluster = undefined;
+      await c.stop();
+    }
+  };
+
+  /**
+   * Where the cluster's rate goes: the node processes' CPU per acquisition
+   * (all of them, etcd included) and the disk flushes per acquisition, against
+   * the one node's in the same rounds.
+   */
+  const costRows = (label: string, runs: { single: Measured[]; cluster: Measured[] }): BenchRow[] => {
+    const medianOf = (list: Measured[], f: (m: Measured) => number | undefined) => {
+      const values = list.map(f).filter((v): v is number => v !== undefined);
+      return values.length === 0 ? undefined : median(values);
+    };
+    const rows: BenchRow[] = [];
+    const cpu = { single: medianOf(runs.single, serverCpuPerRequest), cluster: medianOf(runs.cluster, serverCpuPerRequest) };
+    if (cpu.single !== undefined && cpu.cluster !== undefined) {
+      rows.push({
+        area: AREA,
+        scenario: `fresh keys: ${label}: server CPU per acquisition`,
+        value: cpu.cluster,
+        unit: 'µs',
+        note: `all node processes and etcd, all threads; one node in the same rounds: ${cpu.single} µs (${round3(cpu.cluster / cpu.single)}x); rounds: ${runs.cluster.map(serverCpuPerRequest).join(', ')} vs ${runs.single.map(serverCpuPerRequest).join(', ')}`,
+      });
+    }
+    const flushes = { single: medianOf(runs.single, flushesPerRequest), cluster: medianOf(runs.cluster, flushesPerRequest) };
+    if (flushes.single !== undefined && flushes.cluster !== undefined) {
+      const perSecond = (list: Measured[]) => list.map((m) => Math.round((m.flushes ?? 0) / m.result.duration_s)).join(', ');
+      rows.push({
+        area: AREA,
+        scenario: `fresh keys: ${label}: disk flushes per acquisition`,
+        value: flushes.cluster,
+        unit: 'flushes',
+        note: `fsyncs reaching the disk (/proc/diskstats), machine-wide; one node in the same rounds: ${flushes.single}; flushes/s: ${perSecond(runs.cluster)} vs ${perSecond(runs.single)}`,
+      });
+    }
+    return rows;
+  };
 
   try {
     return await runScenarios(AREA, [
@@ -106,30 +177,26 @@ export async function run(): Promise<BenchRow[]> {
         },
       },
       {
+        name: '3-node cluster, REPLICATION_FACTOR=1 (forwarding only), vs one node: fresh keys',
+        async run() {
+          const runs = await clusterVsSingle(1);
+          const rates = { single: median(runs.single.map(rate)), cluster: median(runs.cluster.map(rate)) };
+          return [
+            {
+              area: AREA,
+              scenario: 'fresh keys: project, 3 nodes, REPLICATION_FACTOR=1 (acquires)',
+              value: rates.cluster,
+              unit: 'acquires/s',
+              note: `median of ${runs.cluster.map(rate).join(', ')}; one node in the same rounds: ${runs.single.map(rate).join(', ')}; ratio ${round3(rates.cluster / rates.single)} (no target: what forwarding alone costs, two requests in three go to a node that does not lead their key)${othersMean(runs.cluster)}`,
+            },
+            ...costRows('3 nodes, REPLICATION_FACTOR=1', runs),
+          ];
+        },
+      },
+      {
         name: '3-node cluster, REPLICATION_FACTOR=2, vs one node: fresh keys',
         async run() {
-          const project = await getSingle();
-          const started_ms = performance.now();
-          const c = await (cluster ??= startProjectCluster(3, 2, { PARTITIONS }));
-          progress(`cluster settled in ${((performance.now() - started_ms) / 1000).toFixed(1)} s`);
-          const urls = c.nodes.map((n) => n.url);
-          const clusterPids = [...c.nodes.map((n) => n.child.pid), c.etcd.child.pid];
-          await runLoadInChild(plan(urls, c.token, 'fresh', WARM_UP_SECONDS));
-          await runLoadInChild(plan([project.server.url], project.token, 'fresh', WARM_UP_SECONDS));
-          const runs = { single: [] as Measured[], cluster: [] as Measured[] };
-          for (let round = 0; round < ROUNDS; round++) {
-            const order = round % 2 === 0 ? (['single', 'cluster'] as const) : (['cluster', 'single'] as const);
-            for (const which of order) {
-              const measured =
-                which === 'single'
-                  ? await measure([project.server.child.pid], plan([project.server.url], project.token, 'fresh', SECONDS))
-                  : await measure(clusterPids, plan(urls, c.token, 'fresh', SECONDS));
-              if ((measured.result.status['200'] ?? 0) === 0) throw new Error(`${which}: no 200 answer: ${statusText(measured.result)}`);
-              progress(`cluster round ${round + 1}: ${which} ${measured.result.requests_per_s} req/s (${statusText(measured.result)})`);
-              runs[which].push(measured);
-            }
-          }
-          const rate = (m: Measured) => m.result.status['200'] ? Math.round(m.result.status['200'] / m.result.duration_s) : 0;
+          const runs = await clusterVsSingle(2);
           const one = median(runs.single.map(rate));
           const three = median(runs.cluster.map(rate));
           const ratio = round3(three / one);
@@ -156,6 +223,7 @@ export async function run(): Promise<BenchRow[]> {
               unit: 'ratio',
               note: `${three} / ${one} acquires/s (medians, alternating rounds); all 4 node processes share this machine's cores; target >= ${CLUSTER_TARGET}: ${verdict(ratio >= CLUSTER_TARGET)}`,
             },
+            ...costRows('3 nodes, REPLICATION_FACTOR=2', runs),
           ];
         },
       },

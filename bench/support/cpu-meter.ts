@@ -12,6 +12,8 @@ export interface CpuUsage {
   /** Cores used by every other process. */
   others_cores: number;
   machine_cores: number;
+  /** How long the meter ran. */
+  seconds: number;
 }
 
 const TICKS_PER_SECOND = 100;
@@ -49,7 +51,7 @@ export function startCpuMeter(pids: number[]): () => CpuUsage | undefined {
     const participants = pids.reduce((sum, pid) => sum + processTicks(pid), 0) - participantsStart;
     const machine = machineEnd - machineStart;
     const cores = (ticks: number) => Math.round((ticks / TICKS_PER_SECOND / seconds) * 100) / 100;
-    return { participants_cores: cores(participants), others_cores: cores(Math.max(0, machine - participants)), machine_cores: cores(machine) };
+    return { participants_cores: cores(participants), others_cores: cores(Math.max(0, machine - participants)), machine_cores: cores(machine), seconds };
   };
 }
 

@@ -1,19 +1,49 @@
 import { startCpuMeter, type CpuUsage } from './cpu-meter.js';
+import { diskFlushes } from './disk-flushes.js';
 import { runLoadInChild, type WritePathPlan, type WritePathResult } from './write-path-load.js';
 
 /** Shared by the write-path bench files: a measured load run, medians, notes. */
 export interface Measured {
   result: WritePathResult;
+  /** The server processes and the load generator, against the rest of the machine. */
   cpu: CpuUsage | undefined;
+  /** CPU seconds of the server processes alone (all their threads). */
+  serverCpuSeconds: number | undefined;
+  /** Disk flushes (fsyncs reaching the disk) during the run, machine-wide. */
+  flushes: number | undefined;
 }
 
 /** Runs the plan in a load-generator child; the CPU meter covers the given server pids and the child. */
 export async function measure(serverPids: (number | undefined)[], plan: WritePathPlan): Promise<Measured> {
+  const servers = serverPids.filter((p): p is number => typeof p === 'number');
   let stopMeter: (() => CpuUsage | undefined) | undefined;
+  let stopServerMeter: (() => CpuUsage | undefined) | undefined;
+  let flushesAtStart: number | undefined;
   const result = await runLoadInChild(plan, (pid) => {
-    stopMeter = startCpuMeter([...serverPids.filter((p): p is number => typeof p === 'number'), pid]);
+    stopMeter = startCpuMeter([...servers, pid]);
+    stopServerMeter = startCpuMeter(servers);
+    flushesAtStart = diskFlushes();
   });
-  return { result, cpu: stopMeter?.() };
+  const flushesAtEnd = diskFlushes();
+  const cpu = stopMeter?.();
+  const serverUsage = stopServerMeter?.();
+  const serverCpuSeconds = serverUsage ? serverUsage.participants_cores * serverUsage.seconds : undefined;
+  const flushes = flushesAtStart === undefined || flushesAtEnd === undefined ? undefined : flushesAtEnd - flushesAtStart;
+  return { result, cpu, serverCpuSeconds, flushes };
+}
+
+/** The servers' CPU per answered request, in µs (all their threads), or undefined without /proc. */
+export function serverCpuPerRequest(m: Measured): number | undefined {
+  const answered = Object.values(m.result.status).reduce((a, b) => a + b, 0);
+  if (m.serverCpuSeconds === undefined || answered === 0) return undefined;
+  return Math.round((m.serverCpuSeconds * 1e6) / answered);
+}
+
+/** Disk flushes per answered request, or undefined where /proc/diskstats has no flush count. */
+export function flushesPerRequest(m: Measured): number | undefined {
+  const answered = Object.values(m.result.status).reduce((a, b) => a + b, 0);
+  if (m.flushes === undefined || answered === 0) return undefined;
+  return round3(m.flushes / answered);
 }
 
 export function median(values: number[]): number {
