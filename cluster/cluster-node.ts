@@ -114,6 +114,7 @@ export class ClusterNode {
       logger,
       clock: this.clusterClock,
       replicationTimeoutMs: cluster.replicationTimeoutMs,
+      commitDelayMs: cluster.commitDelayMs,
       minInSyncReplicas: cluster.minInSyncReplicas,
       observeAck: (ms) => this.metrics.replicationAck.observe(ms / 1000),
     });

@@ -19,6 +19,13 @@ export interface ClusterConfig {
   prefix: string;
   /** A follower that has not acknowledged an entry after this long leaves the in-sync set. */
   replicationTimeoutMs: number;
+  /**
+   * Under load, a node waits this long after one local commit (a leader's
+   * entries, a follower's applies) before the next, so that it carries more
+   * writes per fsync (REPLICATION_COMMIT_DELAY_MS; 0 = never wait). A commit
+   * with nothing queued behind it is never delayed.
+   */
+  commitDelayMs: number;
   /** How long the edge keeps retrying a request whose partition has no reachable leader. */
   forwardDeadlineMs: number;
 }

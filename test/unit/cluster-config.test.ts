@@ -19,3 +19,17 @@ describe('cluster config: MIN_IN_SYNC_REPLICAS', () => {
     expect(() => cluster({ MIN_IN_SYNC_REPLICAS: 'two' })).toThrow(/MIN_IN_SYNC_REPLICAS/);
   });
 });
+
+describe('cluster config: REPLICATION_COMMIT_DELAY_MS', () => {
+  it('defaults to 4 ms; 0 turns the wait off', () => {
+    expect(cluster({})?.commitDelayMs).toBe(4);
+    expect(cluster({ REPLICATION_COMMIT_DELAY_MS: '0' })?.commitDelayMs).toBe(0);
+    expect(cluster({ REPLICATION_COMMIT_DELAY_MS: '100' })?.commitDelayMs).toBe(100);
+  });
+
+  it('refuses to start outside 0..100, saying why', () => {
+    expect(() => cluster({ REPLICATION_COMMIT_DELAY_MS: '101' })).toThrow('REPLICATION_COMMIT_DELAY_MS must be an integer from 0 to 100, got "101"');
+    expect(() => cluster({ REPLICATION_COMMIT_DELAY_MS: '-1' })).toThrow(/REPLICATION_COMMIT_DELAY_MS/);
+    expect(() => cluster({ REPLICATION_COMMIT_DELAY_MS: '2.5' })).toThrow(/REPLICATION_COMMIT_DELAY_MS/);
+  });
+});

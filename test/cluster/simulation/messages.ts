@@ -17,6 +17,8 @@ export interface SimConfig {
   leaseTtlSeconds: number;
   replicationTimeoutMs: number;
   forwardDeadlineMs: number;
+  /** REPLICATION_COMMIT_DELAY_MS; 0 when absent. */
+  commitDelayMs?: number;
   fault?: SimFault;
   /** During an etcd outage, half of a node's writes are applied with their answer lost (FakeEtcdClient). */
   etcdLostAnswers?: boolean;

@@ -133,6 +133,7 @@ export class SimNode {
           leaseTtlSeconds: world.config.leaseTtlSeconds,
           prefix: SIM_PREFIX,
           replicationTimeoutMs: world.config.replicationTimeoutMs,
+          commitDelayMs: world.config.commitDelayMs ?? 0,
           forwardDeadlineMs: world.config.forwardDeadlineMs,
         },
         partitions: world.config.partitions,

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, type Store, type StoreKey, type WriteOp } from '../../runtime/index.js';
+import { keys } from '../../runtime/storage-keys.js';
+import { Replicator } from '../../cluster/replication/replicator.js';
+import type { LogEntry } from '../../cluster/replication/partition-log.js';
+import type { ReplicateMessage } from '../../cluster/transport/frames.js';
+
+/**
+ * REPLICATION_COMMIT_DELAY_MS: under load a node waits before its next local
+ * commit so that the commit carries more; a commit with nothing behind it is
+ * never delayed. A store that holds every commit until the test releases it
+ * stands for LMDB's fsync.
+ */
+class HeldStore implements Store {
+  readonly data = new Map<string, unknown>();
+  readonly commits: { ops: readonly WriteOp[]; release: () => void }[] = [];
+
+  get(key: StoreKey): unknown {
+    return this.data.get(JSON.stringify(key));
+  }
+  range(): Iterable<{ key: StoreKey; value: unknown }> {
+    return [];
+  }
+  count(): number {
+    return 0;
+  }
+  commit(ops: readonly WriteOp[]): Promise<void> {
+    return new Promise((resolve) => {
+      this.commits.push({
+        ops,
+        release: () => {
+          for (const op of ops) {
+            if (op.type === 'put') this.data.set(JSON.stringify(op.key), op.value);
+            else this.data.delete(JSON.stringify(op.key));
+          }
+          resolve();
+        },
+      });
+    });
+  }
+  async close(): Promise<void> {}
+  /** Releases commit i and lets its continuations run. */
+  async release(i: number): Promise<void> {
+    this.commits[i].release();
+    for (let turn = 0; turn < 5; turn++) await Promise.resolve();
+  }
+}
+
+const silent = { info() {}, warn() {}, error() {}, debug() {} };
+
+function replicatorWith(commitDelayMs: number) {
+  const local = new HeldStore();
+  const clock = Object.assign(new ManualClock(), { monotonicNow: () => clock.now() });
+  const replicator = new Replicator({
+    local,
+    selfId: 'n1',
+    heldEpoch: () => 1,
+    streamTo: () => undefined,
+    recordInSync: async () => true,
+    deposed: () => {},
+    logger: silent,
+    clock,
+    replicationTimeoutMs: 1000,
+    commitDelayMs,
+  });
+  return { local, clock, replicator };
+}
+
+const put = (key: string): WriteOp => ({ type: 'put', key: keys.snapshot(0, 'counter', key), value: { n: 1 } });
+
+/** Leads partition 0 at epoch 1 (its fence record is the first local commit). */
+async function leading(commitDelayMs: number) {
+  const world = replicatorWith(commitDelayMs);
+  const won = world.replicator.becomeLeader(0, 1);
+  for (let turn = 0; turn < 5 && world.local.commits.length === 0; turn++) await Promise.resolve();
+  await world.local.release(0);
+  expect(await won).toBe(true);
+  world.local.commits.length = 0;
+  return world;
+}
+
+function settledFlag(promise: Promise<void>) {
+  const flag = { done: false };
+  void promise.then(() => (flag.done = true));
+  return flag;
+}
+
+describe('replicator: the commit delay on a leader', () => {
+  it('starts a commit with nothing behind it at once', async () => {
+    const { local, clock } = await leading(4).then((w) => ({ ...w, acked: w.replicator.commit([put('a')]) }));
+    expect(local.commits).toHaveLength(1);
+    await local.release(0);
+    expect(clock.pendingTimerCount()).toBe(0);
+  });
+
+  it('under load, waits the delay, then writes everything that waited in one commit', async () => {
+    const { local, clock, replicator } = await leading(4);
+    const first = settledFlag(replicator.commit([put('a')]));
+    expect(local.commits).toHaveLength(1);
+    const second = settledFlag(replicator.commit([put('b')]));
+    const third = settledFlag(replicator.commit([put('c')]));
+    await local.release(0);
+    expect(first.done).toBe(true);
+    // b and c wait behind it: no commit yet, one timer for the delay.
+    expect(local.commits).toHaveLength(1);
+    clock.advance(3);
+    expect(local.commits).toHaveLength(1);
+    clock.advance(1);
+    expect(local.commits).toHaveLength(2);
+    const written = local.commits[1].ops.map((op) => op.key[3]);
+    expect(written).toEqual(expect.arrayContaining(['b', 'c']));
+    expect(second.done || third.done).toBe(false);
+    await local.release(1);
+    expect(second.done && third.done).toBe(true);
+  });
+
+  it('with REPLICATION_COMMIT_DELAY_MS=0, the next commit starts as soon as the last one is done', async () => {
+    const { local, replicator } = await leading(0);
+    void replicator.commit([put('a')]);
+    void replicator.commit([put('b')]);
+    await local.release(0);
+    expect(local.commits).toHaveLength(2);
+  });
+});
+
+describe('replicator: the commit delay on a follower', () => {
+  const append = (seq: number, key: string): ReplicateMessage => {
+    const entry: LogEntry = { partition: 0, epoch: 1, seq, prevEpoch: seq === 1 ? 0 : 1, ops: [put(key)] };
+    return { t: 'append', entry };
+  };
+
+  it('applies a lone frame at once and gathers the frames that wait behind a commit after the delay', async () => {
+    const { local, clock, replicator } = replicatorWith(4);
+    const first = replicator.applyFrame([append(1, 'a')]);
+    for (let turn = 0; turn < 5 && local.commits.length === 0; turn++) await Promise.resolve();
+    expect(local.commits).toHaveLength(1);
+    const second = replicator.applyFrame([append(2, 'b')]);
+    const third = replicator.applyFrame([append(3, 'c')]);
+    await local.release(0);
+    expect(await first).toEqual([{ t: 'ack', partition: 0, seq: 1, epoch: 1 }]);
+    expect(local.commits).toHaveLength(1);
+    clock.advance(4);
+    for (let turn = 0; turn < 5 && local.commits.length === 1; turn++) await Promise.resolve();
+    expect(local.commits).toHaveLength(2);
+    await local.release(1);
+    expect(await second).toEqual([{ t: 'ack', partition: 0, seq: 2, epoch: 1 }]);
+    expect(await third).toEqual([{ t: 'ack', partition: 0, seq: 3, epoch: 1 }]);
+  });
+});
