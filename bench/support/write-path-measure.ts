@@ -32,16 +32,21 @@ export async function measure(serverPids: (number | undefined)[], plan: WritePat
   return { result, cpu, serverCpuSeconds, flushes };
 }
 
+/** Responses of any status. */
+function answeredOf(m: Measured): number {
+  return Object.values(m.result.status).reduce((a, b) => a + b, 0);
+}
+
 /** The servers' CPU per answered request, in µs (all their threads), or undefined without /proc. */
 export function serverCpuPerRequest(m: Measured): number | undefined {
-  const answered = Object.values(m.result.status).reduce((a, b) => a + b, 0);
+  const answered = answeredOf(m);
   if (m.serverCpuSeconds === undefined || answered === 0) return undefined;
   return Math.round((m.serverCpuSeconds * 1e6) / answered);
 }
 
 /** Disk flushes per answered request, or undefined where /proc/diskstats has no flush count. */
 export function flushesPerRequest(m: Measured): number | undefined {
-  const answered = Object.values(m.result.status).reduce((a, b) => a + b, 0);
+  const answered = answeredOf(m);
   if (m.flushes === undefined || answered === 0) return undefined;
   return round3(m.flushes / answered);
 }

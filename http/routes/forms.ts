@@ -283,6 +283,11 @@ function fieldsOf(fields: NonNullable<SettingsBodyType['fields']>): FormSettings
   return fields.map((field) => ({ name: field.name, label: field.label ?? field.name, kind: field.kind ?? 'text', encrypted: field.encrypted ?? false }));
 }
 
+/** Conditional rules from the body, reduced to what is stored (create and PATCH). */
+function rulesOf(rules: NonNullable<SettingsBodyType['conditional_logic']>): FormSettings['conditional_logic'] {
+  return rules.map((rule) => ({ when: rule.when, require: rule.require }));
+}
+
 /** Settings from the body, with the documented defaults; features not built yet are refused, never silently dropped. */
 function settingsOf(body: SettingsBodyType, attempt_timeout_ms: number): FormSettings {
   if (body.multipart?.enabled && (body.multipart.allowed_content_types?.length ?? 0) === 0) refuse('multipart.allowed_content_types', 'must name at least one type when multipart is enabled');
@@ -296,7 +301,7 @@ function settingsOf(body: SettingsBodyType, attempt_timeout_ms: number): FormSet
     },
     execution: { on_valid_submission: hooksOf(body.execution?.on_valid_submission ?? [], attempt_timeout_ms) },
     fields: fieldsOf(body.fields ?? []),
-    conditional_logic: (body.conditional_logic ?? []).map((rule) => ({ when: rule.when, require: rule.require })),
+    conditional_logic: rulesOf(body.conditional_logic ?? []),
     drafts: { enabled: body.drafts?.enabled ?? false, ttl_seconds: body.drafts?.ttl_seconds ?? formPolicy.draft_ttl_seconds_default },
     spam: {
       allow_anonymous: body.spam?.allow_anonymous ?? false,
@@ -320,7 +325,7 @@ function settingsPatchOf(body: PatchBodyType, attempt_timeout_ms: number): FormS
   const patch: FormSettingsPatch = {};
   if (body.title !== undefined) patch.title = body.title;
   if (body.fields !== undefined) patch.fields = fieldsOf(body.fields);
-  if (body.conditional_logic !== undefined) patch.conditional_logic = body.conditional_logic.map((rule) => ({ when: rule.when, require: rule.require }));
+  if (body.conditional_logic !== undefined) patch.conditional_logic = rulesOf(body.conditional_logic);
   if (body.execution?.on_valid_submission !== undefined) patch.execution = { on_valid_submission: hooksOf(body.execution.on_valid_submission, attempt_timeout_ms) };
   if (body.drafts) patch.drafts = present(body.drafts, ['enabled', 'ttl_seconds']);
   if (body.spam) patch.spam = present(body.spam, ['allow_anonymous', 'honeypot_fields', 'min_submit_ms', 'rate_limit_per_minute']);
