@@ -1,6 +1,7 @@
 import { ServiceError, storageKeys, type RuntimeLogger, type Store, type StoreKey, type WriteOp } from '../../runtime/index.js';
 import type { ReplicateMessage, ReplicateReply } from '../transport/frames.js';
 import { every, type ClusterClock, type ReplicateStream, type TimerHandle } from '../ports.js';
+import { CommitLane, type LaneWrite } from './commit-lane.js';
 import { LeaderLog, type Settled } from './leader-log.js';
 import { decideAppend, decideSnapshot, EMPTY_VERSION, fenceAt, type LogEntry, type PartitionVersion } from './partition-log.js';
 
@@ -35,8 +36,9 @@ export interface ReplicatorPorts {
   clock: ClusterClock;
   replicationTimeoutMs: number;
   /**
-   * After a local commit with more waiting behind it, wait this long before
-   * the next (ClusterConfig.commitDelayMs; 0 or absent: at once).
+   * After a local commit with more waiting behind it (leader entries or
+   * follower frames), wait this long before the next (ClusterConfig.commitDelayMs;
+   * 0 or absent: at once). See commit-lane.ts.
    */
   commitDelayMs?: number;
   /** Copies (leader included) a write needs in the in-sync set (MIN_IN_SYNC_REPLICAS; 1 when absent). */
@@ -129,12 +131,15 @@ export class Replicator {
   private applying?: Promise<void>;
   /** Follower side: the round of frames being applied now (one commit), settled or not. */
   private applyingRound?: Promise<unknown>;
-  /** Leader side: one local commit at a time (group commit), so that a failed one is never followed by a later entry of its partition. */
-  private localBusy = false;
+  /** This node's local commits of leader entries and follower frames, one at a time (commit-lane.ts). */
+  private readonly lane: CommitLane;
+  /** Leader side: the entries waiting in the lane for its next commit. */
   private nextLocal?: LocalBatch;
   private timer?: TimerHandle;
 
-  constructor(private readonly ports: ReplicatorPorts) {}
+  constructor(private readonly ports: ReplicatorPorts) {
+    this.lane = new CommitLane(ports.local, ports.clock, ports.commitDelayMs ?? 0, ports.logger);
+  }
 
   start(): void {
     this.timer = every(this.ports.clock, Math.max(20, Math.floor(this.ports.replicationTimeoutMs / 4)), () => this.checkLaggards());
@@ -253,6 +258,7 @@ export class Replicator {
       // Refused before anything is written or shipped: the runtime reloads the actor, a retry is safe.
       if (!led.log.acceptsWrites()) return Promise.reject(notEnoughReplicas(p, led.log.inSyncCopies(), led.log.minInSync));
     }
+    const fresh = this.nextLocal === undefined;
     const batch = (this.nextLocal ??= newLocalBatch());
     for (const op of localOnly) batch.localOnly.push(op);
     const waits: Promise<void>[] = [];
@@ -269,73 +275,49 @@ export class Replicator {
       }
     }
     for (const p of groups.keys()) void this.trackLocal(p, batch.done);
-    if (!this.localBusy) this.flushLocal();
+    // After the entries are in it: an idle lane reads the batch at once.
+    if (fresh) this.lane.submit(this.localWrite(batch));
     return waits.length === 1 ? waits[0] : Promise.all(waits).then(() => undefined);
   }
 
   /**
-   * Writes the entries made while the previous local commit was in flight, as
-   * one commit (lmdb-js would group them into one transaction anyway). One at
-   * a time: if a commit fails, the entries after it of the same partitions
-   * must not reach the disk, or this node's copy would claim a version whose
-   * log has a hole (found by the seeded simulation: replicas at the same
-   * version held different data).
+   * The lane write of a batch of leader entries: the entries made until the
+   * lane starts its commit (lmdb-js would group them into one transaction
+   * anyway). The lane commits one at a time: if a commit fails, the entries
+   * after it of the same partitions must not reach the disk, or this node's
+   * copy would claim a version whose log has a hole (found by the seeded
+   * simulation: replicas at the same version held different data); `done`
+   * marks them failed before the next commit reads its entries.
    *
    * Entries of a leadership that ended meanwhile are not written either: their
    * waiters have failed, and this node may already be following the new
    * leader, whose snapshot or entries a late write of the old log would
    * overwrite (found by the simulation with commits stalling past a lease).
    */
-  private flushLocal(): void {
-    const batch = this.nextLocal;
-    if (!batch) return;
-    this.nextLocal = undefined;
-    const kept = batch.entries.filter(({ led }) => !led.localFailed && this.led.get(led.log.partition) === led);
-    const all: WriteOp[] = [...batch.localOnly];
-    for (const { ops } of kept) for (const op of ops) all.push(op);
-    if (all.length === 0) {
-      batch.resolve();
-      return;
-    }
-    this.localBusy = true;
-    this.ports.local.commit(all).then(
-      () => {
-        for (const { led, entry } of kept) this.settle(led, led.log.localCommitted(entry.seq));
-        this.localDone(batch);
+  private localWrite(batch: LocalBatch): LaneWrite {
+    let kept: LocalBatch['entries'] = [];
+    return {
+      ops: () => {
+        if (this.nextLocal === batch) this.nextLocal = undefined;
+        kept = batch.entries.filter(({ led }) => !led.localFailed && this.led.get(led.log.partition) === led);
+        const all: WriteOp[] = [...batch.localOnly];
+        for (const { ops } of kept) for (const op of ops) all.push(op);
+        return all;
       },
-      (error: unknown) => {
-        // Followers may hold an entry this node does not: it must not lead on.
-        for (const { led } of kept) {
-          if (led.localFailed) continue;
-          led.localFailed = true;
-          this.ports.logger.error({ err: error, partition: led.log.partition }, 'local commit failed; giving the partition up');
-          this.ports.deposed(led.log.partition, 'local commit failed');
+      done: (ok, error) => {
+        if (ok) for (const { led, entry } of kept) this.settle(led, led.log.localCommitted(entry.seq));
+        else {
+          // Followers may hold an entry this node does not: it must not lead on.
+          for (const { led } of kept) {
+            if (led.localFailed) continue;
+            led.localFailed = true;
+            this.ports.logger.error({ err: error, partition: led.log.partition }, 'local commit failed; giving the partition up');
+            this.ports.deposed(led.log.partition, 'local commit failed');
+          }
         }
-        this.localDone(batch);
+        batch.resolve();
       },
-    );
-  }
-
-  /**
-   * The next local commit starts at once, or, under load (entries already
-   * wait for it), after commitDelayMs: on this machine a cluster node's
-   * commits carried 4 acquisitions per fsync against 16 on one node, and each
-   * fsync costs its writer thread some 300 µs of CPU that the node's
-   * requests need (docs/performance.md, "Where the cluster's rate goes").
-   * localBusy stays set meanwhile, so what arrives joins the waiting batch.
-   */
-  private localDone(batch: LocalBatch): void {
-    batch.resolve();
-    const delay = this.ports.commitDelayMs ?? 0;
-    if (delay > 0 && this.nextLocal) {
-      this.ports.clock.setTimer(delay, () => {
-        this.localBusy = false;
-        this.flushLocal();
-      });
-      return;
-    }
-    this.localBusy = false;
-    this.flushLocal();
+    };
   }
 
   private settle(led: LedPartition, settled: Settled): void {
@@ -597,9 +579,6 @@ export class Replicator {
           this.applyingRound = round;
           const replies = await round;
           frames.forEach((frame, i) => frame.resolve(replies[i]));
-          // Under load, as for the leader's commits (localDone): frames that wait gather for commitDelayMs into one commit.
-          const delay = this.ports.commitDelayMs ?? 0;
-          if (delay > 0 && this.frameQueue.length > 0) await new Promise<void>((resolve) => this.ports.clock.setTimer(delay, resolve));
         } catch (error) {
           for (const frame of frames) frame.reject(error);
         }
@@ -623,7 +602,9 @@ export class Replicator {
       if (ops.length === 0) return;
       const batch = ops;
       ops = [];
-      await this.ports.local.commit(batch);
+      // Through the lane, with this node's leader entries. Frames that arrived during the
+      // commit make the lane wait its delay, so that they share the next one.
+      await this.lane.commit(batch, () => this.frameQueue.length > 0);
     };
     const versionOf = (p: number) => versions.get(p) ?? this.readVersion(p);
     const setVersion = (p: number, version: PartitionVersion) => {

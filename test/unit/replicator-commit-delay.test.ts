@@ -13,7 +13,7 @@ import type { ReplicateMessage } from '../../cluster/transport/frames.js';
  */
 class HeldStore implements Store {
   readonly data = new Map<string, unknown>();
-  readonly commits: { ops: readonly WriteOp[]; release: () => void }[] = [];
+  readonly commits: { ops: readonly WriteOp[]; release: () => void; fail: (error: Error) => void }[] = [];
 
   get(key: StoreKey): unknown {
     return this.data.get(JSON.stringify(key));
@@ -25,9 +25,10 @@ class HeldStore implements Store {
     return 0;
   }
   commit(ops: readonly WriteOp[]): Promise<void> {
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       this.commits.push({
         ops,
+        fail: reject,
         release: () => {
           for (const op of ops) {
             if (op.type === 'put') this.data.set(JSON.stringify(op.key), op.value);
@@ -145,5 +146,80 @@ describe('replicator: the commit delay on a follower', () => {
     await local.release(1);
     expect(await second).toEqual([{ t: 'ack', partition: 0, seq: 2, epoch: 1 }]);
     expect(await third).toEqual([{ t: 'ack', partition: 0, seq: 3, epoch: 1 }]);
+  });
+});
+
+describe('replicator: leader entries and follower frames share the commit lane', () => {
+  const appendTo = (partition: number, seq: number, key: string): ReplicateMessage => {
+    const entry: LogEntry = { partition, epoch: 1, seq, prevEpoch: seq === 1 ? 0 : 1, ops: [{ type: 'put', key: keys.snapshot(partition, 'counter', key), value: { n: 1 } }] };
+    return { t: 'append', entry };
+  };
+
+  it('writes a leader entry and a follower frame that wait behind a commit in one commit, after the delay', async () => {
+    // Leads partition 0, follows partition 1.
+    const { local, clock, replicator } = await leading(4);
+    const led = settledFlag(replicator.commit([put('a')]));
+    expect(local.commits).toHaveLength(1);
+    const leaderNext = settledFlag(replicator.commit([put('b')]));
+    const followed = replicator.applyFrame([appendTo(1, 1, 'x')]);
+    for (let turn = 0; turn < 5; turn++) await Promise.resolve();
+    // Both wait behind the commit in flight.
+    expect(local.commits).toHaveLength(1);
+    await local.release(0);
+    expect(led.done).toBe(true);
+    clock.advance(4);
+    for (let turn = 0; turn < 5 && local.commits.length === 1; turn++) await Promise.resolve();
+    expect(local.commits).toHaveLength(2);
+    const written = local.commits[1].ops.map((op) => `${String(op.key[1])}:${String(op.key[3])}`);
+    expect(written).toEqual(expect.arrayContaining(['0:b', '1:x']));
+    await local.release(1);
+    expect(leaderNext.done).toBe(true);
+    expect(await followed).toEqual([{ t: 'ack', partition: 1, seq: 1, epoch: 1 }]);
+  });
+
+  it('starts a follower frame at once when the lane is idle, even while this node leads other partitions', async () => {
+    const { local, replicator } = await leading(4);
+    const followed = replicator.applyFrame([appendTo(1, 1, 'x')]);
+    for (let turn = 0; turn < 5 && local.commits.length === 0; turn++) await Promise.resolve();
+    expect(local.commits).toHaveLength(1);
+    await local.release(0);
+    expect(await followed).toEqual([{ t: 'ack', partition: 1, seq: 1, epoch: 1 }]);
+  });
+
+  it('a failed shared commit fails both: the leader gives its partition up, the follower frame is refused', async () => {
+    const deposed: number[] = [];
+    const local = new HeldStore();
+    const clock = Object.assign(new ManualClock(), { monotonicNow: () => clock.now() });
+    const replicator = new Replicator({
+      local,
+      selfId: 'n1',
+      heldEpoch: () => 1,
+      streamTo: () => undefined,
+      recordInSync: async () => true,
+      deposed: (p) => deposed.push(p),
+      logger: silent,
+      clock,
+      replicationTimeoutMs: 1000,
+      commitDelayMs: 0,
+    });
+    const won = replicator.becomeLeader(0, 1);
+    for (let turn = 0; turn < 5 && local.commits.length === 0; turn++) await Promise.resolve();
+    await local.release(0);
+    expect(await won).toBe(true);
+    local.commits.length = 0;
+    const first = settledFlag(replicator.commit([put('a')]));
+    const leaderNext = replicator.commit([put('b')]);
+    const followed = replicator.applyFrame([appendTo(1, 1, 'x')]);
+    for (let turn = 0; turn < 5; turn++) await Promise.resolve();
+    await local.release(0);
+    expect(first.done).toBe(true);
+    for (let turn = 0; turn < 5 && local.commits.length === 1; turn++) await Promise.resolve();
+    expect(local.commits).toHaveLength(2);
+    local.commits[1].fail(new Error('disk full'));
+    await expect(followed).rejects.toThrow('disk full');
+    expect(deposed).toEqual([0]);
+    // The leader entry's outcome is unknown to its client: it fails (the partition was given up).
+    replicator.stopLeading(0);
+    await expect(leaderNext).rejects.toThrow();
   });
 });

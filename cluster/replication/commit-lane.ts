@@ -1,0 +1,92 @@
+import type { RuntimeLogger, Store, WriteOp } from '../../runtime/index.js';
+import type { ClusterClock } from '../ports.js';
+
+/** One contribution to a node's next local commit. */
+export interface LaneWrite {
+  /**
+   * Its operations, read when the commit that carries it starts, not when it
+   * is submitted: a leader drops there the entries of a leadership that ended
+   * or of a partition whose earlier commit failed meanwhile.
+   */
+  ops(): readonly WriteOp[];
+  /** Called synchronously when that commit is durable (ok) or has failed, before the lane starts another. */
+  done(ok: boolean, error?: unknown): void;
+  /** Asked after its commit: does this writer already have more waiting? Then the lane waits its delay first. */
+  more?(): boolean;
+}
+
+/**
+ * A node's local commits of replicated data, one at a time: a partition
+ * leader's log entries and the frames it applies as a follower go to LMDB
+ * together. Separately, the two made two fsyncs where one would do, each
+ * some 300 µs of the writer thread's CPU on this machine (docs/performance.md,
+ * "Where the cluster's rate goes").
+ *
+ * A write submitted while the lane is idle starts at once (a lone writer
+ * waits for no timer). Under load, when writes already wait at the end of a
+ * commit, or a writer says it has more, the lane waits `delayMs` so that the
+ * next commit carries everything that arrives meanwhile.
+ */
+export class CommitLane {
+  private busy = false;
+  private pending: LaneWrite[] = [];
+
+  constructor(
+    private readonly store: Pick<Store, 'commit'>,
+    private readonly clock: ClusterClock,
+    private readonly delayMs: number,
+    private readonly logger: RuntimeLogger,
+  ) {}
+
+  submit(write: LaneWrite): void {
+    this.pending.push(write);
+    if (!this.busy) this.start();
+  }
+
+  /** `submit` for a writer that awaits its operations' durability. */
+  commit(ops: readonly WriteOp[], more?: () => boolean): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.submit({ ops: () => ops, done: (ok, error) => (ok ? resolve() : reject(error)), more });
+    });
+  }
+
+  private start(): void {
+    this.busy = true;
+    const writes = this.pending;
+    this.pending = [];
+    const ops: WriteOp[] = [];
+    for (const write of writes) for (const op of write.ops()) ops.push(op);
+    if (ops.length === 0) {
+      this.finish(writes, true);
+      return;
+    }
+    this.store.commit(ops).then(
+      () => this.finish(writes, true),
+      (error: unknown) => this.finish(writes, false, error),
+    );
+  }
+
+  private finish(writes: LaneWrite[], ok: boolean, error?: unknown): void {
+    // Writers learn the outcome before the next commit reads their operations.
+    for (const write of writes) {
+      try {
+        write.done(ok, error);
+      } catch (thrown) {
+        // One writer's bug must not leave the lane busy for ever (no commit would start again).
+        this.logger.error({ err: thrown }, 'commit lane: a writer failed on its outcome');
+      }
+    }
+    const underLoad = this.pending.length > 0 || writes.some((write) => write.more?.() === true);
+    if (underLoad && this.delayMs > 0) {
+      // busy stays set: what arrives meanwhile joins `pending`.
+      this.clock.setTimer(this.delayMs, () => this.next());
+      return;
+    }
+    this.next();
+  }
+
+  private next(): void {
+    if (this.pending.length > 0) this.start();
+    else this.busy = false;
+  }
+}
