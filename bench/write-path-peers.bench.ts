@@ -22,8 +22,10 @@ import type { BenchRow } from './types.js';
  *   fresh-key load (100 connections spread over the three nodes) against one
  *   standalone node, three rounds alternating (target: >= 0.4 of one node);
  *   before it, the same with REPLICATION_FACTOR=1, so that what forwarding
- *   costs and what replication adds read apart. Beside each: the node
- *   processes' CPU per acquisition and the disk flushes per acquisition.
+ *   costs and what replication adds read apart, and in the same rounds three
+ *   unclustered embedded nodes under the same load: what three node processes
+ *   get from this machine's cores at all. Beside each: the node processes'
+ *   CPU per acquisition and the disk flushes per acquisition.
  * Every load generator is a child process of its own. BENCH_WRITE_PATH_SECONDS
  * (default 8) per run; BENCH_WRITE_PATH_ETCD_CONCURRENCY (default 32): loops
  * in parallel against etcd (an etcd3 lock is three writes: lease grant, put,
@@ -55,10 +57,23 @@ async function etcdLocks(etcd: EtcdProcess, mode: EtcdLockPlan['mode']): Promise
   return { result, others: othersMean([{ cpu: stopMeter?.() }]) };
 }
 
+/** `count` embedded nodes of their own; if one fails to start, the others are stopped. */
+async function startSeparateNodes(count: number): Promise<ProjectServer[]> {
+  const started = await Promise.allSettled(Array.from({ length: count }, () => startProjectServer({ PARTITIONS })));
+  const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    throw failed.reason;
+  }
+  return nodes;
+}
+
 export async function run(): Promise<BenchRow[]> {
   let single: Promise<ProjectServer> | undefined;
   let lockEtcd: { etcd: EtcdProcess; dir: string } | undefined;
   let cluster: Promise<ProjectCluster> | undefined;
+  let unclusteredNodes: Promise<ProjectServer[]> | undefined;
   const getSingle = () => (single ??= startProjectServer({ PARTITIONS }));
   const load_at_start = loadavg()[0].toFixed(2);
   /** The project's cycles on the etcd key sets, for the ratios. */
@@ -66,25 +81,40 @@ export async function run(): Promise<BenchRow[]> {
 
   const rate = (m: Measured) => (m.result.status['200'] ? Math.round(m.result.status['200'] / m.result.duration_s) : 0);
 
-  /** A cluster of 3 at `replicationFactor` and the one node, ROUNDS rounds each, alternating; the cluster is stopped after. */
-  const clusterVsSingle = async (replicationFactor: number) => {
+  /**
+   * A cluster of 3 at `replicationFactor` and the one node, ROUNDS rounds each,
+   * alternating; the cluster is stopped after. With `unclustered`, three
+   * separate embedded nodes (no etcd, no forwarding, each its own users and
+   * keys) take part in the rounds too, the same 100 connections spread over
+   * them: what three node processes get from this machine's cores at all, the
+   * ceiling of a 3-node cluster here (RF 2 writes everything twice: half of it).
+   */
+  const clusterVsSingle = async (replicationFactor: number, unclustered = false) => {
     const project = await getSingle();
     const started_ms = performance.now();
     const c = await (cluster = startProjectCluster(3, replicationFactor, { PARTITIONS }));
+    const separate = unclustered ? await (unclusteredNodes = startSeparateNodes(3)) : [];
     try {
       progress(`cluster (RF ${replicationFactor}) settled in ${((performance.now() - started_ms) / 1000).toFixed(1)} s`);
       const urls = c.nodes.map((n) => n.url);
       const clusterPids = [...c.nodes.map((n) => n.child.pid), c.etcd.child.pid];
+      // Each separate node has its own users: a bearer per url.
+      const separateUrls = separate.map((n) => n.server.url);
+      const separatePlan = (duration_s: number): WritePathPlan => ({ ...plan(separateUrls, '', 'fresh', duration_s), tokens: separate.map((n) => n.token) });
       await runLoadInChild(plan(urls, c.token, 'fresh', WARM_UP_SECONDS));
       await runLoadInChild(plan([project.server.url], project.token, 'fresh', WARM_UP_SECONDS));
-      const runs = { single: [] as Measured[], cluster: [] as Measured[] };
+      if (unclustered) await runLoadInChild(separatePlan(WARM_UP_SECONDS));
+      const runs = { single: [] as Measured[], cluster: [] as Measured[], unclustered: [] as Measured[] };
+      const parties = unclustered ? (['single', 'cluster', 'unclustered'] as const) : (['single', 'cluster'] as const);
       for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? (['single', 'cluster'] as const) : (['cluster', 'single'] as const);
+        const order = round % 2 === 0 ? parties : [...parties].reverse();
         for (const which of order) {
           const measured =
             which === 'single'
               ? await measure([project.server.child.pid], plan([project.server.url], project.token, 'fresh', SECONDS))
-              : await measure(clusterPids, plan(urls, c.token, 'fresh', SECONDS));
+              : which === 'cluster'
+                ? await measure(clusterPids, plan(urls, c.token, 'fresh', SECONDS))
+                : await measure(separate.map((n) => n.server.child.pid), separatePlan(SECONDS));
           if ((measured.result.status['200'] ?? 0) === 0) throw new Error(`${which}: no 200 answer: ${statusText(measured.result)}`);
           progress(`RF ${replicationFactor} round ${round + 1}: ${which} ${measured.result.requests_per_s} req/s (${statusText(measured.result)})`);
           runs[which].push(measured);
@@ -93,7 +123,8 @@ export async function run(): Promise<BenchRow[]> {
       return runs;
     } finally {
       cluster = undefined;
-      await c.stop();
+      unclusteredNodes = undefined;
+      await Promise.all([c.stop(), ...separate.map((n) => n.stop())]);
     }
   };
 
@@ -179,9 +210,17 @@ export async function run(): Promise<BenchRow[]> {
       {
         name: '3-node cluster, REPLICATION_FACTOR=1 (forwarding only), vs one node: fresh keys',
         async run() {
-          const runs = await clusterVsSingle(1);
-          const rates = { single: median(runs.single.map(rate)), cluster: median(runs.cluster.map(rate)) };
+          const runs = await clusterVsSingle(1, true);
+          const rates = { single: median(runs.single.map(rate)), cluster: median(runs.cluster.map(rate)), unclustered: median(runs.unclustered.map(rate)) };
+          const cpu = (list: Measured[]) => list.map(serverCpuPerRequest).join(', ');
           return [
+            {
+              area: AREA,
+              scenario: 'fresh keys: 3 unclustered nodes, the same load (acquires)',
+              value: rates.unclustered,
+              unit: 'acquires/s',
+              note: `three separate embedded nodes (no etcd, no forwarding), ${CONNECTIONS} connections spread over them; median of ${runs.unclustered.map(rate).join(', ')}; one node in the same rounds: ${runs.single.map(rate).join(', ')}; ratio ${round3(rates.unclustered / rates.single)}: what 3 node processes get from this machine, the ceiling of a 3-node cluster here (RF 2: half of it); CPU per acquisition, µs: ${cpu(runs.unclustered)} vs ${cpu(runs.single)}`,
+            },
             {
               area: AREA,
               scenario: 'fresh keys: project, 3 nodes, REPLICATION_FACTOR=1 (acquires)',
@@ -232,8 +271,8 @@ export async function run(): Promise<BenchRow[]> {
       { area: AREA, scenario: 'machine: 1-min load average at start / end', value: Number(loadavg()[0].toFixed(2)), unit: 'load', note: `at start ${load_at_start}; ${SECONDS} s per run` },
     ]);
   } finally {
-    const [s, c] = await Promise.all([single?.catch(() => undefined), cluster?.catch(() => undefined)]);
-    await Promise.all([s?.stop(), c?.stop()]);
+    const [s, c, u] = await Promise.all([single?.catch(() => undefined), cluster?.catch(() => undefined), unclusteredNodes?.catch(() => undefined)]);
+    await Promise.all([s?.stop(), c?.stop(), ...(u ?? []).map((n) => n.stop())]);
     if (lockEtcd) {
       await lockEtcd.etcd.stop();
       rmSync(lockEtcd.dir, { recursive: true, force: true });

@@ -29,6 +29,8 @@ export interface WritePathPlan {
   mode: WritePathMode;
   urls: string[];
   token?: string;
+  /** A bearer per url (servers that do not share users, such as separate embedded nodes); `token` otherwise. */
+  tokens?: string[];
   connections: number;
   duration_s: number;
   /** Makes fresh keys unique across rounds. */
@@ -68,7 +70,7 @@ function sequence(plan: WritePathPlan, instance: number): { url: string; request
   if (plan.target === 'put') {
     return { url, requests: [{ method: 'POST', headers: json, body: plan.body, setupRequest: (request) => ({ ...request, path: `/put/${key()}` }) }] };
   }
-  const headers = { ...json, authorization: `Bearer ${plan.token}` };
+  const headers = { ...json, authorization: `Bearer ${plan.tokens?.[instance] ?? plan.token}` };
   let owner = 0;
   const acquire: LoadRequest = {
     method: 'POST',
