@@ -49,7 +49,7 @@ class HeldStore implements Store {
 
 const silent = { info() {}, warn() {}, error() {}, debug() {} };
 
-function replicatorWith(commitDelayMs: number) {
+function replicatorWith(commitDelayMs: number, deposed: (p: number) => void = () => {}) {
   const local = new HeldStore();
   const clock = Object.assign(new ManualClock(), { monotonicNow: () => clock.now() });
   const replicator = new Replicator({
@@ -58,7 +58,7 @@ function replicatorWith(commitDelayMs: number) {
     heldEpoch: () => 1,
     streamTo: () => undefined,
     recordInSync: async () => true,
-    deposed: () => {},
+    deposed,
     logger: silent,
     clock,
     replicationTimeoutMs: 1000,
@@ -70,8 +70,8 @@ function replicatorWith(commitDelayMs: number) {
 const put = (key: string): WriteOp => ({ type: 'put', key: keys.snapshot(0, 'counter', key), value: { n: 1 } });
 
 /** Leads partition 0 at epoch 1 (its fence record is the first local commit). */
-async function leading(commitDelayMs: number) {
-  const world = replicatorWith(commitDelayMs);
+async function leading(commitDelayMs: number, deposed?: (p: number) => void) {
+  const world = replicatorWith(commitDelayMs, deposed);
   const won = world.replicator.becomeLeader(0, 1);
   for (let turn = 0; turn < 5 && world.local.commits.length === 0; turn++) await Promise.resolve();
   await world.local.release(0);
@@ -188,25 +188,7 @@ describe('replicator: leader entries and follower frames share the commit lane',
 
   it('a failed shared commit fails both: the leader gives its partition up, the follower frame is refused', async () => {
     const deposed: number[] = [];
-    const local = new HeldStore();
-    const clock = Object.assign(new ManualClock(), { monotonicNow: () => clock.now() });
-    const replicator = new Replicator({
-      local,
-      selfId: 'n1',
-      heldEpoch: () => 1,
-      streamTo: () => undefined,
-      recordInSync: async () => true,
-      deposed: (p) => deposed.push(p),
-      logger: silent,
-      clock,
-      replicationTimeoutMs: 1000,
-      commitDelayMs: 0,
-    });
-    const won = replicator.becomeLeader(0, 1);
-    for (let turn = 0; turn < 5 && local.commits.length === 0; turn++) await Promise.resolve();
-    await local.release(0);
-    expect(await won).toBe(true);
-    local.commits.length = 0;
+    const { local, replicator } = await leading(0, (p) => deposed.push(p));
     const first = settledFlag(replicator.commit([put('a')]));
     const leaderNext = replicator.commit([put('b')]);
     const followed = replicator.applyFrame([appendTo(1, 1, 'x')]);
