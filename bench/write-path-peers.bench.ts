@@ -87,7 +87,8 @@ export async function run(): Promise<BenchRow[]> {
    * separate embedded nodes (no etcd, no forwarding, each its own users and
    * keys) take part in the rounds too, the same 100 connections spread over
    * them: what three node processes get from this machine's cores at all, the
-   * ceiling of a 3-node cluster here (RF 2 writes everything twice: half of it).
+   * ceiling of a 3-node cluster here (RF 2 also applies every write on a
+   * follower, so its own ceiling is lower).
    */
   const clusterVsSingle = async (replicationFactor: number, unclustered = false) => {
     const project = await getSingle();
@@ -219,7 +220,7 @@ export async function run(): Promise<BenchRow[]> {
               scenario: 'fresh keys: 3 unclustered nodes, the same load (acquires)',
               value: rates.unclustered,
               unit: 'acquires/s',
-              note: `three separate embedded nodes (no etcd, no forwarding), ${CONNECTIONS} connections spread over them; median of ${runs.unclustered.map(rate).join(', ')}; one node in the same rounds: ${runs.single.map(rate).join(', ')}; ratio ${round3(rates.unclustered / rates.single)}: what 3 node processes get from this machine, the ceiling of a 3-node cluster here (RF 2: half of it); CPU per acquisition, µs: ${cpu(runs.unclustered)} vs ${cpu(runs.single)}`,
+              note: `three separate embedded nodes (no etcd, no forwarding), ${CONNECTIONS} connections spread over them; median of ${runs.unclustered.map(rate).join(', ')}; one node in the same rounds: ${runs.single.map(rate).join(', ')}; ratio ${round3(rates.unclustered / rates.single)}: what 3 node processes get from this machine, the ceiling of a 3-node cluster here (RF 2 also applies every write on a follower: lower); CPU per acquisition, µs: ${cpu(runs.unclustered)} vs ${cpu(runs.single)}`,
             },
             {
               area: AREA,

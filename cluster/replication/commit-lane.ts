@@ -52,10 +52,20 @@ export class CommitLane {
 
   private start(): void {
     this.busy = true;
-    const writes = this.pending;
-    this.pending = [];
+    const writes: LaneWrite[] = [];
     const ops: WriteOp[] = [];
-    for (const write of writes) for (const op of write.ops()) ops.push(op);
+    for (const write of this.pending.splice(0)) {
+      let own: readonly WriteOp[];
+      try {
+        own = write.ops();
+      } catch (error) {
+        // Refused alone: the others' commit goes on, and the lane does not stay busy.
+        this.tell(write, false, error);
+        continue;
+      }
+      for (const op of own) ops.push(op);
+      writes.push(write);
+    }
     if (ops.length === 0) {
       this.finish(writes, true);
       return;
@@ -68,14 +78,7 @@ export class CommitLane {
 
   private finish(writes: LaneWrite[], ok: boolean, error?: unknown): void {
     // Writers learn the outcome before the next commit reads their operations.
-    for (const write of writes) {
-      try {
-        write.done(ok, error);
-      } catch (thrown) {
-        // One writer's bug must not leave the lane busy for ever (no commit would start again).
-        this.logger.error({ err: thrown }, 'commit lane: a writer failed on its outcome');
-      }
-    }
+    for (const write of writes) this.tell(write, ok, error);
     const underLoad = this.pending.length > 0 || writes.some((write) => write.more?.() === true);
     if (underLoad && this.delayMs > 0) {
       // busy stays set: what arrives meanwhile joins `pending`.
@@ -83,6 +86,15 @@ export class CommitLane {
       return;
     }
     this.next();
+  }
+
+  private tell(write: LaneWrite, ok: boolean, error?: unknown): void {
+    try {
+      write.done(ok, error);
+    } catch (thrown) {
+      // One writer's bug must not leave the lane busy for ever (no commit would start again).
+      this.logger.error({ err: thrown }, 'commit lane: a writer failed on its outcome');
+    }
   }
 
   private next(): void {

@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, type WriteOp } from '../../runtime/index.js';
+import { keys } from '../../runtime/storage-keys.js';
+import { CommitLane, type LaneWrite } from '../../cluster/replication/commit-lane.js';
+
+/** A store whose commits wait until the test settles them (LMDB's write and fsync). */
+class HeldCommits {
+  readonly commits: { ops: readonly WriteOp[]; settle: (error?: Error) => Promise<void> }[] = [];
+  commit(ops: readonly WriteOp[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.commits.push({
+        ops,
+        settle: async (error) => {
+          if (error) reject(error);
+          else resolve();
+          for (let turn = 0; turn < 3; turn++) await Promise.resolve();
+        },
+      });
+    });
+  }
+}
+
+const errors: unknown[] = [];
+const logger = { info() {}, warn() {}, debug() {}, error: (fields: unknown) => void errors.push(fields) };
+const op = (name: string): WriteOp => ({ type: 'put', key: keys.snapshot(0, 'counter', name), value: 1 });
+const names = (ops: readonly WriteOp[]) => ops.map((o) => o.key[3]);
+
+function newLane(delayMs: number) {
+  const store = new HeldCommits();
+  const clock = new ManualClock();
+  return { store, clock, lane: new CommitLane(store, clock, delayMs, logger) };
+}
+
+/** A write that records its outcome. */
+function recorded(ops: WriteOp[], more?: () => boolean): LaneWrite & { outcome?: boolean } {
+  const write: LaneWrite & { outcome?: boolean } = { ops: () => ops, done: (ok) => (write.outcome = ok), more };
+  return write;
+}
+
+describe('CommitLane', () => {
+  it('starts a write at once when idle, and commits those that arrive meanwhile together, after the delay', async () => {
+    const { store, clock, lane } = newLane(4);
+    const a = recorded([op('a')]);
+    lane.submit(a);
+    expect(store.commits.map((c) => names(c.ops))).toEqual([['a']]);
+    const b = recorded([op('b')]);
+    const c = recorded([op('c')]);
+    lane.submit(b);
+    lane.submit(c);
+    expect(store.commits).toHaveLength(1);
+    await store.commits[0].settle();
+    expect(a.outcome).toBe(true);
+    expect(b.outcome).toBeUndefined();
+    clock.advance(3);
+    expect(store.commits).toHaveLength(1);
+    const d = recorded([op('d')]);
+    lane.submit(d);
+    clock.advance(1);
+    expect(names(store.commits[1].ops)).toEqual(['b', 'c', 'd']);
+    await store.commits[1].settle();
+    expect([b.outcome, c.outcome, d.outcome]).toEqual([true, true, true]);
+    // Nothing waited behind it: idle again, the next write starts at once.
+    lane.submit(recorded([op('e')]));
+    expect(store.commits).toHaveLength(3);
+  });
+
+  it('waits the delay when a writer says it has more, even with nothing submitted yet', async () => {
+    const { store, clock, lane } = newLane(4);
+    let more = true;
+    lane.submit(recorded([op('a')], () => more));
+    await store.commits[0].settle();
+    more = false;
+    lane.submit(recorded([op('b')]));
+    expect(store.commits).toHaveLength(1);
+    clock.advance(4);
+    expect(store.commits).toHaveLength(2);
+  });
+
+  it('with no delay, starts the next commit as soon as the last one is done', async () => {
+    const { store, lane } = newLane(0);
+    lane.submit(recorded([op('a')]));
+    lane.submit(recorded([op('b')]));
+    await store.commits[0].settle();
+    expect(names(store.commits[1].ops)).toEqual(['b']);
+  });
+
+  it("reads a write's operations when its commit starts, after the writers of the commit before learned its outcome", async () => {
+    const { store, clock, lane } = newLane(4);
+    let failedBefore = false;
+    lane.submit({ ops: () => [op('a')], done: (ok) => (failedBefore = !ok) });
+    const late = recorded([]);
+    late.ops = () => (failedBefore ? [] : [op('b')]);
+    lane.submit(late);
+    await store.commits[0].settle(new Error('disk full'));
+    clock.advance(4);
+    // Its operations were dropped in the light of the failure: nothing to commit, and it succeeds empty.
+    expect(store.commits).toHaveLength(1);
+    expect(late.outcome).toBe(true);
+  });
+
+  it('fails every write of a failed commit, and goes on with the next', async () => {
+    const { store, clock, lane } = newLane(4);
+    const a = recorded([op('a')]);
+    const b = recorded([op('b')]);
+    lane.submit(a);
+    lane.submit(b);
+    await store.commits[0].settle();
+    clock.advance(4);
+    const c = recorded([op('c')]);
+    lane.submit(c);
+    await store.commits[1].settle(new Error('disk full'));
+    expect(b.outcome).toBe(false);
+    clock.advance(4);
+    expect(names(store.commits[2].ops)).toEqual(['c']);
+    await store.commits[2].settle();
+    expect(c.outcome).toBe(true);
+  });
+
+  it('refuses a write whose operations cannot be read, alone, and does not stay busy when a writer throws on its outcome', async () => {
+    const { store, lane } = newLane(0);
+    const broken: LaneWrite & { outcome?: boolean } = {
+      ops: () => {
+        throw new Error('bug');
+      },
+      done: (ok) => (broken.outcome = ok),
+    };
+    lane.submit(broken);
+    expect(broken.outcome).toBe(false);
+    expect(store.commits).toHaveLength(0);
+    const before = errors.length;
+    lane.submit({
+      ops: () => [op('a')],
+      done: () => {
+        throw new Error('bug in done');
+      },
+    });
+    await store.commits[0].settle();
+    expect(errors.length).toBe(before + 1);
+    lane.submit(recorded([op('b')]));
+    expect(store.commits).toHaveLength(2);
+  });
+});
