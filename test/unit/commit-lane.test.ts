@@ -2,23 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, type WriteOp } from '../../runtime/index.js';
 import { keys } from '../../runtime/storage-keys.js';
 import { CommitLane, type LaneWrite } from '../../cluster/replication/commit-lane.js';
-
-/** A store whose commits wait until the test settles them (LMDB's write and fsync). */
-class HeldCommits {
-  readonly commits: { ops: readonly WriteOp[]; settle: (error?: Error) => Promise<void> }[] = [];
-  commit(ops: readonly WriteOp[]): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.commits.push({
-        ops,
-        settle: async (error) => {
-          if (error) reject(error);
-          else resolve();
-          for (let turn = 0; turn < 3; turn++) await Promise.resolve();
-        },
-      });
-    });
-  }
-}
+import { HeldStore } from '../helpers/held-store.js';
 
 const errors: unknown[] = [];
 const logger = { info() {}, warn() {}, debug() {}, error: (fields: unknown) => void errors.push(fields) };
@@ -26,7 +10,7 @@ const op = (name: string): WriteOp => ({ type: 'put', key: keys.snapshot(0, 'cou
 const names = (ops: readonly WriteOp[]) => ops.map((o) => o.key[3]);
 
 function newLane(delayMs: number) {
-  const store = new HeldCommits();
+  const store = new HeldStore();
   const clock = new ManualClock();
   return { store, clock, lane: new CommitLane(store, clock, delayMs, logger) };
 }
@@ -48,7 +32,7 @@ describe('CommitLane', () => {
     lane.submit(b);
     lane.submit(c);
     expect(store.commits).toHaveLength(1);
-    await store.commits[0].settle();
+    await store.release(0);
     expect(a.outcome).toBe(true);
     expect(b.outcome).toBeUndefined();
     clock.advance(3);
@@ -57,7 +41,7 @@ describe('CommitLane', () => {
     lane.submit(d);
     clock.advance(1);
     expect(names(store.commits[1].ops)).toEqual(['b', 'c', 'd']);
-    await store.commits[1].settle();
+    await store.release(1);
     expect([b.outcome, c.outcome, d.outcome]).toEqual([true, true, true]);
     // Nothing waited behind it: idle again, the next write starts at once.
     lane.submit(recorded([op('e')]));
@@ -68,7 +52,7 @@ describe('CommitLane', () => {
     const { store, clock, lane } = newLane(4);
     let more = true;
     lane.submit(recorded([op('a')], () => more));
-    await store.commits[0].settle();
+    await store.release(0);
     more = false;
     lane.submit(recorded([op('b')]));
     expect(store.commits).toHaveLength(1);
@@ -80,7 +64,7 @@ describe('CommitLane', () => {
     const { store, lane } = newLane(0);
     lane.submit(recorded([op('a')]));
     lane.submit(recorded([op('b')]));
-    await store.commits[0].settle();
+    await store.release(0);
     expect(names(store.commits[1].ops)).toEqual(['b']);
   });
 
@@ -91,7 +75,7 @@ describe('CommitLane', () => {
     const late = recorded([]);
     late.ops = () => (failedBefore ? [] : [op('b')]);
     lane.submit(late);
-    await store.commits[0].settle(new Error('disk full'));
+    await store.fail(0, new Error('disk full'));
     clock.advance(4);
     // Its operations were dropped in the light of the failure: nothing to commit, and it succeeds empty.
     expect(store.commits).toHaveLength(1);
@@ -104,15 +88,15 @@ describe('CommitLane', () => {
     const b = recorded([op('b')]);
     lane.submit(a);
     lane.submit(b);
-    await store.commits[0].settle();
+    await store.release(0);
     clock.advance(4);
     const c = recorded([op('c')]);
     lane.submit(c);
-    await store.commits[1].settle(new Error('disk full'));
+    await store.fail(1, new Error('disk full'));
     expect(b.outcome).toBe(false);
     clock.advance(4);
     expect(names(store.commits[2].ops)).toEqual(['c']);
-    await store.commits[2].settle();
+    await store.release(2);
     expect(c.outcome).toBe(true);
   });
 
@@ -134,7 +118,7 @@ describe('CommitLane', () => {
         throw new Error('bug in done');
       },
     });
-    await store.commits[0].settle();
+    await store.release(0);
     expect(errors.length).toBe(before + 1);
     lane.submit(recorded([op('b')]));
     expect(store.commits).toHaveLength(2);

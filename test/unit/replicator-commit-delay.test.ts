@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock, type Store, type StoreKey, type WriteOp } from '../../runtime/index.js';
+import { ManualClock, type WriteOp } from '../../runtime/index.js';
+import { HeldStore } from '../helpers/held-store.js';
 import { keys } from '../../runtime/storage-keys.js';
 import { Replicator } from '../../cluster/replication/replicator.js';
 import type { LogEntry } from '../../cluster/replication/partition-log.js';
@@ -9,44 +10,8 @@ import type { ReplicateMessage } from '../../cluster/transport/frames.js';
  * REPLICATION_COMMIT_DELAY_MS: under load a node waits before its next local
  * commit so that the commit carries more; a commit with nothing behind it is
  * never delayed. A store that holds every commit until the test releases it
- * stands for LMDB's fsync.
+ * (HeldStore) stands for LMDB's fsync.
  */
-class HeldStore implements Store {
-  readonly data = new Map<string, unknown>();
-  readonly commits: { ops: readonly WriteOp[]; release: () => void; fail: (error: Error) => void }[] = [];
-
-  get(key: StoreKey): unknown {
-    return this.data.get(JSON.stringify(key));
-  }
-  range(): Iterable<{ key: StoreKey; value: unknown }> {
-    return [];
-  }
-  count(): number {
-    return 0;
-  }
-  commit(ops: readonly WriteOp[]): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.commits.push({
-        ops,
-        fail: reject,
-        release: () => {
-          for (const op of ops) {
-            if (op.type === 'put') this.data.set(JSON.stringify(op.key), op.value);
-            else this.data.delete(JSON.stringify(op.key));
-          }
-          resolve();
-        },
-      });
-    });
-  }
-  async close(): Promise<void> {}
-  /** Releases commit i and lets its continuations run. */
-  async release(i: number): Promise<void> {
-    this.commits[i].release();
-    for (let turn = 0; turn < 5; turn++) await Promise.resolve();
-  }
-}
-
 const silent = { info() {}, warn() {}, error() {}, debug() {} };
 
 function replicatorWith(commitDelayMs: number, deposed: (p: number) => void = () => {}) {
@@ -197,7 +162,7 @@ describe('replicator: leader entries and follower frames share the commit lane',
     expect(first.done).toBe(true);
     for (let turn = 0; turn < 5 && local.commits.length === 1; turn++) await Promise.resolve();
     expect(local.commits).toHaveLength(2);
-    local.commits[1].fail(new Error('disk full'));
+    await local.fail(1, new Error('disk full'));
     await expect(followed).rejects.toThrow('disk full');
     expect(deposed).toEqual([0]);
     // The leader entry's outcome is unknown to its client: it fails (the partition was given up).
