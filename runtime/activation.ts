@@ -22,8 +22,8 @@ export interface Envelope {
   reject?: (error: unknown) => void;
   /** Set on outbox deliveries: the receiver de-duplicates on it. */
   messageId?: string;
-  /** Set on asks: the turn sees it as context.request_id and may defer its answer. */
-  requestId?: string;
+  /** Set on asks (deferred-replies.ts, nextRequestSeq): the turn sees requestIdOf(it) as context.request_id and may defer its answer. */
+  requestSeq?: number;
 }
 
 export interface Activation {

@@ -6,7 +6,7 @@ import { AlarmWindow } from './alarm-window.js';
 import { assert } from './assert.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { expiredDedupRecords } from './dedup-sweep.js';
-import { nextRequestId } from './deferred-replies.js';
+import { nextRequestSeq } from './deferred-replies.js';
 import { ServiceError } from './errors.js';
 import { HousekeepingCommits } from './housekeeping.js';
 import { limits as defaultLimits, type Limits } from './limits.js';
@@ -190,7 +190,7 @@ export class ActorRuntime implements ActorClient {
   ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply> {
     if (kind === PARTITION_READS_KIND) return this.readPartition(key, message as PartitionRead) as Promise<Reply>;
     return new Promise<Reply>((resolve, reject) => {
-      this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject, requestId: nextRequestId() });
+      this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject, requestSeq: nextRequestSeq() });
     });
   }
 

@@ -2,6 +2,7 @@ import { isAlarm, type ActorEvent, type ActorSend, type DeferredReply, type Turn
 import type { Activation, Envelope } from './activation.js';
 import type { AlarmWindow, AppliedAlarmChange } from './alarm-window.js';
 import { isServiceError, ServiceError } from './errors.js';
+import { requestIdOf } from './deferred-replies.js';
 import { randomId } from './ids.js';
 import type { RuntimeLogger } from './observer.js';
 import { keys } from './storage-keys.js';
@@ -38,6 +39,23 @@ export interface BatchOutput {
 /** Shared by every batch that has none of a kind of output: most batches write or send nothing but replies. */
 const NONE: readonly never[] = Object.freeze([]);
 
+/** The TurnContext of a batch's turns: request_id is made from the turn's ask number when a turn reads it. */
+class BatchContext implements TurnContext {
+  /** The ask number of the turn running now (undefined: a tell, an outbox delivery, an alarm). */
+  requestSeq: number | undefined = undefined;
+  readonly newId = randomId;
+
+  constructor(
+    readonly now: number,
+    readonly kind: string,
+    readonly key: string,
+  ) {}
+
+  get request_id(): string | null {
+    return this.requestSeq === undefined ? null : requestIdOf(this.requestSeq);
+  }
+}
+
 export class Batch implements BatchOutput {
   readonly outcomes: Outcome[] = [];
   // Created on first use: a read-only batch allocates none of them (a cross-node read costs a batch per actor).
@@ -55,8 +73,8 @@ export class Batch implements BatchOutput {
   private snapshotChanged = false;
   /** What the snapshot record becomes: null deletes it. */
   private snapshotValue: unknown = null;
-  /** One context for the batch; request_id changes per turn. */
-  private readonly context: { -readonly [K in keyof TurnContext]: TurnContext[K] };
+  /** One context for the batch; the request changes per turn. */
+  private readonly context: BatchContext;
 
   constructor(
     private readonly activation: Activation,
@@ -69,7 +87,7 @@ export class Batch implements BatchOutput {
      */
     now_ms: number,
   ) {
-    this.context = { now: now_ms, kind: activation.kind, key: activation.key, request_id: null, newId: randomId };
+    this.context = new BatchContext(now_ms, activation.kind, activation.key);
   }
 
   /** The batch's writes, in order (one LMDB commit). */
@@ -123,7 +141,7 @@ export class Batch implements BatchOutput {
     }
 
     let result: TurnResult<unknown, unknown>;
-    this.context.request_id = envelope.requestId ?? null;
+    this.context.requestSeq = envelope.requestSeq;
     try {
       result = this.activation.definition.step(this.activation.state, message, this.context);
     } catch (error) {
@@ -146,7 +164,7 @@ export class Batch implements BatchOutput {
     if (envelope.messageId !== undefined) this.recordReceived(envelope.messageId);
     // A successful tell has nobody to answer: no outcome to carry.
     if (envelope.resolve) {
-      const deferred = result.defer === true && envelope.requestId !== undefined;
+      const deferred = result.defer === true && envelope.requestSeq !== undefined;
       this.outcomes.push({ envelope, ok: true, value: result.reply, deferred });
     }
     return true;

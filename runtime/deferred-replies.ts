@@ -14,12 +14,25 @@ import { randomId } from './ids.js';
  * and retries with its Idempotency-Key or reads the resource.
  */
 
-/** A random prefix per process and a counter: unique within the process, cheap on every ask. */
-const requestIdPrefix = randomId().slice(0, 8);
+/**
+ * Every ask gets a number, unique within the process; the request id a turn
+ * sees (context.request_id) is made from it only when a turn reads it or
+ * defers. Why not a string per ask: the id lives in the envelope until the
+ * batch's commit, long enough to be copied by the young-generation GC, and
+ * making it for every ask cost in-process asks about a third of their rate
+ * (1,000 actors x 10 in flight, with and without it, same build), although
+ * only the turns of flows ever read it.
+ */
 let requestSequence = 0;
+const requestIdPrefix = randomId().slice(0, 8);
 
-export function nextRequestId(): string {
-  return `${requestIdPrefix}.${(requestSequence++).toString(36)}`;
+export function nextRequestSeq(): number {
+  return requestSequence++;
+}
+
+/** The request id of ask number `seq`: a random prefix per process and the number. */
+export function requestIdOf(seq: number): string {
+  return `${requestIdPrefix}.${seq.toString(36)}`;
 }
 
 interface PendingAsk {

@@ -4,7 +4,7 @@ import type { Activation, ActivationTable, Envelope } from './activation.js';
 import type { AlarmWindow } from './alarm-window.js';
 import { Batch, type BatchOutput, type Outcome } from './batch.js';
 import type { Clock } from './clock.js';
-import { DeferredAsks } from './deferred-replies.js';
+import { DeferredAsks, requestIdOf } from './deferred-replies.js';
 import { isServiceError, ServiceError } from './errors.js';
 import type { Limits } from './limits.js';
 import type { RuntimeLogger, RuntimeObserver } from './observer.js';
@@ -165,7 +165,7 @@ export class TurnLoop {
       envelope.reject!(new ServiceError('actor_overloaded', `Too many pending requests for this ${activation.kind}.`, { retryAfterSeconds: 1 }));
       return;
     }
-    deferred.hold(envelope.requestId!, envelope.resolve!, envelope.reject!, clock, limits.deferred_reply_ms_max);
+    deferred.hold(requestIdOf(envelope.requestSeq!), envelope.resolve!, envelope.reject!, clock, limits.deferred_reply_ms_max);
   }
 
   private publish(activation: Activation, events: readonly ActorEvent[]): void {
