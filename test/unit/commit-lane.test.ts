@@ -11,7 +11,7 @@ const names = (ops: readonly WriteOp[]) => ops.map((o) => o.key[3]);
 
 function newLane(delayMs: number) {
   const store = new HeldStore();
-  const clock = new ManualClock();
+  const clock = Object.assign(new ManualClock(), { monotonicNow: () => clock.now() });
   return { store, clock, lane: new CommitLane(store, clock, delayMs, logger) };
 }
 
