@@ -4,7 +4,6 @@ import type { Clock } from './clock.js';
 import type { DeferredAsks } from './deferred-replies.js';
 import { Mailbox } from './mailbox.js';
 import type { RuntimeObserver } from './observer.js';
-import { partitionOf } from './partitioning.js';
 import { keys } from './storage-keys.js';
 import type { Store } from './store.js';
 
@@ -74,18 +73,20 @@ export class ActivationTable {
     return this.byKind.get(kind)?.get(key);
   }
 
-  /** The activation of kind + key, loading its state from the store if it is not in memory. */
-  activate(kind: string, key: string): Activation {
-    let byKey = this.byKind.get(kind);
-    const existing = byKey?.get(key);
-    if (existing) return existing;
+  /**
+   * A new activation of kind + key in `partition`, its state loaded from the
+   * store. Only for a key not in memory: the runtime has just looked it up
+   * (synchronously, so nothing came in between), found nothing, and computed
+   * the partition to check that this node serves it; neither is done twice.
+   */
+  activate(kind: string, key: string, partition: number): Activation {
     const definition = this.definitions.get(kind);
     assert(definition, `unknown actor kind ${kind}`);
+    let byKey = this.byKind.get(kind);
     if (!byKey) {
       byKey = new Map();
       this.byKind.set(kind, byKey);
     }
-    const partition = partitionOf(kind, key, this.partitionCount);
     const activation: Activation = {
       partition,
       kind,

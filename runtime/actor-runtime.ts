@@ -276,7 +276,7 @@ export class ActorRuntime implements ActorClient {
     }
     let activation = existing;
     if (!activation) {
-      activation = this.activations.activate(kind, key);
+      activation = this.activations.activate(kind, key, partition);
       if (this.activationLimit.exceeded()) this.scheduleTrim();
     }
     if (activation.mailbox.length >= this.limits.mailbox_messages_max) {
