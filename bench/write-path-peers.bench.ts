@@ -105,8 +105,11 @@ export async function run(): Promise<BenchRow[]> {
     const project = await getSingle();
     const started_ms = performance.now();
     const c = await (cluster = startProjectCluster(3, replicationFactor, { PARTITIONS }));
-    const separate = unclustered ? await (unclusteredNodes = startSeparateNodes(3)) : [];
+    // Started inside the try: if they fail to start (startSeparateNodes stops its own), the cluster is stopped
+    // here, not left running while the next scenario starts another.
+    let separate: ProjectServer[] = [];
     try {
+      if (unclustered) separate = await (unclusteredNodes = startSeparateNodes(3));
       progress(`cluster (RF ${replicationFactor}) settled in ${((performance.now() - started_ms) / 1000).toFixed(1)} s`);
       const urls = c.nodes.map((n) => n.url);
       const clusterPids = [...c.nodes.map((n) => n.child.pid), c.etcd.child.pid];
