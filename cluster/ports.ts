@@ -161,8 +161,12 @@ export interface ReplicateStream {
 
 /** The connection to one peer node. */
 export interface PeerLink {
-  /** Sends an actor message to the peer; resolves with the reply of its turn (rejects with PeerUnreachable if the link fails). */
-  forward(kind: string, key: string, message: unknown, messageId?: string): Promise<unknown>;
+  /**
+   * Sends an actor message to the peer; resolves with the reply of its turn (rejects with PeerUnreachable if the link fails).
+   * With `recover`, a failure is handed to it instead and the promise settles as it does (its value, the promise it
+   * returns, or what it throws): the router's retry without a second promise per message.
+   */
+  forward(kind: string, key: string, message: unknown, messageId?: string, recover?: (error: unknown) => unknown): Promise<unknown>;
   /** The replication stream to the peer (opened on first use, reopened after it closed); `onClose` fires once when it breaks. */
   replicate(onReply: (reply: ReplicateReply) => void, onClose: () => void): ReplicateStream;
 }

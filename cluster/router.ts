@@ -62,7 +62,12 @@ export class ClusterRouter implements ActorClient {
     if (this.options.serving(p)) return this.options.runtime.ask<Reply>(kind, key, message).catch(retry);
     // The common case without the retry loop: the leader is known and is another node.
     const leader = this.options.leadership.leaderOf(p);
-    if (leader && leader.node_id !== this.options.selfId) return (this.send(p, leader, kind, key, message, undefined, readOnly) as Promise<Reply>).catch(retry);
+    if (leader && leader.node_id !== this.options.selfId) {
+      // A write's retry rides on the forward itself (one promise per message instead of two); a read's must
+      // also catch LeaderChanged, which comes from the promise around the forward.
+      if (!readOnly) return this.send(p, leader, kind, key, message, undefined, false, retry) as Promise<Reply>;
+      return (this.send(p, leader, kind, key, message, undefined, true) as Promise<Reply>).catch(retry);
+    }
     return this.route(p, kind, key, message, undefined, readOnly, deadlineMs) as Promise<Reply>;
   }
 
@@ -103,10 +108,10 @@ export class ClusterRouter implements ActorClient {
   }
 
   /** Forwards to p's leader (another node); a read fails with LeaderChanged as soon as p gets another leader. */
-  private send(p: number, leader: LeaderView, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean): Promise<unknown> {
+  private send(p: number, leader: LeaderView, kind: string, key: string, message: unknown, messageId: string | undefined, readOnly: boolean, recover?: (error: unknown) => unknown): Promise<unknown> {
     const peer = this.options.transport.peer(leader.node_id, leader.grpc_address);
     this.options.onForward?.();
-    const reply = peer.forward(kind, key, message, messageId);
+    const reply = peer.forward(kind, key, message, messageId, recover);
     return readOnly ? this.unlessLeaderChanges(p, leader.epoch, reply) : reply;
   }
 

@@ -17,6 +17,27 @@ export interface Waiter {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   sent_ms: number;
+  /** Takes a failure instead of `reject` (PeerLink.forward's `recover`). */
+  recover?: (error: unknown) => unknown;
+}
+
+/**
+ * Settles a waiter with a failure: through its `recover` when it has one (whose result or throw settles it),
+ * else rejected. `recover` runs in a microtask, as a `.catch` handler would: never inside the stream event
+ * that failed the waiter (a retry may open the peer's next stream).
+ */
+export function failWaiter(waiter: Waiter, error: unknown): void {
+  const recover = waiter.recover;
+  if (recover === undefined) return waiter.reject(error);
+  queueMicrotask(() => {
+    let recovered: unknown;
+    try {
+      recovered = recover(error);
+    } catch (thrown) {
+      return waiter.reject(thrown);
+    }
+    waiter.resolve(recovered);
+  });
 }
 
 const INITIAL_RING = 1024;

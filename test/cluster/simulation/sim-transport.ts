@@ -46,7 +46,12 @@ class SimPeerLink implements PeerLink {
     readonly nodeId: string,
   ) {}
 
-  forward(kind: string, key: string, message: unknown, messageId?: string): Promise<unknown> {
+  forward(kind: string, key: string, message: unknown, messageId?: string, recover?: (error: unknown) => unknown): Promise<unknown> {
+    const sent = this.send(kind, key, message, messageId);
+    return recover === undefined ? sent : sent.catch(recover);
+  }
+
+  private send(kind: string, key: string, message: unknown, messageId?: string): Promise<unknown> {
     const { process, world } = this.transport;
     const stream = this.forwarding ?? this.openForward();
     const id = this.nextId++;
