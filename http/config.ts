@@ -1,7 +1,7 @@
 import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
 import { base64KeyFrom } from './node-key-file.js';
 import { limits } from '../runtime/limits.js';
-import { gcThreadsFrom, type GcThreads } from './node-flags.js';
+import { gcThreadsFrom, semiSpaceMbFrom, type GcThreads } from './node-flags.js';
 import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
 
@@ -20,6 +20,8 @@ export interface NodeConfig {
   actorsInMemoryMax: number;
   /** GC_THREADS, checked here so a bad value stops the start; it acts through the start command's V8 flags (node-flags.ts). */
   gcThreads: GcThreads;
+  /** GC_SEMI_SPACE_MB, checked here like GC_THREADS; it acts through the start command's V8 flags (node-flags.ts). */
+  gcSemiSpaceMb: number;
   logLevel: string;
   adminEmail?: string;
   adminPassword?: string;
@@ -265,6 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     partitions: intFrom(env, 'PARTITIONS', 64, 1, 4096),
     actorsInMemoryMax: intFrom(env, 'ACTORS_IN_MEMORY_MAX', limits.activations_max, 1_000, 100_000_000),
     gcThreads: gcThreadsFrom(env.GC_THREADS),
+    gcSemiSpaceMb: semiSpaceMbFrom(env.GC_SEMI_SPACE_MB),
     logLevel: env.LOG_LEVEL || 'info',
     adminEmail: env.ADMIN_EMAIL || undefined,
     adminPassword: env.ADMIN_PASSWORD || undefined,
