@@ -31,8 +31,8 @@ export function gcThreadsFrom(raw: string | undefined): GcThreads {
 /**
  * GC_SEMI_SPACE_MB (read at start; default 32; 0 leaves V8's default, 16 MiB on
  * 64-bit): `--max-semi-space-size`, the most each half of the young generation
- * may grow to. Objects that outlive a scavenge are copied, twice and they move
- * to the old generation. A node that holds a queue (the leader of a stream of
+ * may grow to. An object alive at a scavenge is copied; alive at a second one,
+ * it moves to the old generation. A node that holds a queue (the leader of a stream of
  * forwarded messages, when it is the slower side) keeps every queued message's
  * objects alive across scavenges: with 16 MiB, scavenges came every 20-35 ms,
  * each copied about 10 MB of such messages, and the node spent 35-50% of its

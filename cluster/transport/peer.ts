@@ -129,8 +129,8 @@ export class Peer implements PeerLink {
       // One timer per stream, not one per message: at 100k messages/s a timer each would cost more than the forwarding.
       sweep: setInterval(() => {
         stream.clock_ms = performance.now();
-        // A message is stamped with the clock of the sweep before it, up to one interval early: waiting one
-        // interval more, none fails before FORWARD_REPLY_TIMEOUT_MS (and none waits two intervals longer).
+        // A message carries the clock of the sweep before it, up to one interval earlier than its sending: with
+        // one interval more here, none fails before FORWARD_REPLY_TIMEOUT_MS, and none waits an interval longer.
         for (const waiter of stream.pending.takeSentBefore(stream.clock_ms - FORWARD_REPLY_TIMEOUT_MS - SWEEP_INTERVAL_MS)) failWaiter(waiter, new PeerUnreachable(false));
       }, SWEEP_INTERVAL_MS),
     };
