@@ -65,7 +65,6 @@ export class ActivationTable {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly definitions: ReadonlyMap<string, ActorDefinition>,
-    private readonly partitionCount: number,
     private readonly observer?: RuntimeObserver,
   ) {}
 

@@ -95,7 +95,7 @@ export class ActorRuntime implements ActorClient {
     const observer = this.observer;
     const isRunning = () => this.state === 'running';
     this.partitions = new PartitionTable(this.partitionCount);
-    this.activations = new ActivationTable(store, clock, this.definitions, this.partitionCount, observer);
+    this.activations = new ActivationTable(store, clock, this.definitions, observer);
     this.activationLimit = new ActivationLimit(this.activations, limits);
     this.housekeeping = new HousekeepingCommits(store, logger);
     this.alarms = new AlarmWindow({
