@@ -35,20 +35,20 @@ export function gcThreadsFrom(raw: string | undefined): GcThreads {
  * it moves to the old generation. A node that holds a queue (the leader of a stream of
  * forwarded messages, when it is the slower side) keeps every queued message's
  * objects alive across scavenges: with 16 MiB, scavenges came every 20-35 ms,
- * each copied about 10 MB of such messages, and the node spent 35-50% of its
+ * each copied about 10 MB of such messages, and the node spent 44-53% of its
  * time in GC for as long as it lived. With 32 MiB, scavenges come half as often,
  * and the queued messages are answered before the next one. Measured:
  * docs/performance.md, "A node stuck in its young generation". The cost is
  * memory: up to three times the value more resident, under load.
  */
+export const DEFAULT_SEMI_SPACE_MB = 32;
+
 export function semiSpaceMbFrom(raw: string | undefined): number {
   if (raw === undefined || raw.trim() === '') return DEFAULT_SEMI_SPACE_MB;
   const value = Number(raw.trim());
   if (!Number.isInteger(value) || value < 0 || value > 1024) throw new Error(`GC_SEMI_SPACE_MB must be an integer from 0 to 1024 (got ${JSON.stringify(raw)})`);
   return value;
 }
-
-export const DEFAULT_SEMI_SPACE_MB = 32;
 
 export function serverNodeArgs(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): string[] {
   const mode = gcThreadsFrom(env.GC_THREADS);
