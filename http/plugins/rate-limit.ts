@@ -3,10 +3,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RuleSetView } from '../../actors/rate-limits/messages.js';
 import { policyHeader, rateLimitHeader } from '../rate-limits/headers.js';
 import { EdgeLimiter, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
-import { callerOf, canonicalRoute, isExempt, localKeyOf, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
+import { callerOf, canonicalRoute, isPlatformAdmin, isProbeRoute, isRateLimitAdminRoute, LeaseKeys, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
 import type { AppServices } from '../services.js';
 import { sendError } from './error-handler.js';
-import { routeUrlOf } from '../route-config.js';
+import { routeConfigOf, type RouteConfig } from '../route-config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -75,8 +75,8 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     done();
   });
 
-  const apply = (request: FastifyRequest, reply: FastifyReply, applied: AppliedLimit, decision: Decision): boolean => {
-    reply.header('ratelimit-policy', policyHeaderOf(applied));
+  const apply = (request: FastifyRequest, reply: FastifyReply, applied: AppliedLimit, policy: string, decision: Decision): boolean => {
+    reply.header('ratelimit-policy', policy);
     reply.header('ratelimit', rateLimitHeader(applied.policy, decision.remaining, decision.reset_seconds));
     if (decision.allowed) return true;
     request.log.debug({ policy: applied.policy, scope: applied.scope }, 'rate limited');
@@ -86,81 +86,125 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     return false;
   };
 
-  // The limit of a route for callers without settings of their own, per rule set (most requests: no work but a lookup).
-  let resolvedFor: RuleSetView | null = null;
-  const resolved = new Map<string, AppliedLimit>();
-  const limitOf = (rules: RuleSetView, endpoint: string, user_id: string | null): AppliedLimit | 'bypass' => {
-    if (user_id !== null && Object.hasOwn(rules.users, user_id)) return resolveLimit(rules, limiter.settings.defaultLimit, endpoint, user_id);
-    if (resolvedFor !== rules) {
-      resolvedFor = rules;
-      resolved.clear();
+  const leaseKeys = new LeaseKeys();
+  // The users with settings of their own in the current rule set, as a Set: looking a user id up in
+  // the rule set's object would make V8 intern the id string on every request.
+  let usersOf: RuleSetView | null = null;
+  let usersWithSettings = new Set<string>();
+  const hasOwnSettings = (rules: RuleSetView, user_id: string): boolean => {
+    if (usersOf !== rules) {
+      usersOf = rules;
+      usersWithSettings = new Set(Object.keys(rules.users));
     }
-    let applied = resolved.get(endpoint);
-    if (applied === undefined) {
-      applied = resolveLimit(rules, limiter.settings.defaultLimit, endpoint, null) as AppliedLimit;
-      resolved.set(endpoint, applied);
-    }
-    return applied;
+    return usersWithSettings.has(user_id);
   };
 
-  // On the hot path (the caller's lease has a token) nothing is allocated but the lease key and the RateLimit header.
-  const decide = (request: FastifyRequest, reply: FastifyReply, routeUrl: string, rules: RuleSetView, done: HookDone): void => {
-    const endpoint = canonicalRoute(routeUrl);
+  // The limit of the route for callers without settings of their own, kept per rule set: most requests do no work but a comparison.
+  const limitOf = (route: RouteLimit, rules: RuleSetView, user_id: string | null): AppliedLimit | 'bypass' => {
+    if (user_id !== null && hasOwnSettings(rules, user_id)) return resolveLimit(rules, limiter.settings.defaultLimit, route.endpoint, user_id);
+    if (route.rules !== rules) {
+      route.rules = rules;
+      route.applied = resolveLimit(rules, limiter.settings.defaultLimit, route.endpoint, null) as AppliedLimit;
+      route.policyHeader = policyHeader(route.applied.policy, route.applied.limit);
+    }
+    return route.applied!;
+  };
+
+  // On the hot path (the caller's lease has a token) nothing is allocated but the decision and the RateLimit header.
+  const decide = (route: RouteLimit, request: FastifyRequest, reply: FastifyReply, rules: RuleSetView, now: number, done: HookDone): void => {
     const principal = request.principal;
-    const applied = limitOf(rules, endpoint, principal?.user_id ?? null);
+    const applied = limitOf(route, rules, principal?.user_id ?? null);
     if (applied === 'bypass') return done();
     // The address only for anonymous callers: request.ip is not free (a getter, proxy-addr with TRUST_PROXY).
     const address = principal ? '' : request.ip;
-    const key = localKeyOf(principal, address, applied);
-    const local = limiter.tryLocal(key, applied.limit);
+    const key = leaseKeys.keyOf(principal, address, applied);
+    // The route's limit has its RateLimit-Policy ready; a caller's own settings make theirs here.
+    const policy = applied === route.applied ? route.policyHeader : policyHeader(applied.policy, applied.limit);
+    const local = limiter.tryLocal(key, applied.limit, now);
     if (local) {
-      if (apply(request, reply, applied, local)) done();
+      if (apply(request, reply, applied, policy, local)) done();
       return;
     }
-    const context: ReserveContext = { caller: callerOf(principal, address), applied, endpoint: routeUrl, method: request.method };
+    const context: ReserveContext = { caller: callerOf(principal, address), applied, endpoint: route.routeUrl!, method: request.method };
     limiter.acquire(key, context).then(
       (decision) => {
-        if (apply(request, reply, applied, decision)) done();
+        if (apply(request, reply, applied, policy, decision)) done();
       },
       (error: unknown) => done(error as Error),
     );
   };
 
-  const limitRequest = (request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
-    const routeUrl = routeUrlOf(request);
-    // Probes are not counted.
-    if (routeUrl === undefined || isExempt(routeUrl, request.principal)) return done();
-    const rules = limiter.currentRules();
-    if (!(rules instanceof Promise)) return decide(request, reply, routeUrl, rules, done);
-    rules.then(
-      (current) => decide(request, reply, routeUrl, current, done),
-      (error: unknown) => {
-        // No rule set yet and its actor cannot answer: admit (fail open), as for an unavailable window.
-        limiter.counts.failedOpen++;
-        request.log.warn({ err: error }, 'rate limit rules unavailable: request admitted (fail open)');
-        done();
-      },
-    );
+  /** The hook of one route, with what the limiter keeps about that route. */
+  const hookOfRoute = (): LimitHook => {
+    const route: RouteLimit = { config: null, routeUrl: undefined, endpoint: '', counted: false, adminApi: false, rules: null, applied: null, policyHeader: '' };
+    return (request, reply, done) => {
+      // Read from the request, not the route's options: the config Fastify gives the request is the truth
+      // (a prefix route's url), and one set of route options can pass through onRoute for two routes.
+      const config = routeConfigOf(request);
+      if (config !== route.config) describeRoute(route, config);
+      // Probes are not counted, nor the rate-limit admin API for a platform admin.
+      if (!route.counted || (route.adminApi && isPlatformAdmin(request.principal))) return done();
+      const now = services.clock.now();
+      const rules = limiter.currentRules(now);
+      if (!(rules instanceof Promise)) return decide(route, request, reply, rules, now, done);
+      rules.then(
+        (current) => decide(route, request, reply, current, services.clock.now(), done),
+        (error: unknown) => {
+          // No rule set yet and its actor cannot answer: admit (fail open), as for an unavailable window.
+          limiter.counts.failedOpen++;
+          request.log.warn({ err: error }, 'rate limit rules unavailable: request admitted (fail open)');
+          done();
+        },
+      );
+    };
   };
 
   // The last onRequest hook of every route, after the route's own (its authentication): the caller is
   // known, the body not yet read. A hook of the phase the route already runs costs less than a phase of
   // its own (a preParsing hook made Fastify run one more hook phase per request). Routes declared after
   // this plugin only: app.ts registers it before any route. Unrouted requests (404) are not counted.
+  const hooks = new WeakSet<LimitHook>();
   app.addHook('onRoute', (route) => {
     const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     // Append once, should the same options pass through again (a GET's HEAD twin is declared from a copy taken before).
-    if (own.includes(limitRequest)) return;
-    route.onRequest = [...own, limitRequest];
+    if (own.some((hook) => hooks.has(hook as LimitHook))) return;
+    const hook = hookOfRoute();
+    hooks.add(hook);
+    route.onRequest = [...own, hook];
   });
 }
 
 type HookDone = (error?: Error) => void;
+type LimitHook = (request: FastifyRequest, reply: FastifyReply, done: HookDone) => void;
 
-/** RateLimit-Policy of an applied limit: built once per applied limit (they are memoised per rule set and route). */
-const policyHeaders = new WeakMap<AppliedLimit, string>();
-function policyHeaderOf(applied: AppliedLimit): string {
-  let header = policyHeaders.get(applied);
-  if (header === undefined) policyHeaders.set(applied, (header = policyHeader(applied.policy, applied.limit)));
-  return header;
+/** What the limiter keeps about one route: filled from its first request, again should its config change. */
+interface RouteLimit {
+  /** The route config the rest was read from (null before the first request). */
+  config: RouteConfig | undefined | null;
+  /** The route template (`/api/v1/x/:id`), undefined for a request no route matched. */
+  routeUrl: string | undefined;
+  /** The template in the rules' form (`/api/v1/x/{}`). */
+  endpoint: string;
+  /** False for probes and scrapes (and unrouted requests). */
+  counted: boolean;
+  /** The rate-limit admin API: not counted for a platform admin. */
+  adminApi: boolean;
+  /** The rule set `applied` was resolved under. */
+  rules: RuleSetView | null;
+  /** The limit for callers without settings of their own, under `rules`. */
+  applied: AppliedLimit | null;
+  /** RateLimit-Policy of `applied`. */
+  policyHeader: string;
+}
+
+function describeRoute(route: RouteLimit, config: RouteConfig | undefined): void {
+  const routeUrl = config?.url;
+  route.config = config;
+  route.routeUrl = routeUrl;
+  route.endpoint = routeUrl === undefined ? '' : canonicalRoute(routeUrl);
+  route.counted = routeUrl !== undefined && !isProbeRoute(routeUrl);
+  route.adminApi = routeUrl !== undefined && isRateLimitAdminRoute(routeUrl);
+  route.rules = null;
+  route.applied = null;
+  route.policyHeader = '';
 }

@@ -126,8 +126,7 @@ export class EdgeLimiter {
   ) {}
 
   /** The rule set if it is fresh (no promise on the hot path), else a promise of it. */
-  currentRules(): RuleSetView | Promise<RuleSetView> {
-    const now = this.clock.now();
+  currentRules(now = this.clock.now()): RuleSetView | Promise<RuleSetView> {
     if (this.rules && now - this.rulesCheckedAt < this.settings.rulesCacheMs) return this.rules;
     const refresh = this.refreshRules();
     if (!this.rules) return refresh;

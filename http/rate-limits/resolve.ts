@@ -64,9 +64,69 @@ export function callerOf(principal: Principal | null, address: string): RateLimi
   return { id, tenant: principal.tenant, user_id: principal.user_id };
 }
 
-/** The node's key for a caller's lease under a limit (the limiter's hot path: no caller object). */
+/** The node's key for a caller's lease under a limit. */
 export function localKeyOf(principal: Principal | null, address: string, applied: AppliedLimit): string {
   return `${callerIdOf(principal, address)}\u0000${applied.scope}`;
+}
+
+/** Past this many keys the cache starts again (a key is rebuilt on its next request: only a cost). */
+const LEASE_KEYS_MAX = 100_000;
+
+/**
+ * localKeyOf, remembered: the limiter's hot path looks a caller's lease up
+ * by a string it made once, found by the ids it already has (the user id of
+ * the session cache, the tenant, the address), not by concatenating and
+ * hashing a new string on every request. Keyed by scope, then kind of
+ * caller, then id, so a user and a tenant of the same id never share a key.
+ */
+export class LeaseKeys {
+  private readonly byScope = new Map<string, CallerKeys>();
+  private size = 0;
+
+  keyOf(principal: Principal | null, address: string, applied: AppliedLimit): string {
+    let kinds = this.byScope.get(applied.scope);
+    if (kinds === undefined) {
+      if (this.size >= LEASE_KEYS_MAX) this.clear();
+      this.byScope.set(applied.scope, (kinds = { users: new Map(), tenants: new Map(), addresses: new Map() }));
+    }
+    let byId: Map<string, string>;
+    let id: string;
+    if (!principal) {
+      byId = kinds.addresses;
+      id = address;
+    } else if (principal.credential === 'api_key') {
+      byId = kinds.tenants;
+      id = principal.tenant;
+    } else {
+      byId = kinds.users;
+      id = principal.user_id;
+    }
+    let key = byId.get(id);
+    if (key === undefined) {
+      if (this.size >= LEASE_KEYS_MAX) return this.restart(principal, address, applied);
+      key = localKeyOf(principal, address, applied);
+      byId.set(id, key);
+      this.size++;
+    }
+    return key;
+  }
+
+  /** Full: forget every key and remember this one. */
+  private restart(principal: Principal | null, address: string, applied: AppliedLimit): string {
+    this.clear();
+    return this.keyOf(principal, address, applied);
+  }
+
+  clear(): void {
+    this.byScope.clear();
+    this.size = 0;
+  }
+}
+
+interface CallerKeys {
+  users: Map<string, string>;
+  tenants: Map<string, string>;
+  addresses: Map<string, string>;
 }
 
 /** The canonical template of a Fastify route (`/api/v1/x/:id` -> `/api/v1/x/{}`), memoised per route. */
@@ -86,6 +146,20 @@ export function canonicalRoute(routeUrl: string): string {
  * admin API for a platform admin, who must always be able to lift a limit.
  */
 export function isExempt(routeUrl: string, principal: Principal | null): boolean {
-  if (routeUrl === '/health' || routeUrl.startsWith('/health/') || routeUrl === '/metrics' || routeUrl === '/openapi.json' || routeUrl.startsWith('/cluster/')) return true;
-  return principal?.role === 'admin' && principal.impersonated_by === null && routeUrl.startsWith('/admin/rate-limits');
+  return isProbeRoute(routeUrl) || (isRateLimitAdminRoute(routeUrl) && isPlatformAdmin(principal));
+}
+
+/** Probes and scrapes: never counted, whoever calls. */
+export function isProbeRoute(routeUrl: string): boolean {
+  return routeUrl === '/health' || routeUrl.startsWith('/health/') || routeUrl === '/metrics' || routeUrl === '/openapi.json' || routeUrl.startsWith('/cluster/');
+}
+
+/** The rate-limit admin API: not counted for a platform admin. */
+export function isRateLimitAdminRoute(routeUrl: string): boolean {
+  return routeUrl.startsWith('/admin/rate-limits');
+}
+
+/** A platform admin acting as themself (not an impersonation session). */
+export function isPlatformAdmin(principal: Principal | null): boolean {
+  return principal?.role === 'admin' && principal.impersonated_by === null;
 }

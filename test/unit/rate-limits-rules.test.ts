@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalEndpoint, type RulesMessage, type RuleSetView } from '../../actors/rate-limits/messages.js';
 import { emptyRulesState, loadRulesState, ruleSetOf, stepRules, type RulesState } from '../../actors/rate-limits/rules-state.js';
 import type { RecordWrite } from '../../runtime/index.js';
-import { callerOf, canonicalRoute, isExempt, localKeyOf, moduleOf, resolveLimit } from '../../http/rate-limits/resolve.js';
+import { callerOf, canonicalRoute, isExempt, LeaseKeys, localKeyOf, moduleOf, resolveLimit } from '../../http/rate-limits/resolve.js';
 import { policyHeader, rateLimitHeader } from '../../http/rate-limits/headers.js';
 import type { Principal } from '../../http/auth/principal.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
@@ -102,6 +102,23 @@ describe('caller and exemptions', () => {
     for (const who of [principal({}), principal({ credential: 'api_key', org_id: 'org1', tenant: 'org1', api_key_id: 'k' }), null]) {
       expect(localKeyOf(who, '10.0.0.1', applied)).toBe(`${callerOf(who, '10.0.0.1').id}\u0000${applied.scope}`);
     }
+  });
+
+  it('remembers lease keys: the key localKeyOf makes, never shared by a user and a tenant of one id, and right again past its bound', () => {
+    const keys = new LeaseKeys();
+    const applied = { scope: 'default', policy: 'default' as const, limit: { max_requests: 3, window_seconds: 60 } };
+    const endpoint = { scope: 'endpoint:/api/v1/x', policy: 'endpoint' as const, limit: { max_requests: 3, window_seconds: 60 } };
+    const user = principal({ user_id: 'same', tenant: 'same' });
+    const key = principal({ credential: 'api_key', user_id: 'other', org_id: 'same', tenant: 'same', api_key_id: 'k' });
+    for (const who of [user, key, null]) {
+      for (const limit of [applied, endpoint]) expect(keys.keyOf(who, '10.0.0.1', limit)).toBe(localKeyOf(who, '10.0.0.1', limit));
+    }
+    expect(keys.keyOf(user, '', applied)).not.toBe(keys.keyOf(key, '', applied));
+    expect(keys.keyOf(null, '10.0.0.2', applied)).toBe('address:10.0.0.2\u0000default');
+    // Past its bound the cache starts again, and still answers right.
+    for (let i = 0; i < 100_001; i++) keys.keyOf(null, `10.1.${i}`, applied);
+    expect(keys.keyOf(user, '', endpoint)).toBe(localKeyOf(user, '', endpoint));
+    expect(keys.keyOf(null, '10.1.7', applied)).toBe('address:10.1.7\u0000default');
   });
 
   it('exempts probes, and the rate-limit admin API for a platform admin only', () => {
