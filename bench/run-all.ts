@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,6 +38,26 @@ function fileTimeout_ms(area: string): number {
   return Number(process.env.BENCH_FILE_TIMEOUT_SECONDS ?? LONG_FILES[area] ?? 300) * 1000;
 }
 
+/** The bench process of the file being run. */
+let running: ChildProcess | undefined;
+
+/** SIGKILL to a bench process's group: the process and every process it started that did not leave the group. */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // The group is gone already.
+  }
+}
+
+// A detached group does not get the terminal's Ctrl-C: pass an interruption of the run on to it.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    if (running) killGroup(running);
+    process.kill(process.pid, signal);
+  });
+}
+
 function runFile(file: string, position: Position): Promise<BenchRow[]> {
   const area = basename(file, '.bench.js');
   const failed = (message: string): BenchRow[] => [{ area, scenario: 'run()', value: Number.NaN, unit: '', note: `FAILED: ${message}` }];
@@ -47,17 +67,21 @@ function runFile(file: string, position: Position): Promise<BenchRow[]> {
     // The child's stdout goes to our stderr: stdout is the table only.
     // Its progress lines say where in the run it is ("[3/12] mq 2/6: ...").
     const env = { ...process.env, [FILE_POSITION_ENV]: `${position.index}/${position.count}` };
-    const child = fork(runOne, [file], { execArgv, env, stdio: ['ignore', 2, 2, 'ipc'] });
+    // Its own process group (detached), so that a kill reaches the servers, clusters and etcd it
+    // started too: killed alone, they would run on and load the machine under the next files.
+    const child = fork(runOne, [file], { execArgv, env, stdio: ['ignore', 2, 2, 'ipc'], detached: true });
+    running = child;
     let result: RunOneMessage | undefined;
     const timer = setTimeout(() => {
-      process.stderr.write(`[bench] ${area}: no result after ${fileTimeout_ms(area) / 1000} s, killing it\n`);
-      child.kill('SIGKILL');
+      process.stderr.write(`[bench] ${area}: no result after ${fileTimeout_ms(area) / 1000} s, killing it and what it started\n`);
+      killGroup(child);
     }, fileTimeout_ms(area));
     child.on('message', (message: RunOneMessage) => {
       result = message;
     });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
+      running = undefined;
       if (result && 'rows' in result) resolve(result.rows);
       else if (result && 'error' in result) {
         process.stderr.write(`[bench] ${area} FAILED:\n${result.error}\n`);
