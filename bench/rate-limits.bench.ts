@@ -27,9 +27,11 @@ import type { BenchRow } from './types.js';
  * both in the same seconds. The cost is the median over rounds of each
  * round's on/off ratio, the rounds of several pairs of fresh server
  * processes pooled (a process can run a few percent faster or slower than
- * its twin for its whole life). Without taskset or a second core the servers are not
- * pinned and the notes say so. (Measured one after the other, the same
- * comparison scattered by more than the 5% it looks for.)
+ * its twin for its whole life). Which load starts first alternates with the
+ * round, and which process starts first with the pair. Without taskset or a
+ * second core the servers are not pinned and the notes say so. (Measured one
+ * after the other, the same comparison scattered by more than the 5% it
+ * looks for.)
  *
  * The route is GET /api/v1/webhooks/events with a bearer token: the bearer
  * check (cached) and a handler that asks no actor, so the limiter's share
