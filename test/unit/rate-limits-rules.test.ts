@@ -109,11 +109,11 @@ describe('caller and exemptions', () => {
     const applied = { scope: 'default', policy: 'default' as const, limit: { max_requests: 3, window_seconds: 60 } };
     const endpoint = { scope: 'endpoint:/api/v1/x', policy: 'endpoint' as const, limit: { max_requests: 3, window_seconds: 60 } };
     const user = principal({ user_id: 'same', tenant: 'same' });
-    const key = principal({ credential: 'api_key', user_id: 'other', org_id: 'same', tenant: 'same', api_key_id: 'k' });
-    for (const who of [user, key, null]) {
+    const apiKey = principal({ credential: 'api_key', user_id: 'other', org_id: 'same', tenant: 'same', api_key_id: 'k' });
+    for (const who of [user, apiKey, null]) {
       for (const limit of [applied, endpoint]) expect(keys.keyOf(who, '10.0.0.1', limit)).toBe(localKeyOf(who, '10.0.0.1', limit));
     }
-    expect(keys.keyOf(user, '', applied)).not.toBe(keys.keyOf(key, '', applied));
+    expect(keys.keyOf(user, '', applied)).not.toBe(keys.keyOf(apiKey, '', applied));
     expect(keys.keyOf(null, '10.0.0.2', applied)).toBe('address:10.0.0.2\u0000default');
     // Past its bound the cache starts again, and still answers right.
     for (let i = 0; i < 100_001; i++) keys.keyOf(null, `10.1.${i}`, applied);
