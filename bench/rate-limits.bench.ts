@@ -144,15 +144,18 @@ async function measure(server: Server, callers: number): Promise<Measured> {
  * `onFirst` alternates which load starts first: the two load generators share this process, and
  * the one started first had an edge of a few percent in runs of two unlimited servers.
  */
-async function measureBoth(off: Server, on: Server, callers: number, onFirst: boolean): Promise<{ off: Measured; on: Measured; machine: CpuUsage | undefined }> {
+async function measureBoth(off: Server, on: Server, callers: number, onFirst: boolean): Promise<{ off: Measured; on: Measured; machine: CpuUsage | undefined; generator: CpuUsage | undefined }> {
   const stopMachineMeter = startCpuMeter([process.pid, off.process.child.pid ?? 0, on.process.child.pid ?? 0]);
+  // Near a whole core the load generator, not the servers, would set the rates.
+  const stopGeneratorMeter = startCpuMeter([process.pid]);
   const [offRun, onRun] = onFirst
     ? (await Promise.all([measure(on, callers), measure(off, callers)])).reverse()
     : await Promise.all([measure(off, callers), measure(on, callers)]);
-  return { off: offRun!, on: onRun!, machine: stopMachineMeter() };
+  return { off: offRun!, on: onRun!, machine: stopMachineMeter(), generator: stopGeneratorMeter() };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const generatorNote = (cores: number[]) => (cores.length === 0 ? 'an unmeasured number of' : `${Math.min(...cores).toFixed(2)}-${Math.max(...cores).toFixed(2)}`);
 
 async function metric(server: Server, name: string): Promise<string> {
   const text = await (await fetch(server.process.url + '/metrics')).text();
@@ -228,10 +231,12 @@ interface Rounds {
   cpuRatios: number[];
   /** Per pair of server processes: the median of its rounds' on/off rate ratios. */
   pairMedians: number[];
+  /** Cores the load generator (this process, both loads) used per round. */
+  generatorCores: number[];
   last: string;
 }
 
-const emptyRounds = (): Rounds => ({ rates: { off: [], on: [] }, cpu: { off: [], on: [] }, rateRatios: [], cpuRatios: [], pairMedians: [], last: '' });
+const emptyRounds = (): Rounds => ({ rates: { off: [], on: [] }, cpu: { off: [], on: [] }, rateRatios: [], cpuRatios: [], pairMedians: [], generatorCores: [], last: '' });
 
 export async function run(): Promise<BenchRow[]> {
   const plan = pinningPlan();
@@ -271,6 +276,7 @@ export async function run(): Promise<BenchRow[]> {
           into.cpu.on.push(measured.on.cpu_us);
           ratios.push(measured.on.result.requests_per_s / measured.off.result.requests_per_s);
           into.cpuRatios.push(measured.on.cpu_us / measured.off.cpu_us);
+          if (measured.generator) into.generatorCores.push(measured.generator.participants_cores);
           into.last = `off ${latencyNote(measured.off.result)}, on ${latencyNote(measured.on.result)}${othersNote(measured.machine)}`;
           progress(`pair ${index + 1}, round ${round + 1}, ${callers} caller(s): off ${measured.off.result.requests_per_s} req/s, on ${measured.on.result.requests_per_s} req/s`);
         }
@@ -292,7 +298,7 @@ export async function run(): Promise<BenchRow[]> {
     const ratios = (values: number[]) => values.map((value) => value.toFixed(3)).join(', ');
     const scenario = callers === 1 ? 'one caller' : `${callers} callers`;
     return [
-      { area: AREA, scenario: `${scenario}: limiter off`, value: median(r.rates.off), unit: 'req/s', note: `median of ${r.rates.off.join(', ')}; ${CONNECTIONS} conn, ${SECONDS} s a round; ${pinned}; last round: ${r.last}` },
+      { area: AREA, scenario: `${scenario}: limiter off`, value: median(r.rates.off), unit: 'req/s', note: `median of ${r.rates.off.join(', ')}; ${CONNECTIONS} conn, ${SECONDS} s a round; ${pinned}; the load generator used ${generatorNote(r.generatorCores)} cores; last round: ${r.last}` },
       { area: AREA, scenario: `${scenario}: limiter on`, value: median(r.rates.on), unit: 'req/s', note: `median of ${r.rates.on.join(', ')}, in the same seconds as the off figures` },
       {
         area: AREA,
