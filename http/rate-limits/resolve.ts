@@ -85,10 +85,7 @@ export class LeaseKeys {
 
   keyOf(principal: Principal | null, address: string, applied: AppliedLimit): string {
     let kinds = this.byScope.get(applied.scope);
-    if (kinds === undefined) {
-      if (this.size >= LEASE_KEYS_MAX) this.clear();
-      this.byScope.set(applied.scope, (kinds = { users: new Map(), tenants: new Map(), addresses: new Map() }));
-    }
+    if (kinds === undefined) this.byScope.set(applied.scope, (kinds = { users: new Map(), tenants: new Map(), addresses: new Map() }));
     let byId: Map<string, string>;
     let id: string;
     if (!principal) {
