@@ -2,8 +2,8 @@ import client from 'prom-client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RuleSetView } from '../../actors/rate-limits/messages.js';
 import { policyHeader, rateLimitHeader } from '../rate-limits/headers.js';
-import { EdgeLimiter, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
-import { callerOf, canonicalRoute, isPlatformAdmin, isProbeRoute, isRateLimitAdminRoute, LeaseKeys, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
+import { EdgeLimiter, newDecision, type Decision, type ReserveContext } from '../rate-limits/limiter.js';
+import { callerOf, canonicalRoute, isPlatformAdmin, isProbeRoute, isRateLimitAdminRoute, LeaseRefs, resolveLimit, type AppliedLimit } from '../rate-limits/resolve.js';
 import type { AppServices } from '../services.js';
 import { sendError } from './error-handler.js';
 import { routeConfigOf, type RouteConfig } from '../route-config.js';
@@ -86,7 +86,10 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     return false;
   };
 
-  const leaseKeys = new LeaseKeys();
+  const leaseRefs = new LeaseRefs();
+  // The hot path's decision, written by tryLocal and read by apply before the hook returns (the slow
+  // path's decisions are objects of their own: they cross an await).
+  const localDecision = newDecision();
   // The users with settings of their own in the current rule set, as a Set: looking a user id up in
   // the rule set's object would make V8 intern the id string on every request.
   let usersOf: RuleSetView | null = null;
@@ -96,7 +99,7 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
       usersOf = rules;
       usersWithSettings = new Set(Object.keys(rules.users));
     }
-    return usersWithSettings.has(user_id);
+    return usersWithSettings.size !== 0 && usersWithSettings.has(user_id);
   };
 
   // The limit of the route for callers without settings of their own, kept per rule set: most requests do no work but a comparison.
@@ -110,23 +113,23 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
     return route.applied!;
   };
 
-  // On the hot path (the caller's lease has a token) nothing is allocated but the decision and the RateLimit header.
+  // On the hot path (the caller's lease has a token) nothing is allocated but the RateLimit header.
   const decide = (route: RouteLimit, request: FastifyRequest, reply: FastifyReply, rules: RuleSetView, now: number, done: HookDone): void => {
     const principal = request.principal;
     const applied = limitOf(route, rules, principal?.user_id ?? null);
     if (applied === 'bypass') return done();
     // The address only for anonymous callers: request.ip is not free (a getter, proxy-addr with TRUST_PROXY).
     const address = principal ? '' : request.ip;
-    const key = leaseKeys.keyOf(principal, address, applied);
+    const ref = leaseRefs.refOf(principal, address, applied);
     // The route's limit has its RateLimit-Policy ready; a caller's own settings make theirs here.
     const policy = applied === route.applied ? route.policyHeader : policyHeader(applied.policy, applied.limit);
-    const local = limiter.tryLocal(key, applied.limit, now);
+    const local = limiter.tryLocal(ref, applied.limit, now, localDecision);
     if (local) {
       if (apply(request, reply, applied, policy, local)) done();
       return;
     }
     const context: ReserveContext = { caller: callerOf(principal, address), applied, endpoint: route.routeUrl!, method: request.method };
-    limiter.acquire(key, context).then(
+    limiter.acquire(ref, context).then(
       (decision) => {
         if (apply(request, reply, applied, policy, decision)) done();
       },

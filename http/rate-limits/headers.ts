@@ -15,6 +15,23 @@ export function policyHeader(policy: string, limit: Limit): string {
   return `"${policy}";q=${limit.max_requests};w=${limit.window_seconds}`;
 }
 
+/** `"<policy>";r=` per policy name, made once. */
+const prefixes = new Map<string, string>();
+/** `;t=<n>` for every n below this, made once. */
+const SUFFIXES = 1024;
+const suffixes = Array.from({ length: SUFFIXES }, (_, t) => `;t=${t}`);
+
+/**
+ * RateLimit's value, on every limited response. Only r is new with each
+ * request (t changes once a second): the rest comes from strings made once,
+ * so a response costs one number's digits and two joins. Measured on the
+ * bench's route (the server's rate, same run): a constant RateLimit value
+ * was 2.5-3% faster than a template literal building all of it, and this
+ * took about a third of that back.
+ */
 export function rateLimitHeader(policy: string, remaining: number, reset_seconds: number): string {
-  return `"${policy}";r=${Math.max(0, remaining)};t=${Math.max(0, reset_seconds)}`;
+  let prefix = prefixes.get(policy);
+  if (prefix === undefined) prefixes.set(policy, (prefix = `"${policy}";r=`));
+  const t = Math.max(0, reset_seconds);
+  return prefix + Math.max(0, remaining) + (t < SUFFIXES ? suffixes[t]! : `;t=${t}`);
 }

@@ -43,7 +43,26 @@ export interface Decision {
   retry_after_seconds: number;
 }
 
+/**
+ * A caller's handle on its lease under one scope: the node's key for it
+ * (localKeyOf), and the lease itself once found, so the hot path reads the
+ * lease without looking the key up in the lease table (LeaseRefs in
+ * resolve.ts keeps one per caller and scope). Any number of refs may name
+ * one key: a ref whose lease has left the table finds the table's current
+ * one by its key.
+ */
+export interface LeaseRef {
+  readonly key: string;
+  lease: LeaseEntry | null;
+}
+
+export function leaseRef(key: string): LeaseRef {
+  return { key, lease: null };
+}
+
 interface LeaseEntry {
+  /** Out of the lease table (swept, evicted, dropped): refs holding it look the key up again. */
+  dropped: boolean;
   /** The window actor's key (rateLimitWindowKey), built once per lease entry, off the hot path. */
   actor_key: string;
   lease_id: string | null;
@@ -100,6 +119,10 @@ export function isRoomy(limit: Limit, remaining_after_last_grant: number): boole
 /** How many tokens a node asks for at once: a tenth of the limit, at least what its waiting requests need. */
 export function leaseWantFor(limit: Limit, waiting: number): number {
   return Math.min(limit.max_requests, Math.max(1, Math.ceil(limit.max_requests / LEASE_DIVISOR), waiting + 1));
+}
+
+export function newDecision(): Decision {
+  return { allowed: false, remaining: 0, reset_seconds: 0, retry_after_seconds: 0 };
 }
 
 export interface ReserveContext {
@@ -168,9 +191,17 @@ export class EdgeLimiter {
 
   private dropLeases(): void {
     for (const lease of this.leases.values()) {
+      lease.dropped = true;
       if (lease.lease_id && lease.tokens > 0) this.giveBack(lease.actor_key, lease.lease_id, lease.tokens);
     }
     this.leases.clear();
+  }
+
+  /** The ref's lease if it is still in the table, else the table's lease for its key (linked to the ref). */
+  private leaseOf(ref: LeaseRef): LeaseEntry | null {
+    const lease = ref.lease;
+    if (lease !== null && !lease.dropped) return lease;
+    return (ref.lease = this.leases.get(ref.key) ?? null);
   }
 
   private giveBack(key: string, lease_id: string, unused: number): void {
@@ -179,39 +210,45 @@ export class EdgeLimiter {
 
   /**
    * The hot path: a decision without any message when the lease has a token
-   * or the refusal is remembered; else null. `key` is localKeyOf(principal, address, applied) (resolve.ts).
+   * or the refusal is remembered; else null. The decision is written into
+   * `into` (the plugin passes one it reuses: nothing is allocated here).
    */
-  tryLocal(key: string, limit: Limit, now = this.clock.now()): Decision | null {
-    const lease = this.leases.get(key);
-    if (!lease) return null;
+  tryLocal(ref: LeaseRef, limit: Limit, now = this.clock.now(), into: Decision = newDecision()): Decision | null {
+    const lease = this.leaseOf(ref);
+    if (lease === null) return null;
     if (lease.tokens > 0 && now < lease.lease_end_ms) {
       lease.tokens -= 1;
       this.counts.allowed++;
-      return {
-        allowed: true,
-        remaining: Math.min(limit.max_requests, lease.tokens + lease.actor_remaining),
-        reset_seconds: Math.max(0, Math.ceil((lease.reset_at_ms - now) / 1000)),
-        retry_after_seconds: 0,
-      };
+      into.allowed = true;
+      into.remaining = Math.min(limit.max_requests, lease.tokens + lease.actor_remaining);
+      into.reset_seconds = Math.max(0, Math.ceil((lease.reset_at_ms - now) / 1000));
+      into.retry_after_seconds = 0;
+      return into;
     }
     if (now < lease.denied_until_ms) {
       this.counts.limited++;
       const wait = Math.max(1, Math.ceil((lease.denied_until_ms - now) / 1000));
-      return { allowed: false, remaining: 0, reset_seconds: wait, retry_after_seconds: wait };
+      into.allowed = false;
+      into.remaining = 0;
+      into.reset_seconds = wait;
+      into.retry_after_seconds = wait;
+      return into;
     }
     return null;
   }
 
-  /** The slow path: wait for (or send) this key's reserve, then decide locally. */
-  async acquire(key: string, context: ReserveContext): Promise<Decision> {
+  /** The slow path: wait for (or send) this lease's reserve, then decide locally (into a decision of its own). */
+  async acquire(ref: LeaseRef, context: ReserveContext): Promise<Decision> {
+    const key = ref.key;
     for (let round = 0; round < ACQUIRE_ROUNDS_MAX; round++) {
-      const local = this.tryLocal(key, context.applied.limit);
+      const local = this.tryLocal(ref, context.applied.limit);
       if (local) return local;
-      let lease = this.leases.get(key);
-      if (!lease) {
+      let lease = this.leaseOf(ref);
+      if (lease === null) {
         if (this.leases.size >= LEASES_MAX) this.evictOldest();
-        lease = { actor_key: rateLimitWindowKey(context.caller.id, context.applied.scope), lease_id: null, tokens: 0, lease_end_ms: 0, actor_remaining: 0, reset_at_ms: 0, denied_until_ms: 0, idle_after_ms: 0, inflight: null, waiting: 0 };
+        lease = { dropped: false, actor_key: rateLimitWindowKey(context.caller.id, context.applied.scope), lease_id: null, tokens: 0, lease_end_ms: 0, actor_remaining: 0, reset_at_ms: 0, denied_until_ms: 0, idle_after_ms: 0, inflight: null, waiting: 0 };
         this.leases.set(key, lease);
+        ref.lease = lease;
       }
       if (lease.inflight) {
         lease.waiting++;
@@ -272,15 +309,26 @@ export class EdgeLimiter {
     lease.reset_at_ms = reply.reset_at_ms;
     lease.denied_until_ms = reply.granted === 0 ? reply.retry_at_ms : 0;
     lease.idle_after_ms = Math.max(reply.reset_at_ms, sentAt + lease_ms + limit.window_seconds * 1000);
+    const current = this.leases.get(key);
+    if (current !== undefined && current !== lease) {
+      // Dropped while its reserve was in flight (cache/clear), and the key has a new lease since: the
+      // grant goes back and the table's lease stays (requests on this one look the key up again).
+      if (reply.lease_id && reply.granted > 0) this.giveBack(lease.actor_key, reply.lease_id, reply.granted);
+      lease.tokens = 0;
+      return;
+    }
     // Re-inserted at the end: the Map's order is the order of last reserve (eviction drops the oldest).
+    // A lease dropped while its reserve was in flight and not replaced comes back with its grant.
     this.leases.delete(key);
     this.leases.set(key, lease);
+    lease.dropped = false;
   }
 
   private evictOldest(): void {
     for (const [key, lease] of this.leases) {
       if (lease.inflight) continue;
       this.leases.delete(key);
+      lease.dropped = true;
       return;
     }
   }
@@ -296,6 +344,7 @@ export class EdgeLimiter {
     for (const [key, lease] of this.leases) {
       if (lease.inflight || now <= lease.idle_after_ms || now < lease.denied_until_ms) continue;
       this.leases.delete(key);
+      lease.dropped = true;
       this.actors.tell(RATE_LIMIT_WINDOW_KIND, lease.actor_key, { op: 'forget' } satisfies WindowMessage);
       forgotten++;
     }

@@ -1,5 +1,6 @@
 import { canonicalEndpoint, NO_SUPPORT_TIER, type Limit, type RateLimitCaller, type RuleSetView } from '../../actors/rate-limits/messages.js';
 import type { Principal } from '../auth/principal.js';
+import { leaseRef, type LeaseRef } from './limiter.js';
 
 /**
  * Which limit applies to a request, pure: the most specific rule wins,
@@ -69,24 +70,26 @@ export function localKeyOf(principal: Principal | null, address: string, applied
   return `${callerIdOf(principal, address)}\u0000${applied.scope}`;
 }
 
-/** Past this many keys the cache starts again (a key is rebuilt on its next request: only a cost). */
-const LEASE_KEYS_MAX = 100_000;
+/** Past this many refs the cache starts again (a ref is made again on its caller's next request: only a cost). */
+const LEASE_REFS_MAX = 100_000;
 
 /**
- * localKeyOf, remembered: the limiter's hot path looks a caller's lease up
- * by a string it made once, found by the ids it already has (the user id of
- * the session cache, the tenant, the address), not by concatenating and
- * hashing a new string on every request. Keyed by scope, then kind of
- * caller, then id, so a user and a tenant of the same id never share a key.
+ * The limiter's handle on a caller's lease (LeaseRef: its key, localKeyOf,
+ * and the lease once found), remembered: the hot path reaches the lease by
+ * the ids the request already has (the user id of the session cache, the
+ * tenant, the address) in one small map, instead of concatenating, hashing
+ * and looking up a key in the node's whole lease table on every request.
+ * Keyed by scope, then kind of caller, then id, so a user and a tenant of
+ * the same id never share a ref.
  */
-export class LeaseKeys {
-  private readonly byScope = new Map<string, CallerKeys>();
+export class LeaseRefs {
+  private readonly byScope = new Map<string, CallerRefs>();
   private size = 0;
 
-  keyOf(principal: Principal | null, address: string, applied: AppliedLimit): string {
+  refOf(principal: Principal | null, address: string, applied: AppliedLimit): LeaseRef {
     let kinds = this.byScope.get(applied.scope);
     if (kinds === undefined) this.byScope.set(applied.scope, (kinds = { users: new Map(), tenants: new Map(), addresses: new Map() }));
-    let byId: Map<string, string>;
+    let byId: Map<string, LeaseRef>;
     let id: string;
     if (!principal) {
       byId = kinds.addresses;
@@ -98,20 +101,20 @@ export class LeaseKeys {
       byId = kinds.users;
       id = principal.user_id;
     }
-    let key = byId.get(id);
-    if (key === undefined) {
-      if (this.size >= LEASE_KEYS_MAX) return this.restart(principal, address, applied);
-      key = localKeyOf(principal, address, applied);
-      byId.set(id, key);
+    let ref = byId.get(id);
+    if (ref === undefined) {
+      if (this.size >= LEASE_REFS_MAX) return this.restart(principal, address, applied);
+      ref = leaseRef(localKeyOf(principal, address, applied));
+      byId.set(id, ref);
       this.size++;
     }
-    return key;
+    return ref;
   }
 
-  /** Full: forget every key and remember this one. */
-  private restart(principal: Principal | null, address: string, applied: AppliedLimit): string {
+  /** Full: forget every ref and remember this one. */
+  private restart(principal: Principal | null, address: string, applied: AppliedLimit): LeaseRef {
     this.clear();
-    return this.keyOf(principal, address, applied);
+    return this.refOf(principal, address, applied);
   }
 
   clear(): void {
@@ -120,10 +123,10 @@ export class LeaseKeys {
   }
 }
 
-interface CallerKeys {
-  users: Map<string, string>;
-  tenants: Map<string, string>;
-  addresses: Map<string, string>;
+interface CallerRefs {
+  users: Map<string, LeaseRef>;
+  tenants: Map<string, LeaseRef>;
+  addresses: Map<string, LeaseRef>;
 }
 
 /** The canonical template of a Fastify route (`/api/v1/x/:id` -> `/api/v1/x/{}`), memoised per route. */

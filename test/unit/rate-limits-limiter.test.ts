@@ -3,7 +3,7 @@ import { RATE_LIMIT_RULES_KIND, type WindowMessage } from '../../actors/rate-lim
 import { emptyRulesState, stepRules } from '../../actors/rate-limits/rules-state.js';
 import { stepWindow, type WindowStateOrNone } from '../../actors/rate-limits/window-state.js';
 import { ManualClock, type ActorClient } from '../../runtime/index.js';
-import { EdgeLimiter, isRoomy, leaseMsFor, leaseWantFor, type ReserveContext } from '../../http/rate-limits/limiter.js';
+import { EdgeLimiter, isRoomy, leaseMsFor, leaseRef, leaseWantFor, type LeaseRef, type ReserveContext } from '../../http/rate-limits/limiter.js';
 import { fixedContext } from '../helpers/step.js';
 
 /**
@@ -41,8 +41,18 @@ const context = (max: number, window_seconds = 60, user = 'u1'): ReserveContext 
 });
 const settings = { defaultLimit: { max_requests: 1000, window_seconds: 60 }, rulesCacheMs: 1000 };
 
-async function decide(limiter: EdgeLimiter, key: string, ctx: ReserveContext) {
-  return limiter.tryLocal(key, ctx.applied.limit) ?? (await limiter.acquire(key, ctx));
+/** One ref per limiter and key, as the plugin's LeaseRefs keeps one per caller and scope. */
+const refs = new WeakMap<EdgeLimiter, Map<string, LeaseRef>>();
+function refOf(limiter: EdgeLimiter, key: string): LeaseRef {
+  let byKey = refs.get(limiter);
+  if (!byKey) refs.set(limiter, (byKey = new Map()));
+  let ref = byKey.get(key);
+  if (!ref) byKey.set(key, (ref = leaseRef(key)));
+  return ref;
+}
+
+async function decide(limiter: EdgeLimiter, key: string, ctx: ReserveContext, ref = refOf(limiter, key)) {
+  return limiter.tryLocal(ref, ctx.applied.limit) ?? (await limiter.acquire(ref, ctx));
 }
 
 describe('edge limiter', () => {
@@ -143,6 +153,45 @@ describe('edge limiter', () => {
     expect(limiter.sweep()).toBe(1);
     await new Promise((resolve) => setImmediate(resolve));
     expect([...actors.windows.values()]).toEqual([null]);
+  });
+
+  it('a ref reaches the lease of its key whatever happened to the lease: refs made apart, a sweep, a cache/clear mid-reserve', async () => {
+    const clock = new ManualClock(0);
+    const actors = new FakeActors(clock);
+    const limiter = new EdgeLimiter(actors, clock, settings);
+    const ctx = context(100, 10); // leases of 10 tokens
+    const kept = refOf(limiter, 'k');
+    expect((await decide(limiter, 'k', ctx, kept)).allowed).toBe(true);
+    // Another ref of the same key (the plugin's cache started again) spends the same lease: no reserve.
+    const other = leaseRef('k');
+    for (let i = 0; i < 9; i++) expect((await decide(limiter, 'k', ctx, other)).allowed).toBe(true);
+    expect(limiter.counts.reserves).toBe(1);
+    // The lease's ten tokens are spent, whichever ref spent them.
+    expect(limiter.tryLocal(kept, ctx.applied.limit)).toBeNull();
+    // Swept: the kept ref's lease left the table, and its next request reserves a new one.
+    clock.advance(60_000);
+    expect(limiter.sweep()).toBe(1);
+    expect(limiter.tryLocal(kept, ctx.applied.limit)).toBeNull();
+    expect((await decide(limiter, 'k', ctx, kept)).allowed).toBe(true);
+    expect(limiter.counts.reserves).toBe(2);
+    expect(limiter.leaseCount()).toBe(1);
+    expect(limiter.tryLocal(other, ctx.applied.limit)?.allowed).toBe(true);
+
+    // cache/clear while a reserve is in flight, and a new lease for the key meanwhile: the late grant
+    // goes back to its window, and the key keeps one lease, which both requests spend.
+    clock.advance(60_000);
+    const late = decide(limiter, 'k', ctx, kept);
+    limiter.clear();
+    const fresh = decide(limiter, 'k', ctx, leaseRef('k'));
+    expect((await late).allowed).toBe(true);
+    expect((await fresh).allowed).toBe(true);
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(limiter.counts.reserves).toBe(4);
+    expect(limiter.leaseCount()).toBe(1);
+    const counted = [...actors.windows.values()][0]!.entries.filter((entry) => entry.until_ms > clock.now()).reduce((sum, entry) => sum + entry.count, 0);
+    expect(counted).toBe(10);
+    for (let i = 0; i < 8; i++) expect(limiter.tryLocal(kept, ctx.applied.limit)?.allowed).toBe(true);
+    expect(limiter.tryLocal(kept, ctx.applied.limit)).toBeNull();
   });
 
   it('fails open when the window actor cannot answer', async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalEndpoint, type RulesMessage, type RuleSetView } from '../../actors/rate-limits/messages.js';
 import { emptyRulesState, loadRulesState, ruleSetOf, stepRules, type RulesState } from '../../actors/rate-limits/rules-state.js';
 import type { RecordWrite } from '../../runtime/index.js';
-import { callerOf, canonicalRoute, isExempt, LeaseKeys, localKeyOf, moduleOf, resolveLimit } from '../../http/rate-limits/resolve.js';
+import { callerOf, canonicalRoute, isExempt, LeaseRefs, localKeyOf, moduleOf, resolveLimit } from '../../http/rate-limits/resolve.js';
 import { policyHeader, rateLimitHeader } from '../../http/rate-limits/headers.js';
 import type { Principal } from '../../http/auth/principal.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
@@ -104,21 +104,27 @@ describe('caller and exemptions', () => {
     }
   });
 
-  it('remembers lease keys: the key localKeyOf makes, never shared by a user and a tenant of one id, and right again past its bound', () => {
-    const keys = new LeaseKeys();
+  it('remembers lease refs: keyed as localKeyOf keys them, never shared by a user and a tenant of one id, and right again past its bound', () => {
+    const refs = new LeaseRefs();
     const applied = { scope: 'default', policy: 'default' as const, limit: { max_requests: 3, window_seconds: 60 } };
     const endpoint = { scope: 'endpoint:/api/v1/x', policy: 'endpoint' as const, limit: { max_requests: 3, window_seconds: 60 } };
     const user = principal({ user_id: 'same', tenant: 'same' });
     const apiKey = principal({ credential: 'api_key', user_id: 'other', org_id: 'same', tenant: 'same', api_key_id: 'k' });
     for (const who of [user, apiKey, null]) {
-      for (const limit of [applied, endpoint]) expect(keys.keyOf(who, '10.0.0.1', limit)).toBe(localKeyOf(who, '10.0.0.1', limit));
+      for (const limit of [applied, endpoint]) {
+        expect(refs.refOf(who, '10.0.0.1', limit).key).toBe(localKeyOf(who, '10.0.0.1', limit));
+        expect(refs.refOf(who, '10.0.0.1', limit)).toBe(refs.refOf(who, '10.0.0.1', limit));
+      }
     }
-    expect(keys.keyOf(user, '', applied)).not.toBe(keys.keyOf(apiKey, '', applied));
-    expect(keys.keyOf(null, '10.0.0.2', applied)).toBe('address:10.0.0.2\u0000default');
+    expect(refs.refOf(user, '', applied)).not.toBe(refs.refOf(apiKey, '', applied));
+    expect(refs.refOf(user, '', applied).key).not.toBe(refs.refOf(apiKey, '', applied).key);
+    expect(refs.refOf(null, '10.0.0.2', applied).key).toBe('address:10.0.0.2\u0000default');
     // Past its bound the cache starts again, and still answers right.
-    for (let i = 0; i < 100_001; i++) keys.keyOf(null, `10.1.${i}`, applied);
-    expect(keys.keyOf(user, '', endpoint)).toBe(localKeyOf(user, '', endpoint));
-    expect(keys.keyOf(null, '10.1.7', applied)).toBe('address:10.1.7\u0000default');
+    const before = refs.refOf(user, '', endpoint);
+    for (let i = 0; i < 100_001; i++) refs.refOf(null, `10.1.${i}`, applied);
+    expect(refs.refOf(user, '', endpoint)).not.toBe(before);
+    expect(refs.refOf(user, '', endpoint).key).toBe(localKeyOf(user, '', endpoint));
+    expect(refs.refOf(null, '10.1.7', applied).key).toBe('address:10.1.7\u0000default');
   });
 
   it('exempts probes, and the rate-limit admin API for a platform admin only', () => {
@@ -134,6 +140,9 @@ describe('caller and exemptions', () => {
     expect(policyHeader('endpoint', { max_requests: 3, window_seconds: 60 })).toBe('"endpoint";q=3;w=60');
     expect(rateLimitHeader('endpoint', 2, 59)).toBe('"endpoint";r=2;t=59');
     expect(rateLimitHeader('endpoint', -1, -5)).toBe('"endpoint";r=0;t=0');
+    // Its parts made once (the policy's prefix, t below 1024) and made each time give the same text.
+    for (const t of [0, 1, 65, 1023, 1024, 3630]) expect(rateLimitHeader('custom', 999_999_999, t)).toBe(`"custom";r=999999999;t=${t}`);
+    expect(rateLimitHeader('default', 0, 60)).toBe('"default";r=0;t=60');
   });
 });
 
