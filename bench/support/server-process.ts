@@ -35,8 +35,11 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  // BENCH_SERVER_CPU_PROF=<dir>: every server process writes a V8 CPU profile there when it exits.
-  const profile = process.env.BENCH_SERVER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`] : [];
+  // BENCH_SERVER_CPU_PROF=<dir>: every server process writes a V8 CPU profile there when it exits
+  // (BENCH_SERVER_CPU_PROF_INTERVAL_US: its sampling interval, V8's default 1000 µs; Node refuses it in NODE_OPTIONS).
+  const profile = process.env.BENCH_SERVER_CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SERVER_CPU_PROF}`, ...(process.env.BENCH_SERVER_CPU_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_SERVER_CPU_PROF_INTERVAL_US}`] : [])]
+    : [];
   // The project's node starts with the V8 flags `npm start` gives it (http/node-flags.ts); the floors with Node's defaults.
   const own = /[\\/]http[\\/]server\.js$/.test(script) ? serverNodeArgs() : [];
   const spawned_ms = performance.now();
