@@ -166,9 +166,13 @@ describe('ECS stream helper', () => {
 
       // The node restarts (its sockets are closed with 1001); ticks happen after it is back, before the client is.
       closeGate();
+      const stoppedAt = (t.clock as ManualClock).now();
       await t.stop();
       t = await startTestNode({ clock: 'manual', dataDir: t.dataDir });
-      (t.clock as ManualClock).advance(1);
+      // Its clock starts at the real time, which can be behind the first clock (moved 50 ms a tick, faster
+      // than real time): moved just past it, so the next tick's advance reaches the tick alarm.
+      const restarted = t.clock as ManualClock;
+      restarted.advance(Math.max(1, stoppedAt + 1 - restarted.now()));
       await tickWith([{ entity_id: 'ship', expected_version: 5, components: { x: 5 } }]);
       await tickWith([{ entity_id: 'ship', op: 'delete', expected_version: 6 }]);
       openGate();

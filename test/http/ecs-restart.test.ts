@@ -33,12 +33,15 @@ describe('ECS index across a restart', () => {
     // Applied (and durable) but not yet published by a tick when the node stops.
     const mutated = await t.request('POST', `${base}/mutations`, { token, body: { mutations: [{ entity_id: 'a', op: 'create', components: { x: 1 } }] } });
     expect(mutated.body).toMatchObject({ succeeded: 1, tick: 3 });
+    const stoppedAt = (t.clock as ManualClock).now();
     await t.stop();
 
-    // The restarted node's manual clock starts at the real time, past the tick alarm's due time.
+    // The restarted node's manual clock starts at the real time. That is past the tick alarm's due time
+    // (the last tick + 50 ms) only if this test took that long: the first clock was moved 100 ms, which
+    // can take less real time. Moved just past it (a manual clock fires due timers when it moves).
     t = await startTestNode({ clock: 'manual', dataDir: t.dataDir });
-    // A manual clock fires due timers when it moves.
-    (t.clock as ManualClock).advance(1);
+    const restarted = t.clock as ManualClock;
+    restarted.advance(Math.max(1, stoppedAt + 50 + 1 - restarted.now()));
     const after = await waitForTick(t, token, 3);
     expect(after).toMatchObject({ running: true, entities: 1 });
     (t.clock as ManualClock).advance(50);
