@@ -24,10 +24,9 @@ const suffixes = Array.from({ length: SUFFIXES }, (_, t) => `;t=${t}`);
 /**
  * RateLimit's value, on every limited response. Only r is new with each
  * request (t changes once a second): the rest comes from strings made once,
- * so a response costs one number's digits and two joins. Measured on the
- * bench's route (two servers' rates, same run): a constant value (not a
- * valid one) made the server 2.5-3% faster than a template literal building
- * all of it; this form took back 0.4-1.3 points of that.
+ * so a response costs one number's digits and two joins. (Against a template
+ * literal the bench could not tell the difference beyond its spread:
+ * docs/performance.md, "Rate limits".)
  */
 export function rateLimitHeader(policy: string, remaining: number, reset_seconds: number): string {
   let prefix = prefixes.get(policy);
