@@ -49,7 +49,8 @@ export interface Decision {
  * lease without looking the key up in the lease table (LeaseRefs in
  * resolve.ts keeps one per caller and scope). Any number of refs may name
  * one key: a ref whose lease has left the table finds the table's current
- * one by its key.
+ * one by its key. Until then it keeps the dropped lease in memory (a few
+ * hundred bytes; LeaseRefs holds at most 100,000 refs).
  */
 export interface LeaseRef {
   readonly key: string;
