@@ -77,8 +77,9 @@ const LEASE_REFS_MAX = 100_000;
  * The limiter's handle on a caller's lease (LeaseRef: its key, localKeyOf,
  * and the lease once found), remembered: the hot path reaches the lease by
  * the ids the request already has (the user id of the session cache, the
- * tenant, the address) in one small map, instead of concatenating, hashing
- * and looking up a key in the node's whole lease table on every request.
+ * tenant, the address) in its scope's map for that kind of caller, instead
+ * of concatenating a key, hashing it and looking it up in the node's lease
+ * table on every request.
  * Keyed by scope, then kind of caller, then id, so a user and a tenant of
  * the same id never share a ref.
  */
