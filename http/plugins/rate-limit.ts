@@ -7,6 +7,7 @@ import { callerOf, canonicalRoute, isPlatformAdmin, isProbeRoute, isRateLimitAdm
 import type { AppServices } from '../services.js';
 import { sendError } from './error-handler.js';
 import { routeConfigOf, type RouteConfig } from '../route-config.js';
+import { replyHeadersOf } from '../reply-headers.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -76,8 +77,15 @@ export function registerRateLimit(app: FastifyInstance, services: AppServices): 
   });
 
   const apply = (request: FastifyRequest, reply: FastifyReply, applied: AppliedLimit, policy: string, decision: Decision): boolean => {
-    reply.header('ratelimit-policy', policy);
-    reply.header('ratelimit', rateLimitHeader(applied.policy, decision.remaining, decision.reset_seconds));
+    const value = rateLimitHeader(applied.policy, decision.remaining, decision.reset_seconds);
+    const headers = replyHeadersOf(reply);
+    if (headers !== null) {
+      headers['ratelimit-policy'] = policy;
+      headers.ratelimit = value;
+    } else {
+      reply.header('ratelimit-policy', policy);
+      reply.header('ratelimit', value);
+    }
     if (decision.allowed) return true;
     request.log.debug({ policy: applied.policy, scope: applied.scope }, 'rate limited');
     sendError(reply, 'rate_limited', `Rate limit exceeded (${applied.limit.max_requests} requests per ${applied.limit.window_seconds} s); retry after ${decision.retry_after_seconds} s.`, {
