@@ -20,17 +20,40 @@ const prefixes = new Map<string, string>();
 /** `;t=<n>` for every n below this, made once. */
 const SUFFIXES = 1024;
 const suffixes = Array.from({ length: SUFFIXES }, (_, t) => `;t=${t}`);
+/** "0".."999", and the same zero-padded to three digits, made once. */
+const DIGITS = Array.from({ length: 1000 }, (_, n) => String(n));
+const DIGITS3 = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
+
+/**
+ * The decimal form of a non-negative integer, joined from strings made once.
+ * Not `String(n)`: V8 keeps the string of every number it converts in its
+ * number-string cache, an old-generation table, so each response's new r
+ * would outlive its request, be copied by the next young-generation
+ * collections and moved to the old generation. Measured on the rate-limit
+ * bench's route (`--trace-gc-nvp`, 300,000 requests, one caller): 80-110 KB
+ * promoted per scavenge against 25-45 KB without the limiter, and back to the
+ * latter with this (docs/performance.md, "Rate limits").
+ */
+export function decimal(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) return String(n);
+  if (n < 1000) return DIGITS[n]!;
+  let low = DIGITS3[n % 1000]!;
+  let rest = Math.floor(n / 1000);
+  while (rest >= 1000) {
+    low = DIGITS3[rest % 1000]! + low;
+    rest = Math.floor(rest / 1000);
+  }
+  return DIGITS[rest]! + low;
+}
 
 /**
  * RateLimit's value, on every limited response. Only r is new with each
  * request (t changes once a second): the rest comes from strings made once,
- * so a response costs one number's digits and two joins. (Against a template
- * literal the bench could not tell the difference beyond its spread:
- * docs/performance.md, "Rate limits".)
+ * and r's digits too (decimal above).
  */
 export function rateLimitHeader(policy: string, remaining: number, reset_seconds: number): string {
   let prefix = prefixes.get(policy);
   if (prefix === undefined) prefixes.set(policy, (prefix = `"${policy}";r=`));
   const t = Math.max(0, reset_seconds);
-  return prefix + Math.max(0, remaining) + (t < SUFFIXES ? suffixes[t]! : `;t=${t}`);
+  return prefix + decimal(Math.max(0, remaining)) + (t < SUFFIXES ? suffixes[t]! : `;t=${t}`);
 }

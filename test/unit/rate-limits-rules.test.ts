@@ -3,7 +3,7 @@ import { canonicalEndpoint, type RulesMessage, type RuleSetView } from '../../ac
 import { emptyRulesState, loadRulesState, ruleSetOf, stepRules, type RulesState } from '../../actors/rate-limits/rules-state.js';
 import type { RecordWrite } from '../../runtime/index.js';
 import { callerOf, canonicalRoute, isExempt, LeaseRefs, localKeyOf, moduleOf, resolveLimit } from '../../http/rate-limits/resolve.js';
-import { policyHeader, rateLimitHeader } from '../../http/rate-limits/headers.js';
+import { decimal, policyHeader, rateLimitHeader } from '../../http/rate-limits/headers.js';
 import type { Principal } from '../../http/auth/principal.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
 
@@ -143,6 +143,14 @@ describe('caller and exemptions', () => {
     // Its parts made once (the policy's prefix, t below 1024) and made each time give the same text.
     for (const t of [0, 1, 65, 1023, 1024, 3630]) expect(rateLimitHeader('custom', 999_999_999, t)).toBe(`"custom";r=999999999;t=${t}`);
     expect(rateLimitHeader('default', 0, 60)).toBe('"default";r=0;t=60');
+  });
+
+  it('writes r\'s digits as String does, at every group boundary', () => {
+    const samples = [0, 7, 10, 99, 100, 999, 1000, 1001, 1010, 1100, 9999, 10_000, 100_005, 999_999, 1_000_000, 1_000_001, 1_002_003, 999_999_999, 1_000_000_000, 2 ** 31, Number.MAX_SAFE_INTEGER];
+    for (let n = 0; n < 3000; n++) samples.push(n, n * 997, n * 1_000_003);
+    for (const n of samples) expect(decimal(n)).toBe(String(n));
+    // Not a non-negative safe integer: String's form.
+    for (const n of [-1, 1.5, 2 ** 60, Number.NaN]) expect(decimal(n)).toBe(String(n));
   });
 });
 
