@@ -30,9 +30,9 @@ const DIGITS3 = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'
  * number-string cache, an old-generation table, so each response's new r
  * would outlive its request, be copied by the next young-generation
  * collections and moved to the old generation. Measured on the rate-limit
- * bench's route (`--trace-gc-nvp`, 300,000 requests, one caller): 80-110 KB
- * promoted per scavenge against 25-45 KB without the limiter, and back to the
- * latter with this (docs/performance.md, "Rate limits").
+ * bench's route (`--trace-gc-nvp`, 300,000 requests, one caller): 79-109 KB
+ * promoted per scavenge against 23-57 KB without the limiter, and 40-65 KB
+ * with this (docs/performance.md, "Rate limits").
  */
 export function decimal(n: number): string {
   if (!Number.isSafeInteger(n) || n < 0) return String(n);
