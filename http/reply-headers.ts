@@ -33,7 +33,8 @@ function findHeadersSymbol(reply: FastifyReply): symbol | null {
 export function replyHeadersOf(reply: FastifyReply): ReplyHeaders | null {
   if (headersSymbol === undefined) headersSymbol = findHeadersSymbol(reply);
   if (headersSymbol === null) return null;
-  return (reply as unknown as Record<symbol, ReplyHeaders>)[headersSymbol]!;
+  // Null, not a crash, for a reply without it (a second copy of Fastify has symbols of its own).
+  return (reply as unknown as Record<symbol, ReplyHeaders | undefined>)[headersSymbol] ?? null;
 }
 
 /** Forgets the symbol found (tests: the fallback path). */

@@ -37,6 +37,14 @@ describe('replyHeadersOf', () => {
     expect(seen).toBe('"default";r=5;t=60');
   });
 
+  it('is null for a reply that does not hold the symbol found (a second copy of Fastify)', async () => {
+    resetReplyHeadersSymbol(Symbol('fastify.reply.headers'));
+    const { direct, viaHeader, found } = await answers();
+    expect(found).toBe(false);
+    expect(direct['x-limit']).toBe('"default";r=5;t=60');
+    expect(direct).toEqual(viaHeader);
+  });
+
   it('is null when Fastify has no such symbol, and the caller falls back to reply.header', async () => {
     resetReplyHeadersSymbol(null);
     const { direct, viaHeader, found } = await answers();
