@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { fastifySymbol } from './fastify-symbol.js';
 
 /**
  * The reply's header object, for a hot path that sets headers of its own
@@ -22,12 +23,7 @@ export type ReplyHeaders = Record<string, unknown>;
 let headersSymbol: symbol | null | undefined;
 
 function findHeadersSymbol(reply: FastifyReply): symbol | null {
-  for (const symbol of Object.getOwnPropertySymbols(reply)) {
-    if (symbol.description !== 'fastify.reply.headers') continue;
-    const headers = (reply as unknown as Record<symbol, unknown>)[symbol];
-    if (headers !== null && typeof headers === 'object' && !Array.isArray(headers)) return symbol;
-  }
-  return null;
+  return fastifySymbol(reply, 'fastify.reply.headers', (headers) => headers !== null && typeof headers === 'object' && !Array.isArray(headers));
 }
 
 export function replyHeadersOf(reply: FastifyReply): ReplyHeaders | null {

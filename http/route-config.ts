@@ -1,4 +1,5 @@
 import type { FastifyContextConfig, FastifyRequest } from 'fastify';
+import { fastifySymbol } from './fastify-symbol.js';
 
 /**
  * A request's route config (with the route's `url` template and `method`),
@@ -15,12 +16,7 @@ export type RouteConfig = FastifyContextConfig & { url?: string; method?: string
 let contextSymbol: symbol | null | undefined;
 
 function findContextSymbol(request: FastifyRequest): symbol | null {
-  for (const symbol of Object.getOwnPropertySymbols(request)) {
-    if (symbol.description !== 'fastify.context') continue;
-    const context = (request as unknown as Record<symbol, { config?: unknown }>)[symbol];
-    if (context && typeof context === 'object' && context.config === request.routeOptions.config) return symbol;
-  }
-  return null;
+  return fastifySymbol(request, 'fastify.context', (context) => typeof context === 'object' && context !== null && (context as { config?: unknown }).config === request.routeOptions.config);
 }
 
 export function routeConfigOf(request: FastifyRequest): RouteConfig | undefined {
