@@ -351,13 +351,15 @@ export class ClusterNode {
     await this.ensureClusterConfig();
     await this.runtime.start();
     await this.transport.listen(this.options.bindHost, cluster.grpcPort, {
-      forward: (request) => {
-        if (request.kind.startsWith(CONTROL_PREFIX)) return this.runControl(request.kind.slice(CONTROL_PREFIX.length), request.key);
-        const p = partitionOf(request.kind, request.key, this.options.partitions);
-        if (!this.serving(p)) return Promise.reject(new ServiceError('not_leader'));
-        return request.message_id === undefined
-          ? this.runtime.ask(request.kind, request.key, request.message)
-          : this.runtime.deliver(request.kind, request.key, request.message, request.message_id);
+      forward: (kind, key, message, messageId, resolve, reject) => {
+        if (kind.startsWith(CONTROL_PREFIX)) {
+          this.runControl(kind.slice(CONTROL_PREFIX.length), key).then(resolve, reject);
+          return;
+        }
+        const p = partitionOf(kind, key, this.options.partitions);
+        if (!this.serving(p)) reject(new ServiceError('not_leader'));
+        else if (messageId === undefined) this.runtime.askWith(kind, key, message, resolve, reject);
+        else this.runtime.deliverWith(kind, key, message, messageId, resolve, reject);
       },
       replicate: (_from, messages) => this.replicator.applyFrame(messages),
     });

@@ -1,5 +1,5 @@
 import { ServiceError, SystemClock, type Clock, type Store, type TimerHandle } from '../runtime/index.js';
-import type { ForwardRequest, ReplicateMessage, ReplicateReply } from './transport/frames.js';
+import type { ReplicateMessage, ReplicateReply } from './transport/frames.js';
 
 /**
  * What cluster/ needs from the world, as interfaces (as runtime/ takes its
@@ -173,8 +173,13 @@ export interface PeerLink {
 
 /** What a node serves to its peers. */
 export interface TransportHandlers {
-  /** Runs a forwarded actor message on this node (which must lead its partition) and returns the reply. */
-  forward(request: ForwardRequest): Promise<unknown>;
+  /**
+   * Runs a forwarded actor message on this node (which must lead its
+   * partition) and hands its reply to `resolve`, or its failure to `reject`:
+   * one of them, once (callbacks, not a promise: no promise per forwarded
+   * message on the receiving node).
+   */
+  forward(kind: string, key: string, message: unknown, messageId: string | undefined, resolve: (reply: unknown) => void, reject: (error: unknown) => void): void;
   /** Applies one frame of replication messages from leader `from`, in order, and returns the replies. */
   replicate(from: string, messages: ReplicateMessage[]): Promise<ReplicateReply[]>;
 }

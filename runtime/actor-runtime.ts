@@ -188,10 +188,26 @@ export class ActorRuntime implements ActorClient {
 
   /** Sends a message and waits for the reply, released after its turn committed. */
   ask<Reply = unknown>(kind: string, key: string, message: unknown): Promise<Reply> {
-    if (kind === PARTITION_READS_KIND) return this.readPartition(key, message as PartitionRead) as Promise<Reply>;
-    return new Promise<Reply>((resolve, reject) => {
-      this.enqueue(kind, key, { message, resolve: resolve as (reply: unknown) => void, reject, requestSeq: nextRequestSeq() });
-    });
+    return new Promise<Reply>((resolve, reject) => this.askWith(kind, key, message, resolve as (reply: unknown) => void, reject));
+  }
+
+  /**
+   * `ask` with its outcome handed to `resolve` or `reject` (exactly one of
+   * them, once) instead of a promise: the cluster's forward path answers a
+   * peer's message with no promise of its own (a promise, its executor and
+   * its reaction per message were a measurable part of a forwarded message's
+   * cost on the receiving node).
+   */
+  askWith(kind: string, key: string, message: unknown, resolve: (reply: unknown) => void, reject: (error: unknown) => void): void {
+    if (kind === PARTITION_READS_KIND) {
+      this.readPartition(key, message as PartitionRead).then(resolve, reject);
+      return;
+    }
+    try {
+      this.enqueue(kind, key, { message, resolve, reject, requestSeq: nextRequestSeq() });
+    } catch (error) {
+      reject(error);
+    }
   }
 
   /**
@@ -199,9 +215,16 @@ export class ActorRuntime implements ActorClient {
    * committed; a repeat of the same messageId is acknowledged without a turn.
    */
   deliver(kind: string, key: string, message: unknown, messageId: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.enqueue(kind, key, { message, messageId, resolve: () => resolve(), reject });
-    });
+    return new Promise<void>((resolve, reject) => this.deliverWith(kind, key, message, messageId, () => resolve(), reject));
+  }
+
+  /** `deliver` with its outcome handed to `resolve` (with nothing: the turn's reply is not for the sender) or `reject`, as askWith. */
+  deliverWith(kind: string, key: string, message: unknown, messageId: string, resolve: (reply: undefined) => void, reject: (error: unknown) => void): void {
+    try {
+      this.enqueue(kind, key, { message, messageId, resolve: () => resolve(undefined), reject });
+    } catch (error) {
+      reject(error);
+    }
   }
 
   /** Sends a message without waiting. Throws if the actor's mailbox is full. */

@@ -4,10 +4,25 @@ import type { RuntimeLogger } from '../../runtime/index.js';
 import type { TransportHandlers } from '../ports.js';
 import { channelOptions, clusterProto, FLOW_CONTROL_WINDOW_BYTES, type FrameMessage } from './proto.js';
 import { FrameBatcher } from './frame-batcher.js';
-import { decodeFrame, encodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
+import { decodeFrame, encodeFrame, type ForwardReply, type ReplicateMessage, type ReplicateReply, type WireError } from './frames.js';
+import { FLAT_FORMAT_METADATA, FLAT_FORMAT_VALUE, FlatReplyBatcher, visitRequests } from './forward-frames.js';
+import { StringTableReader } from './string-table.js';
 import { toWireError } from './wire-error.js';
 
 export type ClusterHandlers = TransportHandlers;
+
+type ReplyWriter = (id: number, ok: boolean, value: unknown) => void;
+
+function flatReplies(write: (payload: Buffer) => void): ReplyWriter {
+  const batcher = new FlatReplyBatcher(write);
+  return (id, ok, value) => batcher.push(id, ok, value);
+}
+
+/** A client of the previous version: a reply object each (frames.ts). */
+function objectReplies(write: (payload: Buffer) => void): ReplyWriter {
+  const batcher = new FrameBatcher<ForwardReply>(write);
+  return (id, ok, value) => batcher.push(ok ? { id, ok, value } : { id, ok, error: value as WireError });
+}
 
 export const NODE_ID_METADATA = 'x-node-id';
 
@@ -85,45 +100,62 @@ export class ClusterServer {
     });
   }
 
-  private track(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>): void {
+  private track(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>, metadata = new grpc.Metadata()): void {
     this.calls.add(call);
     const forget = () => this.calls.delete(call);
     call.on('close', forget);
     call.on('error', forget);
     call.on('cancelled', forget);
     // Headers first: the client takes them as proof the stream reached a live server.
-    call.sendMetadata(new grpc.Metadata());
+    call.sendMetadata(metadata);
   }
 
   private serveForward(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>): void {
-    this.track(call);
-    const replies = new FrameBatcher<ForwardReply>((payload) => {
+    // This server reads both formats (forward-frames.ts) and says so; it replies flat to a client that asked.
+    const offered = new grpc.Metadata();
+    offered.set(FLAT_FORMAT_METADATA, FLAT_FORMAT_VALUE);
+    this.track(call, offered);
+    const write = (payload: Buffer) => {
       if (!call.writableEnded && !call.destroyed) call.write({ payload });
-    });
-    call.on('data', (frame: FrameMessage) => {
-      let requests: ForwardRequest[];
+    };
+    const reply = call.metadata.get(FLAT_FORMAT_METADATA).includes(FLAT_FORMAT_VALUE) ? flatReplies(write) : objectReplies(write);
+    const strings = new StringTableReader();
+    const run = (id: number, kind: string, key: string, message: unknown, messageId: string | undefined) => {
       try {
-        requests = decodeFrame(frame.payload) as ForwardRequest[];
-      } catch (error) {
-        this.logger.warn({ err: error }, 'bad forward frame');
-        return;
-      }
-      for (const request of requests) {
-        let pending: Promise<unknown>;
-        try {
-          pending = this.handlers.forward(request);
-        } catch (error) {
-          replies.push({ id: request.id, ok: false, error: toWireError(error) });
-          continue;
-        }
-        pending.then(
-          (value) => replies.push({ id: request.id, ok: true, value }),
-          (error: unknown) => replies.push({ id: request.id, ok: false, error: toWireError(error) }),
+        this.handlers.forward(
+          kind,
+          key,
+          message,
+          messageId,
+          (value) => reply(id, true, value),
+          (error: unknown) => reply(id, false, toWireError(error)),
         );
+      } catch (error) {
+        reply(id, false, toWireError(error));
+      }
+    };
+    let broken = false;
+    call.on('data', (frame: FrameMessage) => {
+      if (broken) return;
+      try {
+        visitRequests(decodeFrame(frame.payload), strings, run);
+      } catch (error) {
+        broken = true;
+        this.endBrokenStream(call, error);
       }
     });
     call.on('end', () => call.end());
     call.on('error', () => undefined);
+  }
+
+  /**
+   * A frame that does not parse: its messages are lost and the stream's string table may be out of step, so the
+   * stream ends; the client fails what it has pending there (outcome unknown) and opens a new one.
+   */
+  private endBrokenStream(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>, error: unknown): void {
+    this.logger.warn({ err: error }, 'bad forward frame: ending the stream');
+    // grpc-js ends a server stream with a status through its 'error' event.
+    call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: `bad forward frame: ${error instanceof Error ? error.message : String(error)}` });
   }
 
   private serveReplicate(call: grpc.ServerDuplexStream<FrameMessage, FrameMessage>): void {

@@ -27,8 +27,9 @@ const mapsPackr = new Packr({ useRecords: false, mapsAsObjects: true });
  */
 export const RECORDS_FROM_ITEMS = 16;
 
-export function encodeFrame(items: unknown[]): Buffer {
-  return (items.length < RECORDS_FROM_ITEMS ? mapsPackr : packr).pack(items);
+/** `messages`: how many messages the items hold (a flat frame, forward-frames.ts, has several items per message). */
+export function encodeFrame(items: unknown[], messages = items.length): Buffer {
+  return (messages < RECORDS_FROM_ITEMS ? mapsPackr : packr).pack(items);
 }
 
 export function decodeFrame(payload: Uint8Array): unknown[] {

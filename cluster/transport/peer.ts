@@ -3,14 +3,18 @@ import type { RuntimeLogger } from '../../runtime/index.js';
 import { PeerUnreachable, type PeerLink, type ReplicateStream } from '../ports.js';
 import { clusterProto, peerChannelOptions, type ClusterClient, type FrameMessage } from './proto.js';
 import { FrameBatcher } from './frame-batcher.js';
-import { decodeFrame, type ForwardReply, type ForwardRequest, type ReplicateMessage, type ReplicateReply } from './frames.js';
+import { decodeFrame, type ForwardRequest, type ReplicateMessage, type ReplicateReply, type WireError } from './frames.js';
+import { FLAT_FORMAT_METADATA, FLAT_FORMAT_VALUE, FlatRequestBatcher, visitReplies } from './forward-frames.js';
 import { fromWireError } from './wire-error.js';
 import { NODE_ID_METADATA } from './cluster-server.js';
 import { failWaiter, PendingReplies } from './pending-replies.js';
 
 interface ForwardStream {
   call: grpc.ClientDuplexStream<FrameMessage, FrameMessage>;
+  /** Until the server has said it reads flat frames (forward-frames.ts): an object per message. */
   batcher: FrameBatcher<ForwardRequest>;
+  /** Once it has. */
+  flat: FlatRequestBatcher | undefined;
   /** By id, in send order, so the deadline sweep stops at the first young one. */
   pending: PendingReplies;
   established: boolean;
@@ -59,6 +63,10 @@ export class Peer implements PeerLink {
     const stream = this.forwardStream ?? this.openForward();
     return new Promise((resolve, reject) => {
       const id = stream.pending.add({ resolve, reject, sent_ms: stream.clock_ms, recover });
+      if (stream.flat) {
+        stream.flat.push(id, kind, key, message, messageId);
+        return;
+      }
       const request: ForwardRequest = { id, kind, key, message };
       if (messageId !== undefined) request.message_id = messageId;
       stream.batcher.push(request);
@@ -117,14 +125,18 @@ export class Peer implements PeerLink {
   }
 
   private openForward(): ForwardStream {
-    const call = this.client.Forward();
+    const asked = new grpc.Metadata();
+    asked.set(FLAT_FORMAT_METADATA, FLAT_FORMAT_VALUE);
+    const call = this.client.Forward(asked);
+    const write = (payload: Buffer) => {
+      if (!call.writableEnded && !call.destroyed) call.write({ payload });
+    };
     const stream: ForwardStream = {
       call,
       pending: new PendingReplies(),
       established: false,
-      batcher: new FrameBatcher<ForwardRequest>((payload) => {
-        if (!call.writableEnded && !call.destroyed) call.write({ payload });
-      }),
+      batcher: new FrameBatcher<ForwardRequest>(write),
+      flat: undefined,
       clock_ms: performance.now(),
       // One timer per stream, not one per message: at 100k messages/s a timer each would cost more than the forwarding.
       sweep: setInterval(() => {
@@ -135,23 +147,26 @@ export class Peer implements PeerLink {
       }, SWEEP_INTERVAL_MS),
     };
     stream.sweep.unref();
-    call.on('metadata', () => {
+    call.on('metadata', (metadata: grpc.Metadata) => {
       stream.established = true;
+      if (!stream.flat && metadata.get(FLAT_FORMAT_METADATA).includes(FLAT_FORMAT_VALUE)) {
+        // What was sent so far leaves first, as objects; the flat frames follow it on the stream.
+        stream.batcher.flush();
+        stream.flat = new FlatRequestBatcher(write);
+      }
     });
+    const settle = (id: number, ok: boolean, value: unknown) => {
+      const waiter = stream.pending.take(id);
+      if (!waiter) return;
+      if (ok) waiter.resolve(value);
+      else failWaiter(waiter, fromWireError(value as WireError));
+    };
     call.on('data', (frame: FrameMessage) => {
       stream.established = true;
-      let replies: ForwardReply[];
       try {
-        replies = decodeFrame(frame.payload) as ForwardReply[];
+        visitReplies(decodeFrame(frame.payload), settle);
       } catch (error) {
         this.logger.warn({ err: error, peer: this.nodeId }, 'bad forward reply frame');
-        return;
-      }
-      for (const reply of replies) {
-        const waiter = stream.pending.take(reply.id);
-        if (!waiter) continue;
-        if (reply.ok) waiter.resolve(reply.value);
-        else failWaiter(waiter, fromWireError(reply.error));
       }
     });
     const fail = () => {

@@ -12,9 +12,9 @@ import { Peer } from '../../cluster/transport/peer.js';
  */
 const logger = pino({ level: 'silent' });
 const handlers: TransportHandlers = {
-  forward: async (request) => {
-    if (request.key === 'refused') throw new ServiceError('not_leader');
-    return { echoed: request.key };
+  forward: (_kind, key, _message, _messageId, resolve, reject) => {
+    if (key === 'refused') reject(new ServiceError('not_leader'));
+    else resolve({ echoed: key });
   },
   replicate: async () => [],
 };
@@ -75,7 +75,7 @@ describe('Peer.forward over gRPC', () => {
   });
 
   it('hands a broken stream to recover as PeerUnreachable', async () => {
-    const slowHandlers: TransportHandlers = { forward: () => new Promise(() => undefined), replicate: async () => [] };
+    const slowHandlers: TransportHandlers = { forward: () => undefined, replicate: async () => [] };
     const slow = new ClusterServer(slowHandlers, logger);
     const slowPort = await slow.listen('127.0.0.1', 0);
     const stuck = new Peer('n3', `127.0.0.1:${slowPort}`, 'n1', logger, 2);

@@ -264,19 +264,24 @@ export class SimNode {
   private hookChecks(node: ClusterNode): void {
     const { checker } = this.world;
     const runtime = node.runtime;
-    const ask = runtime.ask.bind(runtime);
-    runtime.ask = <Reply>(kind: string, key: string, message: unknown): Promise<Reply> =>
-      ask<Reply>(kind, key, message).then(
+    // askWith is where every ask goes: ask (the edge's, and the router's for a partition this node serves) through it,
+    // and the forward path of a peer's messages directly.
+    const askWith = runtime.askWith.bind(runtime);
+    runtime.askWith = (kind, key, message, resolve, reject) =>
+      askWith(
+        kind,
+        key,
+        message,
         (value) => {
           const { p, counter } = this.counterKeys.of(key);
           const m = message as CounterMessage;
           if (m.op === 'inc') checker.onAck(p, counter, value as number, this.id);
           else checker.onRead(p, counter, value as number, m.issuedAt, this.id);
-          return value;
+          resolve(value);
         },
         (error: unknown) => {
           if ((error as { code?: string }).code === 'not_enough_replicas') checker.refusedWrites++;
-          throw error;
+          reject(error);
         },
       );
     const open = runtime.openPartition.bind(runtime);

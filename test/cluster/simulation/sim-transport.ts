@@ -84,17 +84,18 @@ class SimPeerLink implements PeerLink {
           };
           const handlers = world.endpoint(this.nodeId)?.handlers;
           if (!handlers) return;
-          let pending: Promise<unknown>;
           try {
-            pending = handlers.forward(messageId === undefined ? { id, kind, key, message } : { id, kind, key, message, message_id: messageId });
+            handlers.forward(
+              kind,
+              key,
+              message,
+              messageId,
+              (value) => answer({ ok: true, value }),
+              (error: unknown) => answer({ ok: false, error }),
+            );
           } catch (error) {
             answer({ ok: false, error });
-            return;
           }
-          pending.then(
-            (value) => answer({ ok: true, value }),
-            (error: unknown) => answer({ ok: false, error }),
-          );
         }),
       );
     });
