@@ -51,14 +51,16 @@ export class RevocationAwareActorClient implements ActorClient {
     const apiKey = changedApiKey(kind, key, message);
     if (revoking || apiKey !== undefined) return this.askRevoking(kind, key, message, options, revoking, op, apiKey);
     // Every other message (nearly all): nothing to drop unless the answer names revoked users.
-    return this.inner.ask<Reply>(kind, key, message, options).then(
-      (reply) => (namesRevokedUsers(reply) ? this.dropNamed(reply).then(() => reply) : reply),
-      (error: unknown) => {
-        if (isServiceError(error) && namesRevokedUsers(error.details)) return this.dropNamed(error.details).then(() => Promise.reject(error));
-        throw error;
-      },
-    );
+    return this.inner.ask<Reply>(kind, key, message, options).then(this.afterReply, this.afterFailure) as Promise<Reply>;
   }
+
+  // Made once, not per ask: two closures less for every message the edge sends.
+  private readonly afterReply = (reply: unknown): unknown => (namesRevokedUsers(reply) ? this.dropNamed(reply).then(() => reply) : reply);
+
+  private readonly afterFailure = (error: unknown): unknown => {
+    if (isServiceError(error) && namesRevokedUsers(error.details)) return this.dropNamed(error.details).then(() => Promise.reject(error));
+    throw error;
+  };
 
   private async askRevoking<Reply>(kind: string, key: string, message: unknown, options: AskOptions | undefined, revoking: boolean, op: unknown, apiKey: string | undefined): Promise<Reply> {
     let reply: Reply;
