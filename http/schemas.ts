@@ -35,7 +35,23 @@ export const bearerErrors = [400, 401, 413, 415, 429, 503];
 
 export const bearerSecurity = [{ bearerAuth: [] as string[] }];
 
+/**
+ * The strings isoTime made last, by the low 8 bits of their epoch-ms: under
+ * load many responses carry the same millisecond (at 20,000 acquisitions a
+ * second, twenty share each expiry instant), and `new Date(ms).toISOString()`
+ * was 1.8% of the lock write path's JavaScript time.
+ */
+const recentEpochMs = new Float64Array(256).fill(Number.NaN);
+const recentIso: string[] = new Array<string>(256).fill('');
+
 /** Epoch-ms to the RFC 3339 string the conventions use for `ts` fields. */
 export function isoTime(epoch_ms: number | null | undefined): string | null {
-  return epoch_ms === null || epoch_ms === undefined ? null : new Date(epoch_ms).toISOString();
+  if (epoch_ms === null || epoch_ms === undefined) return null;
+  const slot = epoch_ms & 255;
+  if (recentEpochMs[slot] === epoch_ms) return recentIso[slot];
+  // Throws RangeError for a time Date cannot hold, as before; nothing is stored then.
+  const iso = new Date(epoch_ms).toISOString();
+  recentEpochMs[slot] = epoch_ms;
+  recentIso[slot] = iso;
+  return iso;
 }

@@ -19,6 +19,11 @@ export interface SessionCheck {
   degraded: boolean;
 }
 
+/** The session, if this node's check of it is fresh (checkSession's first step, without a promise: the edge tries it first). */
+export function cachedSession(cache: SessionCache, clock: Clock, user_id: string, session_id: string): SessionPrincipal | undefined {
+  return cache.get(user_id, session_id, clock.now());
+}
+
 /**
  * Is this session live? From the cache while its check is fresh; else by
  * asking the user actor (then cached). If the actor cannot be asked because
@@ -29,7 +34,7 @@ export interface SessionCheck {
  * not stored (it does not extend its own window).
  */
 export async function checkSession(actors: ActorClient, cache: SessionCache, clock: Clock, user_id: string, session_id: string): Promise<SessionCheck> {
-  const cached = cache.get(user_id, session_id, clock.now());
+  const cached = cachedSession(cache, clock, user_id, session_id);
   if (cached) return { session: cached, degraded: false };
   const generation = cache.generation(user_id);
   const fallback = cache.lastPositive(user_id, session_id, clock.now()) !== undefined;

@@ -8,7 +8,7 @@ import { CLIENT_SUBJECT_PREFIX, oauthTokens } from '../auth/tokens.js';
 import { OAUTH_CLIENT_KIND } from '../../actors/oauth/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import type { AppServices } from '../services.js';
-import { checkSession } from '../auth/session-check.js';
+import { cachedSession, checkSession } from '../auth/session-check.js';
 import { API_KEY_REJECTED, checkApiKey } from '../auth/api-key-check.js';
 import { authenticateX402Session, isX402SessionToken } from '../x402-session.js';
 import { routeUrlOf } from '../route-config.js';
@@ -146,7 +146,9 @@ export function bearerAuthentication(services: AppServices) {
       request.principal = await authenticateOAuthClient(services, token, request);
       return;
     }
-    const claims = await services.tokens.verifyAccessToken(token);
+    // Both checks are answered from this node's caches for nearly every request: tried synchronously first,
+    // so such a request makes no promise for them.
+    const claims = services.tokens.verifiedClaims(token) ?? (await services.tokens.verifyAccessToken(token));
     // OAuth user tokens carry the scope granted to the client: enforced like an API key's.
     // Logout is the one credential route they may call: it ends the grant's own session.
     if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(routeUrlOf(request) ?? request.url, request.method)) && !isLogout(request)) {
@@ -154,7 +156,8 @@ export function bearerAuthentication(services: AppServices) {
     }
     // The session check: from this node's cache, else from the user actor (then cached), else, while
     // the user's partition is unavailable, from this node's last positive check (session-check.ts).
-    const { session, degraded } = await checkSession(services.actors, services.sessionCache, services.clock, claims.sub, claims.sid);
+    const fresh = cachedSession(services.sessionCache, services.clock, claims.sub, claims.sid);
+    const { session, degraded } = fresh ? { session: fresh, degraded: false } : await checkSession(services.actors, services.sessionCache, services.clock, claims.sub, claims.sid);
     if (degraded) request.log.warn({ user_id: session.user_id }, "session check answered from this node's last positive check: the user's partition is unavailable");
     // An impersonation session lives only while its admin is a live admin.
     // The cache never keeps impersonation sessions (see SessionCache.put), so
