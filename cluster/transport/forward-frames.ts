@@ -1,4 +1,5 @@
-import { encodeFrame, type ForwardReply, type ForwardRequest } from './frames.js';
+import { MessageBatcher } from './frame-batcher.js';
+import type { ForwardReply, ForwardRequest } from './frames.js';
 import { StringTableReader, StringTableWriter } from './string-table.js';
 
 /**
@@ -27,48 +28,12 @@ export const FLAT_FORMAT_VALUE = 'flat';
 const REQUEST_FIELDS = 5;
 const REPLY_FIELDS = 3;
 
-/**
- * One frame per event-loop tick (or per `maxMessages`), as FrameBatcher
- * does for the first format; the values are collected flat, the tag first.
- */
-abstract class FlatBatcher {
-  /** The frame being filled: the tag, then each message's fields, pushed by the subclass. */
-  protected values: unknown[] = [FLAT_TAG];
-  private messages = 0;
-  private scheduled = false;
-
-  constructor(
-    private readonly write: (payload: Buffer) => void,
-    private readonly maxMessages: number,
-  ) {}
-
-  /** A message's fields were pushed onto `values`. */
-  protected added(): void {
-    this.messages++;
-    if (this.messages >= this.maxMessages) this.flush();
-    else if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.flush());
-    }
-  }
-
-  flush(): void {
-    this.scheduled = false;
-    if (this.messages === 0) return;
-    const values = this.values;
-    const messages = this.messages;
-    this.values = [FLAT_TAG];
-    this.messages = 0;
-    this.write(encodeFrame(values, messages));
-  }
-}
-
 /** The client's requests on one stream; owns the stream's sending string table. */
-export class FlatRequestBatcher extends FlatBatcher {
+export class FlatRequestBatcher extends MessageBatcher {
   private readonly strings = new StringTableWriter();
 
   constructor(write: (payload: Buffer) => void, maxMessages = 1024) {
-    super(write, maxMessages);
+    super(write, maxMessages, [FLAT_TAG]);
   }
 
   push(id: number, kind: string, key: string, message: unknown, messageId: string | undefined): void {
@@ -78,9 +43,9 @@ export class FlatRequestBatcher extends FlatBatcher {
 }
 
 /** The server's replies on one stream. */
-export class FlatReplyBatcher extends FlatBatcher {
+export class FlatReplyBatcher extends MessageBatcher {
   constructor(write: (payload: Buffer) => void, maxMessages = 1024) {
-    super(write, maxMessages);
+    super(write, maxMessages, [FLAT_TAG]);
   }
 
   /** `value`: the reply when ok, the WireError when not. */

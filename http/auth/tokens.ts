@@ -115,13 +115,9 @@ export class TokenService {
 
   /** The token's claims, or a 401. */
   async verifyAccessToken(token: string): Promise<AccessClaims> {
-    const now_s = this.now() / 1000;
-    const cached = this.verified.get(token);
-    if (cached) {
-      if (cached.exp > now_s) return cached;
-      this.verified.delete(token);
-      throw new ServiceError('unauthorized', 'The access token has expired.');
-    }
+    const fresh = this.verifiedClaims(token);
+    if (fresh) return fresh;
+    if (this.verified.delete(token)) throw new ServiceError('unauthorized', 'The access token has expired.');
     let claims: AccessClaims;
     try {
       const { payload } = await jwtVerify(token, this.verifyKey, {
