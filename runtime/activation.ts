@@ -4,6 +4,7 @@ import type { Clock } from './clock.js';
 import type { DeferredAsks } from './deferred-replies.js';
 import { Mailbox } from './mailbox.js';
 import type { RuntimeObserver } from './observer.js';
+import { ProbationQueue } from './probation.js';
 import { keys } from './storage-keys.js';
 import type { Store } from './store.js';
 
@@ -39,6 +40,8 @@ export interface Activation {
   lastActiveMs: number;
   /** Asks this actor deferred and has not answered yet (created on the first). */
   deferred: DeferredAsks | undefined;
+  /** Has had only the message that activated it (probation.ts); set and cleared by the table's ProbationQueue. */
+  probation: boolean;
 }
 
 /** Nothing runs, nothing waits to run: the activation may leave memory. */
@@ -60,6 +63,8 @@ export class ActivationTable {
   private readonly byKind = new Map<string, Map<string, Activation>>();
   /** Activations in memory, kept as a counter so the metrics and the limit read it without a walk. */
   private activeCount = 0;
+  /** Activations that have had one message only, oldest first (probation.ts). */
+  private readonly probation = new ProbationQueue<Activation>();
 
   constructor(
     private readonly store: Store,
@@ -97,8 +102,10 @@ export class ActivationTable {
       scheduled: false,
       lastActiveMs: this.clock.now(),
       deferred: undefined,
+      probation: false,
     };
     byKey.set(key, activation);
+    this.probation.add(activation);
     this.activeCount++;
     this.observer?.activated(kind);
     return activation;
@@ -120,6 +127,43 @@ export class ActivationTable {
 
   count(): number {
     return this.activeCount;
+  }
+
+  /** Activations in memory that have had one message only. */
+  countOnProbation(): number {
+    return this.probation.size;
+  }
+
+  /** A message for an activation already in memory: it is no longer on probation. */
+  touched(activation: Activation): void {
+    if (activation.probation) this.probation.release(activation);
+  }
+
+  /**
+   * Drops activations on probation, the longest-resident first, while more
+   * than `target` remain: each one `mayLeave` accepts. One it refuses because
+   * it is busy (`isBusy`) is moved to the back and the walk goes on (at most
+   * `maxRequeued` times, and not round the whole queue); any other refusal
+   * (not idle long enough) ends the walk, since the ones after it came into
+   * memory later. Returns how many were dropped.
+   */
+  dropOnProbation(target: number, mayLeave: (activation: Activation) => boolean, isBusy: (activation: Activation) => boolean, maxRequeued = 64): number {
+    let dropped = 0;
+    let requeued = 0;
+    while (this.probation.size > target) {
+      const oldest = this.probation.oldest();
+      if (oldest === undefined) break;
+      if (mayLeave(oldest)) {
+        this.drop(oldest);
+        dropped++;
+      } else if (isBusy(oldest) && requeued < Math.min(maxRequeued, this.probation.size)) {
+        this.probation.requeueOldest();
+        requeued++;
+      } else {
+        break;
+      }
+    }
+    return dropped;
   }
 
   *all(): IterableIterator<Activation> {
@@ -152,12 +196,24 @@ export class ActivationTable {
         if (count >= maxDropped) return count;
         if (!shouldDrop(activation)) continue;
         byKey.delete(key);
-        this.activeCount--;
-        activation.deferred?.interruptAll();
-        this.observer?.passivated(activation.kind);
+        this.left(activation);
         count++;
       }
     }
     return count;
+  }
+
+  /** Drops one activation from memory (it is in the table). */
+  private drop(activation: Activation): void {
+    this.byKind.get(activation.kind)?.delete(activation.key);
+    this.left(activation);
+  }
+
+  /** Bookkeeping of an activation just deleted from its kind's map. */
+  private left(activation: Activation): void {
+    this.activeCount--;
+    this.probation.release(activation);
+    activation.deferred?.interruptAll();
+    this.observer?.passivated(activation.kind);
   }
 }

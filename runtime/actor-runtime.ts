@@ -301,6 +301,8 @@ export class ActorRuntime implements ActorClient {
     if (!activation) {
       activation = this.activations.activate(kind, key, partition);
       if (this.activationLimit.exceeded()) this.scheduleTrim();
+    } else if (activation.probation) {
+      this.activations.touched(activation);
     }
     if (activation.mailbox.length >= this.limits.mailbox_messages_max) {
       this.observer?.overloaded(kind);

@@ -19,6 +19,13 @@ export const limits = {
    * passivate_idle_ms worth of actors.
    */
   activations_max: 100_000,
+  /**
+   * Of those, actors that have had one message only (probation.ts: the
+   * probationary segment of a segmented LRU). Past it, the oldest of them
+   * leave memory first, once idle for activations_evict_idle_ms, down to nine
+   * tenths of it; an actor asked again while in memory is no longer counted.
+   */
+  activations_probation_max: 10_000,
   /** An actor that ran a turn this recently is kept over activations_max (a hot actor is not reloaded on every message). */
   activations_evict_idle_ms: 1_000,
   /**

@@ -14,7 +14,12 @@ export function passivateIdle(activations: ActivationTable, now_ms: number, idle
 
 /** May leave memory: quiet, holding no deferred asks, and without a turn for `idle_ms`. */
 function idleFor(now_ms: number, idle_ms: number): (activation: Activation) => boolean {
-  return (activation) => isQuiet(activation) && !holdsDeferredAsks(activation) && now_ms - activation.lastActiveMs >= idle_ms;
+  return (activation) => !isBusy(activation) && now_ms - activation.lastActiveMs >= idle_ms;
+}
+
+/** May not leave memory whatever its idle time: a batch running or queued, or asks deferred. */
+function isBusy(activation: Activation): boolean {
+  return !isQuiet(activation) || holdsDeferredAsks(activation);
 }
 
 /** What the activation limit trims down to: nine tenths of activations_max, so a trim runs once per tenth of it. */
@@ -45,18 +50,23 @@ export class ActivationLimit {
 
   constructor(
     private readonly activations: ActivationTable,
-    private readonly limits: Pick<Limits, 'activations_max' | 'activations_evict_idle_ms'>,
+    private readonly limits: Pick<Limits, 'activations_max' | 'activations_probation_max' | 'activations_evict_idle_ms'>,
   ) {
     this.trimAbove = limits.activations_max;
   }
 
   /** After an activation: is a trim due? */
   exceeded(): boolean {
-    return this.activations.count() > this.trimAbove;
+    return this.activations.count() > this.trimAbove || this.activations.countOnProbation() > this.limits.activations_probation_max;
   }
 
   trim(now_ms: number): void {
-    const { activations_max, activations_evict_idle_ms } = this.limits;
+    const { activations_max, activations_probation_max, activations_evict_idle_ms } = this.limits;
+    // Actors asked once go first, the oldest first (probation.ts), down to nine tenths of their bound.
+    if (this.activations.countOnProbation() > activations_probation_max) {
+      this.activations.dropOnProbation(trimTarget(activations_probation_max), idleFor(now_ms, activations_evict_idle_ms), isBusy);
+    }
+    if (this.activations.count() <= this.trimAbove) return;
     passivateOverLimit(this.activations, now_ms, trimTarget(activations_max), activations_evict_idle_ms);
     const left = this.activations.count();
     this.trimAbove = left > trimTarget(activations_max) ? left + Math.ceil(activations_max / 10) : activations_max;

@@ -197,6 +197,65 @@ describe('activation limit (activations_max)', () => {
   });
 });
 
+describe('actors asked once (activations_probation_max)', () => {
+  it('passivates actors asked once before the limit, the oldest first, and keeps one asked twice however old', async () => {
+    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 10, activations_evict_idle_ms: 1000 });
+    await runtime.ask('counter', 'warm', { op: 'add', by: 1 });
+    await runtime.ask('counter', 'warm', { op: 'add', by: 1 });
+    for (let i = 0; i < 10; i++) await runtime.ask('counter', `once${i}`, { op: 'add', by: i + 1 });
+    await settle();
+    expect(runtime.activeActorCount()).toBe(11);
+    clock.advance(1500);
+    await runtime.ask('counter', 'new0', { op: 'add', by: 1 });
+    await settle();
+    // 11 asked once, over a bound of 10: trimmed to 9, the two oldest of them gone; 'warm' (older still) stays.
+    expect(runtime.activeActorCount()).toBe(10);
+    const reads = store.reads;
+    expect(await runtime.ask('counter', 'warm', { op: 'add', by: 1 })).toBe(3);
+    expect(await runtime.ask('counter', 'once2', { op: 'add', by: 1 })).toBe(4);
+    expect(store.reads).toBe(reads);
+    // Passivated: activated again from the store, with its state.
+    expect(await runtime.ask('counter', 'once0', { op: 'add', by: 5 })).toBe(6);
+    expect(store.reads).toBe(reads + 1);
+  });
+
+  it('keeps actors asked once within activations_evict_idle_ms', async () => {
+    const { runtime, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 10, activations_evict_idle_ms: 1000 });
+    for (let i = 0; i < 15; i++) await runtime.ask('counter', `fresh${i}`, { op: 'add', by: 1 });
+    await settle();
+    expect(runtime.activeActorCount()).toBe(15);
+    clock.advance(1500);
+    await runtime.ask('counter', 'later', { op: 'add', by: 1 });
+    await settle();
+    // All 15 are idle now, 'later' is not: the oldest go until 9 are left on probation.
+    expect(runtime.activeActorCount()).toBe(9);
+    expect(await runtime.ask('counter', 'later', { op: 'add', by: 1 })).toBe(2);
+  });
+
+  it('steps over an actor asked once whose batch waits for its commit, and takes the ones after it', async () => {
+    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 2, activations_evict_idle_ms: 0 });
+    store.holdCommits = true;
+    const held = runtime.ask('counter', 'held', { op: 'add', by: 1 });
+    await settle();
+    expect(store.heldCount()).toBe(1);
+    store.holdCommits = false;
+    for (const key of ['b', 'c', 'd']) {
+      clock.advance(10);
+      await runtime.ask('counter', key, { op: 'add', by: 1 });
+    }
+    await settle();
+    // Bound 2, trimmed to 1 on probation: 'held' is busy (stepped over), 'b' and 'c' go, then 'd' is the one left besides it.
+    expect(runtime.activeActorCount()).toBe(2);
+    store.releaseHeld();
+    expect(await held).toBe(1);
+    const reads = store.reads;
+    expect(await runtime.ask('counter', 'held', { op: 'add', by: 1 })).toBe(2);
+    expect(store.reads).toBe(reads);
+    expect(await runtime.ask('counter', 'b', { op: 'add', by: 1 })).toBe(2);
+    expect(store.reads).toBe(reads + 1);
+  });
+});
+
 describe('mailbox bound', () => {
   it('refuses messages past the bound with actor_overloaded (503) and keeps serving', async () => {
     const { runtime, store } = await controlledRuntime();

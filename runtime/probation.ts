@@ -1,0 +1,82 @@
+/**
+ * The activations that have had only the message that brought them into
+ * memory, oldest first: the probationary segment of a segmented LRU (Akka
+ * Cluster Sharding's `least-recently-used.segmented`, Caffeine's window).
+ *
+ * Why: a stream of one-off keys (a lock per request, a subject seen once)
+ * otherwise fills the table up to activations_max with actors nobody asks
+ * again, and every one of them is promoted to V8's old generation and marked
+ * there until the limit trims it. Measured on the write path's fresh-key load:
+ * 100,000 such actors in memory cost 12-21% of the node's rate against
+ * 10,000-30,000 (docs/performance.md). An actor asked a second time while in
+ * memory leaves probation and is bounded only by activations_max and the idle
+ * sweep, so a hot or warm set is not reloaded more often for it.
+ *
+ * The queue holds activations in the order they came in. An entry is stale
+ * once its activation left probation (promoted or dropped from memory); stale
+ * entries are skipped at the head and compacted away when they dominate, so
+ * the queue stays within about twice the number on probation.
+ */
+
+/** What the queue needs of an activation: the flag it owns. */
+export interface OnProbation {
+  probation: boolean;
+}
+
+export class ProbationQueue<A extends OnProbation> {
+  private entries: A[] = [];
+  private head = 0;
+  private onProbation = 0;
+
+  /** Activations in memory still on probation. */
+  get size(): number {
+    return this.onProbation;
+  }
+
+  /** A new activation: on probation until its second message. */
+  add(activation: A): void {
+    activation.probation = true;
+    this.onProbation++;
+    this.entries.push(activation);
+    this.compactIfStale();
+  }
+
+  /** Leaves probation: a second message (promoted) or out of memory (dropped). */
+  release(activation: A): void {
+    if (!activation.probation) return;
+    activation.probation = false;
+    this.onProbation--;
+    this.compactIfStale();
+  }
+
+  /** The longest-resident activation still on probation, or undefined. */
+  oldest(): A | undefined {
+    while (this.head < this.entries.length) {
+      const activation = this.entries[this.head]!;
+      if (activation.probation) return activation;
+      this.head++;
+    }
+    this.reset();
+    return undefined;
+  }
+
+  /** Moves the oldest entry to the back (it may not leave memory now: busy, or holding deferred asks). */
+  requeueOldest(): void {
+    const activation = this.oldest();
+    if (activation === undefined) return;
+    this.head++;
+    this.entries.push(activation);
+  }
+
+  private compactIfStale(): void {
+    const held = this.entries.length - this.head;
+    if (held <= 2 * this.onProbation + 1024) return;
+    this.entries = this.entries.slice(this.head).filter((activation) => activation.probation);
+    this.head = 0;
+  }
+
+  private reset(): void {
+    this.entries = [];
+    this.head = 0;
+  }
+}
