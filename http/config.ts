@@ -177,7 +177,7 @@ function clusterFrom(env: NodeJS.ProcessEnv, port: number): ClusterConfig | unde
     leaseTtlSeconds: intFrom(env, 'LEASE_TTL_SECONDS', 2, 2, 60),
     prefix: prefix.endsWith('/') ? prefix : `${prefix}/`,
     replicationTimeoutMs: intFrom(env, 'REPLICATION_TIMEOUT_MS', 1000, 50, 60_000),
-    commitDelayMs: intFrom(env, 'REPLICATION_COMMIT_DELAY_MS', 1, 0, 100),
+    commitDelayMs: intFrom(env, 'REPLICATION_COMMIT_DELAY_MS', 4, 0, 100),
     forwardDeadlineMs: intFrom(env, 'FORWARD_DEADLINE_MS', 10_000, 100, 120_000),
   };
 }

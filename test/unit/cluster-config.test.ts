@@ -21,8 +21,8 @@ describe('cluster config: MIN_IN_SYNC_REPLICAS', () => {
 });
 
 describe('cluster config: REPLICATION_COMMIT_DELAY_MS', () => {
-  it('defaults to 1 ms; 0 turns the wait off', () => {
-    expect(cluster({})?.commitDelayMs).toBe(1);
+  it('defaults to 4 ms; 0 turns the wait off', () => {
+    expect(cluster({})?.commitDelayMs).toBe(4);
     expect(cluster({ REPLICATION_COMMIT_DELAY_MS: '0' })?.commitDelayMs).toBe(0);
     expect(cluster({ REPLICATION_COMMIT_DELAY_MS: '100' })?.commitDelayMs).toBe(100);
   });

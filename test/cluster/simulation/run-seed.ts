@@ -45,7 +45,7 @@ export interface RunOptions {
   diskStallMaxMs?: number;
   /** SimConfig.groupCommits: commits queued together are written and answered together. */
   groupCommits?: boolean;
-  /** SimConfig.commitDelayMs; absent: odd seeds run with the default of a real node (1 ms), even seeds with 0. */
+  /** SimConfig.commitDelayMs; absent: odd seeds run with the default of a real node (4 ms), even seeds with 0. */
   commitDelayMs?: number;
 }
 
@@ -104,7 +104,7 @@ export async function runSeed(options: RunOptions): Promise<RunResult> {
     etcdLostAnswers: options.etcdLostAnswers,
     groupCommits: options.groupCommits,
     // From the seed, not the rng: a seed replays the same run as before this option existed when it is even.
-    commitDelayMs: options.commitDelayMs ?? (seed % 2 === 1 ? 1 : 0),
+    commitDelayMs: options.commitDelayMs ?? (seed % 2 === 1 ? 4 : 0),
   };
   const etcd = new FakeEtcd(sched, rng, 15);
   const net = new Network(sched, rng, 1, 5);
