@@ -136,7 +136,7 @@ export class ActivationTable {
 
   /** A message for an activation already in memory: it is no longer on probation. */
   touched(activation: Activation): void {
-    if (activation.probation) this.probation.release(activation);
+    this.probation.release(activation);
   }
 
   /**
