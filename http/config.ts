@@ -11,11 +11,23 @@ export type { ClusterConfig };
  * Node configuration from the environment, read once at start. Every
  * variable is documented in README.md (Configuration).
  */
+/** A cluster's partition count when PARTITIONS is unset at its creation. */
+export const CLUSTER_PARTITIONS_DEFAULT = 64;
+
+/** A running node's configuration: its partition count is known (the cluster's, or its data directory's). */
+export type ResolvedNodeConfig = NodeConfig & { partitions: number };
+
 export interface NodeConfig {
   host: string;
   port: number;
   dataDir: string;
-  partitions: number;
+  /**
+   * PARTITIONS as set; unset: 64 in a cluster, and on an embedded node the
+   * count its data directory was created with, 1 for a new one
+   * (runtime/partition-count.ts). The running node's count is its services'
+   * `config.partitions` (ResolvedNodeConfig).
+   */
+  partitions: number | undefined;
   /** Actors one node holds in memory before passivating quiet ones early (runtime limits.activations_max). */
   actorsInMemoryMax: number;
   /** GC_THREADS, checked here so a bad value stops the start; it acts through the start command's V8 flags (node-flags.ts). */
@@ -182,6 +194,11 @@ function clusterFrom(env: NodeJS.ProcessEnv, port: number): ClusterConfig | unde
   };
 }
 
+/** intFrom with no default: undefined when the variable is unset or empty. */
+function optionalIntFrom(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | undefined {
+  return env[name] === undefined || env[name] === '' ? undefined : intFrom(env, name, 0, min, max);
+}
+
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -264,7 +281,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     host,
     port,
     dataDir: env.DATA_DIR || './data',
-    partitions: intFrom(env, 'PARTITIONS', 64, 1, 4096),
+    partitions: optionalIntFrom(env, 'PARTITIONS', 1, 4096),
     actorsInMemoryMax: intFrom(env, 'ACTORS_IN_MEMORY_MAX', limits.activations_max, 1_000, 100_000_000),
     gcThreads: gcThreadsFrom(env.GC_THREADS),
     gcSemiSpaceMb: semiSpaceMbFrom(env.GC_SEMI_SPACE_MB),

@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { ActorRuntime, LmdbStore, ServiceError, SystemClock, type ActorClient, type Clock } from '../runtime/index.js';
+import { ActorRuntime, embeddedPartitionCount, LmdbStore, ServiceError, SystemClock, type ActorClient, type Clock } from '../runtime/index.js';
 import { allActors, areas } from '../areas.js';
 import { buildApp } from './app.js';
 import { Accounts } from './auth/accounts.js';
 import { TokenService } from './auth/tokens.js';
-import type { NodeConfig } from './config.js';
+import { CLUSTER_PARTITIONS_DEFAULT, type NodeConfig, type ResolvedNodeConfig } from './config.js';
 import { Metrics } from './plugins/metrics.js';
 import type { AppServices } from './services.js';
 import { LogMailTransport } from './auth/mail.js';
@@ -44,10 +44,15 @@ export interface StartNodeOptions {
 }
 
 export async function startNode(options: StartNodeOptions): Promise<RunningNode> {
-  const { config } = options;
+  mkdirSync(options.config.dataDir, { recursive: true });
+  // Embedded: the store is opened first, as it knows its partition count. A cluster keeps its count in etcd.
+  const embeddedStore = options.config.cluster ? undefined : new LmdbStore({ path: options.config.dataDir, sync: options.config.durability === 'sync' });
+  const config: ResolvedNodeConfig = {
+    ...options.config,
+    partitions: embeddedStore ? await partitionCountOrClose(embeddedStore, options.config.partitions) : (options.config.partitions ?? CLUSTER_PARTITIONS_DEFAULT),
+  };
   const clock = options.clock ?? new SystemClock();
   const logger = options.logger ?? pino({ level: config.logLevel });
-  mkdirSync(config.dataDir, { recursive: true });
 
   let runtime: ActorRuntime | undefined;
   const metrics = new Metrics({
@@ -89,9 +94,8 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
     cluster.registerControl('drop-sessions', (user_id) => sessionCache.dropUser(user_id));
     cluster.registerControl('drop-api-key', (api_key_id) => sessionCache.dropApiKey(api_key_id));
   } else {
-    const store = new LmdbStore({ path: config.dataDir, sync: config.durability === 'sync' });
     runtime = new ActorRuntime({
-      store,
+      store: embeddedStore!,
       clock,
       partitionCount: config.partitions,
       limits: { activations_max: config.actorsInMemoryMax },
@@ -245,5 +249,15 @@ async function untilReachable<T>(work: () => Promise<T>, what: string, clock: Cl
       // partition_unavailable already waited FORWARD_DEADLINE_MS; the others answer at once.
       if (error.code !== 'partition_unavailable') await new Promise<void>((resolve) => clock.setTimer(250, resolve));
     }
+  }
+}
+
+/** The embedded store's partition count (runtime/partition-count.ts); the store is closed if the node cannot start on it. */
+async function partitionCountOrClose(store: LmdbStore, requested: number | undefined): Promise<number> {
+  try {
+    return await embeddedPartitionCount(store, requested);
+  } catch (error) {
+    await store.close();
+    throw error;
   }
 }

@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   // GC_THREADS takes effect through the start command's V8 flags (http/node-flags.ts); this says which ones this process got.
   const gc = process.execArgv.includes('--single-threaded-gc') ? 'single' : 'parallel';
   const semiSpace = process.execArgv.find((arg) => arg.startsWith('--max-semi-space-size='))?.split('=')[1] ?? 'default';
-  logger.info({ url: node.url, dataDir: config.dataDir, partitions: config.partitions, gc_threads: gc, gc_semi_space_mb: semiSpace }, 'node started');
+  logger.info({ url: node.url, dataDir: config.dataDir, partitions: node.services.config.partitions, gc_threads: gc, gc_semi_space_mb: semiSpace }, 'node started');
   // Route schemas not yet used are compiled in the background, now that the node serves (http/lazy-schemas.ts).
   node.app.lazySchemas.warmUp(
     (error) => logger.error({ err: error }, 'a route schema does not compile; its route answers 500'),

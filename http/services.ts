@@ -5,7 +5,7 @@ import type { NodeStatus } from '../cluster/etcd-keys.js';
 import type { SessionCache } from './auth/session-cache.js';
 import type { TokenService } from './auth/tokens.js';
 import type { MailTransport } from './auth/mail.js';
-import type { NodeConfig } from './config.js';
+import type { ResolvedNodeConfig } from './config.js';
 import type { DomainResolver } from './domain-resolver.js';
 import type { Metrics } from './plugins/metrics.js';
 
@@ -14,7 +14,7 @@ export interface AppServices {
   actors: ActorClient;
   tokens: TokenService;
   clock: Clock;
-  config: NodeConfig;
+  config: ResolvedNodeConfig;
   metrics: Metrics;
   /** Outgoing mail (default: LogMailTransport). Mutable so a deployment or a test can plug in another. */
   mail: MailTransport;

@@ -13,7 +13,7 @@ import type { StoreKey } from './store.js';
  *   ['x', p, kind, key, message_id]     receiver de-duplication -> received_ms
  *   ['y', p, received_ms, message_id]   the same, by time -> [kind, key] (for the sweep)
  *   ['v', p]                            the partition's replication version (cluster/replication/partition-log.ts)
- *   ['m', name]                         node metadata (not replicated)
+ *   ['m', name]                         node metadata (not replicated): 'partitions', an embedded store's count (partition-count.ts)
  */
 const END = '\uffff';
 

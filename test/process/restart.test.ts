@@ -193,6 +193,26 @@ describe('process restart', () => {
     }
   });
 
+  it('a data directory keeps the partition count it was created with; another PARTITIONS stops the start', async () => {
+    const dataDir = tempDir();
+    const first = await startServerProcess({ dataDir, env: { LOG_LEVEL: 'info' } });
+    const startLine = () => first.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line)).find((line) => line.msg === 'node started');
+    expect(startLine()).toMatchObject({ partitions: 1 });
+    const user = await call(first, 'POST', '/api/v1/auth/register', { body: { email: 'parts@example.com', username: 'parts_user', password: PASSWORD } });
+    expect(user.status).toBe(201);
+    const acquired = await call(first, 'POST', lockPath('parts'), { token: user.body.access_token, body: { owner_id: 'o', ttl_seconds: 3600 } });
+    expect(acquired.status).toBe(200);
+    expect(await first.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+
+    await expect(startServerProcess({ dataDir, env: { PARTITIONS: '8' } })).rejects.toThrow(/PARTITIONS is 8, but this data directory is laid out in 1 partitions/);
+
+    const again = await startServerProcess({ dataDir });
+    const login = await call(again, 'POST', '/api/v1/auth/login', { body: { login: 'parts_user', password: PASSWORD } });
+    const read = await call(again, 'GET', lockPath('parts'), { token: login.body.access_token });
+    expect(read.body).toMatchObject({ is_locked: true, lock_id: acquired.body.lock_id, fence_token: 1 });
+    expect(await again.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+  });
+
   it('SIGTERM while requests are in flight: they complete with 2xx, the process exits 0, the data is there after restart', async () => {
     const dataDir = tempDir();
     // The production KDF cost makes each registration slow enough to still be running at SIGTERM.
