@@ -16,7 +16,11 @@
  * The queue holds activations in the order they came in. An entry is stale
  * once its activation left probation (promoted or dropped from memory); stale
  * entries are skipped at the head and compacted away when they dominate, so
- * the queue stays within about twice the number on probation.
+ * the queue stays within about twice the number on probation. A slot the head
+ * has passed is cleared at once, and the array is cut once the passed prefix
+ * is most of it: the queue must not keep alive what it has let go (it once
+ * did, and held every activation a fresh-key load had ever trimmed,
+ * 716,578 of them after 30 s; docs/performance.md).
  */
 
 /** What the queue needs of an activation: the flag it owns. */
@@ -25,7 +29,8 @@ export interface OnProbation {
 }
 
 export class ProbationQueue<A extends OnProbation> {
-  private entries: A[] = [];
+  /** Slots before `head` are cleared (undefined) as the head passes them. */
+  private entries: (A | undefined)[] = [];
   private head = 0;
   private onProbation = 0;
 
@@ -55,7 +60,7 @@ export class ProbationQueue<A extends OnProbation> {
     while (this.head < this.entries.length) {
       const activation = this.entries[this.head]!;
       if (activation.probation) return activation;
-      this.head++;
+      this.advance();
     }
     this.reset();
     return undefined;
@@ -65,14 +70,24 @@ export class ProbationQueue<A extends OnProbation> {
   requeueOldest(): void {
     const activation = this.oldest();
     if (activation === undefined) return;
-    this.head++;
+    this.advance();
     this.entries.push(activation);
+  }
+
+  /** Lets go of the head entry; cuts the array once the passed prefix is most of it. */
+  private advance(): void {
+    this.entries[this.head] = undefined;
+    this.head++;
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
   }
 
   private compactIfStale(): void {
     const held = this.entries.length - this.head;
     if (held <= 2 * this.onProbation + 1024) return;
-    this.entries = this.entries.slice(this.head).filter((activation) => activation.probation);
+    this.entries = this.entries.slice(this.head).filter((activation) => activation!.probation);
     this.head = 0;
   }
 

@@ -36,4 +36,19 @@ describe('ProbationQueue', () => {
     expect((queue as unknown as { entries: unknown[]; head: number }).entries.length).toBeLessThan(2_100);
     expect(queue.oldest()).toBe(kept);
   });
+
+  it('lets go of what the head has passed: a stream trimmed at the head keeps the queue bounded', () => {
+    // The fresh-key load: new actors join at the back while the trim drops the oldest. The passed
+    // prefix once stayed in the array, holding every activation ever trimmed.
+    const queue = new ProbationQueue<ReturnType<typeof entry>>();
+    const internals = queue as unknown as { entries: unknown[]; head: number };
+    for (let i = 0; i < 200_000; i++) {
+      queue.add(entry(`x${i}`));
+      if (queue.size > 5_000) queue.release(queue.oldest()!);
+    }
+    expect(queue.size).toBe(5_000);
+    expect(internals.entries.length).toBeLessThan(2 * 5_000 + 2_100);
+    expect(internals.entries.slice(0, internals.head).every((slot) => slot === undefined)).toBe(true);
+    expect(queue.oldest()).toMatchObject({ name: 'x195000' });
+  });
 });
