@@ -22,10 +22,16 @@ export const limits = {
   /**
    * Of those, actors that have had one message only (probation.ts: the
    * probationary segment of a segmented LRU). Past it, the oldest of them
-   * leave memory first, once idle for activations_evict_idle_ms, down to nine
-   * tenths of it; an actor asked again while in memory is no longer counted.
+   * leave memory first, once idle for activations_probation_idle_ms, down to
+   * nine tenths of it; an actor asked again while in memory is no longer
+   * counted. Small and quick, so that under a stream of one-off keys they
+   * die young: at 20,000 new keys a second, 2,000 actors idle for 100 ms are
+   * about a tenth of a second of them, most gone before V8 promotes them to
+   * its old generation (docs/performance.md, "The probation queue's leak").
    */
-  activations_probation_max: 10_000,
+  activations_probation_max: 2_000,
+  /** An actor asked once that ran its turn this recently is kept over activations_probation_max. */
+  activations_probation_idle_ms: 100,
   /** An actor that ran a turn this recently is kept over activations_max (a hot actor is not reloaded on every message). */
   activations_evict_idle_ms: 1_000,
   /**

@@ -50,7 +50,7 @@ export class ActivationLimit {
 
   constructor(
     private readonly activations: ActivationTable,
-    private readonly limits: Pick<Limits, 'activations_max' | 'activations_probation_max' | 'activations_evict_idle_ms'>,
+    private readonly limits: Pick<Limits, 'activations_max' | 'activations_probation_max' | 'activations_probation_idle_ms' | 'activations_evict_idle_ms'>,
   ) {
     this.trimAbove = limits.activations_max;
   }
@@ -61,10 +61,10 @@ export class ActivationLimit {
   }
 
   trim(now_ms: number): void {
-    const { activations_max, activations_probation_max, activations_evict_idle_ms } = this.limits;
+    const { activations_max, activations_probation_max, activations_probation_idle_ms, activations_evict_idle_ms } = this.limits;
     // Actors asked once go first, the oldest first (probation.ts), down to nine tenths of their bound.
     if (this.activations.countOnProbation() > activations_probation_max) {
-      this.activations.dropOnProbation(trimTarget(activations_probation_max), idleFor(now_ms, activations_evict_idle_ms), isBusy);
+      this.activations.dropOnProbation(trimTarget(activations_probation_max), idleFor(now_ms, activations_probation_idle_ms), isBusy);
     }
     if (this.activations.count() <= this.trimAbove) return;
     passivateOverLimit(this.activations, now_ms, trimTarget(activations_max), activations_evict_idle_ms);

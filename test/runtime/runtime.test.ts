@@ -199,7 +199,7 @@ describe('activation limit (activations_max)', () => {
 
 describe('actors asked once (activations_probation_max)', () => {
   it('passivates actors asked once before the limit, the oldest first, and keeps one asked twice however old', async () => {
-    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 10, activations_evict_idle_ms: 1000 });
+    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 10, activations_probation_idle_ms: 1000 });
     await runtime.ask('counter', 'warm', { op: 'add', by: 1 });
     await runtime.ask('counter', 'warm', { op: 'add', by: 1 });
     for (let i = 0; i < 10; i++) await runtime.ask('counter', `once${i}`, { op: 'add', by: i + 1 });
@@ -219,8 +219,8 @@ describe('actors asked once (activations_probation_max)', () => {
     expect(store.reads).toBe(reads + 1);
   });
 
-  it('keeps actors asked once within activations_evict_idle_ms', async () => {
-    const { runtime, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 10, activations_evict_idle_ms: 1000 });
+  it('keeps actors asked once within activations_probation_idle_ms', async () => {
+    const { runtime, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 10, activations_probation_idle_ms: 1000 });
     for (let i = 0; i < 15; i++) await runtime.ask('counter', `fresh${i}`, { op: 'add', by: 1 });
     await settle();
     expect(runtime.activeActorCount()).toBe(15);
@@ -233,7 +233,7 @@ describe('actors asked once (activations_probation_max)', () => {
   });
 
   it('steps over an actor asked once whose batch waits for its commit, and takes the ones after it', async () => {
-    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 2, activations_evict_idle_ms: 0 });
+    const { runtime, store, clock } = await controlledRuntimeWith({ activations_max: 1000, activations_probation_max: 2, activations_probation_idle_ms: 0 });
     store.holdCommits = true;
     const held = runtime.ask('counter', 'held', { op: 'add', by: 1 });
     await settle();
