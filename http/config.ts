@@ -7,16 +7,16 @@ import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers
 
 export type { ClusterConfig };
 
-/**
- * Node configuration from the environment, read once at start. Every
- * variable is documented in README.md (Configuration).
- */
 /** A cluster's partition count when PARTITIONS is unset at its creation. */
 export const CLUSTER_PARTITIONS_DEFAULT = 64;
 
 /** A running node's configuration: its partition count is known (the cluster's, or its data directory's). */
 export type ResolvedNodeConfig = NodeConfig & { partitions: number };
 
+/**
+ * Node configuration from the environment, read once at start. Every
+ * variable is documented in README.md (Configuration).
+ */
 export interface NodeConfig {
   host: string;
   port: number;

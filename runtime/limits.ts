@@ -27,7 +27,7 @@ export const limits = {
    * counted. Small and quick, so that under a stream of one-off keys they
    * die young: at 20,000 new keys a second, 2,000 actors idle for 100 ms are
    * about a tenth of a second of them, most gone before V8 promotes them to
-   * its old generation (docs/performance.md, "The probation queue's leak").
+   * its old generation (docs/performance.md, "One partition on one node, and the probation queue's leak").
    */
   activations_probation_max: 2_000,
   /** An actor asked once that ran its turn this recently is kept over activations_probation_max. */

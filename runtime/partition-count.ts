@@ -10,8 +10,9 @@ import { keys, PARTITION_TABLES } from './storage-keys.js';
  * group commit of 40 writes touches up to 40 separate paths down the B-tree;
  * with one, new keys given out in order land on the same few pages. On one
  * node there is nothing to place or replicate, so a new embedded store uses
- * one partition (docs/performance.md, "One partition on one node"). A cluster
- * places partitions on nodes and keeps its own count in etcd.
+ * one partition (docs/performance.md, "One partition on one node, and the
+ * probation queue's leak"). A cluster places partitions on nodes and keeps
+ * its own count in etcd.
  *
  * The count is recorded in the store the first time a node opens it and never
  * changes: an actor's partition is hash(kind, key) mod the count, so another
