@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import type { Registry } from 'prom-client';
-import { ActorRuntime, LmdbStore, partitionOf, ServiceError, type ActorDefinition, type Clock, type RuntimeLogger, type RuntimeObserver } from '../runtime/index.js';
+import { ActorRuntime, LmdbStore, partitionOf, refuseOtherLayout, ServiceError, type ActorDefinition, type Clock, type RuntimeLogger, type RuntimeObserver } from '../runtime/index.js';
 import type { ClusterConfig } from './config.js';
 import { requestDrain, type DrainOutcome } from './drain-request.js';
 import { clusterKeys, type ClusterConfigRecord, type ClusterKeys, type NodeStatus } from './etcd-keys.js';
@@ -90,6 +90,7 @@ export class ClusterNode {
     this.clusterClock = ports.clock;
     this.keys = clusterKeys(cluster.prefix);
     const local = ports.store;
+    refuseOtherLayout(local, options.partitions);
     const grpcAddress = `${cluster.advertiseHost}:${cluster.grpcPort}`;
     this.membership = new Membership(
       this.coordination,

@@ -53,6 +53,20 @@ export async function embeddedPartitionCount(store: Store, requested: number | u
   return count;
 }
 
+/**
+ * For a cluster node, whose count is the cluster's (etcd): throws
+ * PartitionCountMismatch if an embedded node recorded another count in this
+ * data directory, whose actors would all be looked for in the wrong place.
+ */
+export function refuseOtherLayout(store: Store, clusterPartitions: number): void {
+  const recorded = store.get(RECORD_KEY);
+  if (typeof recorded === 'number' && recorded !== clusterPartitions) {
+    throw new PartitionCountMismatch(
+      `this data directory was laid out in ${recorded} partitions by an embedded node; a cluster of ${clusterPartitions} partitions cannot use it: give the node an empty DATA_DIR`,
+    );
+  }
+}
+
 /** Whether any partitioned table holds a key in partition `from` or above (one cursor step per table, whatever the store's size). */
 function holdsAny(store: Store, from: number): boolean {
   return PARTITION_TABLES.some((table) => {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { embeddedPartitionCount, LmdbStore, PartitionCountMismatch, storageKeys } from '../../runtime/index.js';
+import { embeddedPartitionCount, LmdbStore, PartitionCountMismatch, refuseOtherLayout, storageKeys } from '../../runtime/index.js';
 
 const dirs: string[] = [];
 const stores: LmdbStore[] = [];
@@ -56,5 +56,13 @@ describe('embeddedPartitionCount', () => {
     await expect(embeddedPartitionCount(store, 8)).rejects.toThrow(/holds data in partition 8 or above/);
     expect(store.get(storageKeys.meta('partitions'))).toBeUndefined();
     expect(await embeddedPartitionCount(store, 16)).toBe(16);
+  });
+
+  it('keeps a cluster node off a data directory an embedded node laid out in another count', async () => {
+    const { store } = openStore();
+    expect(() => refuseOtherLayout(store, 64)).not.toThrow();
+    await embeddedPartitionCount(store, undefined);
+    expect(() => refuseOtherLayout(store, 64)).toThrow(/laid out in 1 partitions by an embedded node; a cluster of 64 partitions cannot use it/);
+    expect(() => refuseOtherLayout(store, 1)).not.toThrow();
   });
 });
