@@ -86,7 +86,8 @@ interface LedPartition {
 /** Leader entries waiting for the local commit in flight, written together in the next one. */
 interface LocalBatch {
   localOnly: WriteOp[];
-  entries: { led: LedPartition; entry: LogEntry; ops: WriteOp[] }[];
+  /** `version`: the partition's version once the entry is applied (only the last of a partition is written). */
+  entries: { led: LedPartition; entry: LogEntry; ops: WriteOp[]; version: PartitionVersion }[];
   done: Promise<void>;
   resolve: () => void;
 }
@@ -268,7 +269,7 @@ export class Replicator {
       const entry = led.log.append(group, now);
       led.recent.push(entry);
       if (led.recent.length > RECENT_ENTRIES) led.recent.splice(0, led.recent.length - RECENT_ENTRIES);
-      batch.entries.push({ led, entry, ops: [...group, { type: 'put', key: storageKeys.version(p), value: led.log.version }] });
+      batch.entries.push({ led, entry, ops: group, version: led.log.version });
       waits.push(new Promise<void>((resolve, reject) => led.waiters.set(entry.seq, { resolve, reject, appended_ms: now })));
       for (const [node, session] of led.sessions) {
         if (session.stage === 'streaming' && led.log.followers.has(node)) this.sendTo(led, node, { t: 'append', entry });
@@ -301,7 +302,13 @@ export class Replicator {
         if (this.nextLocal === batch) this.nextLocal = undefined;
         kept = batch.entries.filter(({ led }) => !led.localFailed && this.led.get(led.log.partition) === led);
         const all: WriteOp[] = [...batch.localOnly];
-        for (const { ops } of kept) for (const op of ops) all.push(op);
+        // One version per partition: its entries land in this one transaction, so the last one's version covers them.
+        const versions = new Map<number, PartitionVersion>();
+        for (const { led, ops, version } of kept) {
+          for (const op of ops) all.push(op);
+          versions.set(led.log.partition, version);
+        }
+        for (const [p, version] of versions) all.push({ type: 'put', key: storageKeys.version(p), value: version });
         return all;
       },
       done: (ok, error) => {
@@ -598,7 +605,11 @@ export class Replicator {
     let acks = new Map<number, [number, number]>();
     let ops: WriteOp[] = [];
     const versions = new Map<number, PartitionVersion>();
+    /** Partitions whose version changed since the last flush: written once each, with the operations (one transaction). */
+    const changed = new Set<number>();
     const flush = async () => {
+      for (const p of changed) ops.push({ type: 'put', key: storageKeys.version(p), value: versions.get(p)! });
+      changed.clear();
       if (ops.length === 0) return;
       const batch = ops;
       ops = [];
@@ -609,7 +620,7 @@ export class Replicator {
     const versionOf = (p: number) => versions.get(p) ?? this.readVersion(p);
     const setVersion = (p: number, version: PartitionVersion) => {
       versions.set(p, version);
-      ops.push({ type: 'put', key: storageKeys.version(p), value: version });
+      changed.add(p);
     };
     const refuseIfLeading = (p: number, epoch: number): boolean => {
       const taking = this.taking.get(p);
@@ -644,6 +655,8 @@ export class Replicator {
           // disk: one landing after this frame's writes would overwrite them (a
           // snapshot would keep keys it created). Let them land first, then re-read.
           await this.localIdle(p);
+          // A version set earlier in this round is written as it was (a later one would follow it in the same commit).
+          if (changed.delete(p)) ops.push({ type: 'put', key: storageKeys.version(p), value: versions.get(p)! });
           versions.delete(p);
         }
         switch (message.t) {
