@@ -64,7 +64,10 @@ interface FollowerSession {
 interface LedPartition {
   log: LeaderLog;
   epoch: number;
-  /** The most recent entries, for the tail after a snapshot. */
+  /**
+   * The entries a snapshot may need as its tail: those not yet durable here
+   * (a snapshot is read from this node's disk), and a few before them.
+   */
   recent: LogEntry[];
   waiters: Map<number, Waiter>;
   sessions: Map<string, FollowerSession>;
@@ -92,13 +95,31 @@ interface LocalBatch {
   resolve: () => void;
 }
 
+/** At most this many entries per partition in `recent` (local commits stalled: the tail is sent once they land). */
 const RECENT_ENTRIES = 4096;
+/**
+ * Entries kept in `recent` behind the last one durable here. A snapshot needs
+ * only the entries after the version it reads from disk; these few spare it a
+ * retry if that read comes before the commit that carried them is visible.
+ * Until 2026-11-29 every partition kept its last 4,096 entries whatever their
+ * state: a 3-node RF 2 cluster of 32 partitions held some 45,000 entries per
+ * node, each with its writes, alive for about 20 s, and V8 copied them into
+ * its old generation and marked them there (docs/performance.md).
+ */
+const RECENT_DURABLE_MARGIN = 64;
 const SNAPSHOT_CHUNK_RECORDS = 2000;
 
 function newLocalBatch(): LocalBatch {
   let resolve!: () => void;
   const done = new Promise<void>((r) => (resolve = r));
   return { localOnly: [], entries: [], done, resolve };
+}
+
+/** Drops the entries up to `seq` from the front of `recent` (in sequence order). */
+function dropDurable(recent: LogEntry[], seq: number): void {
+  let count = 0;
+  while (count < recent.length && recent[count].seq <= seq) count++;
+  if (count > 0) recent.splice(0, count);
 }
 
 function notEnoughReplicas(p: number, copies: number, needed: number): ServiceError {
@@ -312,7 +333,10 @@ export class Replicator {
         return all;
       },
       done: (ok, error) => {
-        if (ok) for (const { led, entry } of kept) this.settle(led, led.log.localCommitted(entry.seq));
+        if (ok) {
+          for (const { led, entry } of kept) this.settle(led, led.log.localCommitted(entry.seq));
+          for (const { led, entry } of kept) dropDurable(led.recent, entry.seq - RECENT_DURABLE_MARGIN);
+        }
         else {
           // Followers may hold an entry this node does not: it must not lead on.
           for (const { led } of kept) {
