@@ -102,9 +102,9 @@ const RECENT_ENTRIES = 4096;
  * only the entries after the version it reads from disk; these few spare it a
  * retry if that read comes before the commit that carried them is visible.
  * Until 2026-11-29 every partition kept its last 4,096 entries whatever their
- * state: a 3-node RF 2 cluster of 32 partitions held some 45,000 entries per
- * node, each with its writes, alive for about 20 s, and V8 copied them into
- * its old generation and marked them there (docs/performance.md).
+ * state: in a 3-node RF 2 cluster of 32 partitions, up to some 45,000 entries
+ * per node, each with its writes, alive for about 20 s under load, so V8
+ * promoted them to its old generation (docs/performance.md).
  */
 const RECENT_DURABLE_MARGIN = 64;
 const SNAPSHOT_CHUNK_RECORDS = 2000;
