@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock, type WriteOp } from '../../runtime/index.js';
-import { HeldStore } from '../helpers/held-store.js';
+import type { WriteOp } from '../../runtime/index.js';
+import { replicatorWith } from '../helpers/replicator-world.js';
 import { keys } from '../../runtime/storage-keys.js';
-import { Replicator } from '../../cluster/replication/replicator.js';
 import type { LogEntry } from '../../cluster/replication/partition-log.js';
 import type { ReplicateMessage } from '../../cluster/transport/frames.js';
 
@@ -12,25 +11,6 @@ import type { ReplicateMessage } from '../../cluster/transport/frames.js';
  * commit carries; and a leader keeps in memory only the entries a snapshot's
  * tail may still need.
  */
-const silent = { info() {}, warn() {}, error() {}, debug() {} };
-
-function replicatorWith(commitDelayMs: number) {
-  const local = new HeldStore();
-  const clock = Object.assign(new ManualClock(), { monotonicNow: () => clock.now() });
-  const replicator = new Replicator({
-    local,
-    selfId: 'n1',
-    heldEpoch: () => 1,
-    streamTo: () => undefined,
-    recordInSync: async () => true,
-    deposed: () => {},
-    logger: silent,
-    clock,
-    replicationTimeoutMs: 1000,
-    commitDelayMs,
-  });
-  return { local, clock, replicator };
-}
 
 const put = (p: number, key: string): WriteOp => ({ type: 'put', key: keys.snapshot(p, 'counter', key), value: { n: 1 } });
 const isVersion = (op: WriteOp) => op.key[0] === 'v';
