@@ -1,6 +1,7 @@
 import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
 import { base64KeyFrom } from './node-key-file.js';
 import { limits } from '../runtime/limits.js';
+import { PARTITIONS_MAX } from '../runtime/partition-count.js';
 import { gcThreadsFrom, semiSpaceMbFrom, type GcThreads } from './node-flags.js';
 import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
@@ -281,7 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     host,
     port,
     dataDir: env.DATA_DIR || './data',
-    partitions: optionalIntFrom(env, 'PARTITIONS', 1, 4096),
+    partitions: optionalIntFrom(env, 'PARTITIONS', 1, PARTITIONS_MAX),
     actorsInMemoryMax: intFrom(env, 'ACTORS_IN_MEMORY_MAX', limits.activations_max, 1_000, 100_000_000),
     gcThreads: gcThreadsFrom(env.GC_THREADS),
     gcSemiSpaceMb: semiSpaceMbFrom(env.GC_SEMI_SPACE_MB),

@@ -23,7 +23,7 @@ export { randomId } from './ids.js';
 export { limits, type Limits } from './limits.js';
 export { MinHeap } from './min-heap.js';
 export { silentLogger, type RuntimeLogger, type RuntimeObserver } from './observer.js';
-export { embeddedPartitionCount, EMBEDDED_PARTITIONS_DEFAULT, PartitionCountMismatch, refuseOtherLayout } from './partition-count.js';
+export { embeddedPartitionCount, EMBEDDED_PARTITIONS_DEFAULT, PartitionCountMismatch, PARTITIONS_MAX, refuseOtherLayout } from './partition-count.js';
 export { partitionOf } from './partitioning.js';
 export {
   PARTITION_READ_LIMIT_MAX,

@@ -23,8 +23,8 @@ export const EMBEDDED_PARTITIONS_DEFAULT = 1;
 /** The count of a store written before the count was recorded: PARTITIONS' default then. */
 export const UNRECORDED_STORE_PARTITIONS = 64;
 
-/** PARTITIONS' upper bound (http/config.ts): no key holds a partition at or past it. */
-const PARTITIONS_MAX = 4096;
+/** The most partitions a node may be configured with (PARTITIONS, http/config.ts): no key holds a partition at or past it. */
+export const PARTITIONS_MAX = 4096;
 
 const RECORD_KEY = keys.meta('partitions');
 
