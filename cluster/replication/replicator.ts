@@ -115,6 +115,11 @@ function newLocalBatch(): LocalBatch {
   return { localOnly: [], entries: [], done, resolve };
 }
 
+/** The write that records p's version (its log position), in the same commit as the data it covers. */
+function versionWrite(p: number, version: PartitionVersion): WriteOp {
+  return { type: 'put', key: storageKeys.version(p), value: version };
+}
+
 /** Drops the entries up to `seq` from the front of `recent` (in sequence order). */
 function dropDurable(recent: LogEntry[], seq: number): void {
   let count = 0;
@@ -212,7 +217,7 @@ export class Replicator {
       await this.localIdle(p);
       if (this.ports.heldEpoch(p) !== epoch) return false;
       const fenced = fenceAt(this.readVersion(p), epoch);
-      await this.trackLocal(p, this.ports.local.commit([{ type: 'put', key: storageKeys.version(p), value: fenced }]));
+      await this.trackLocal(p, this.ports.local.commit([versionWrite(p, fenced)]));
       if (this.ports.heldEpoch(p) !== epoch) return false;
       this.startLog(p, epoch, fenced);
       return true;
@@ -329,7 +334,7 @@ export class Replicator {
           for (const op of ops) all.push(op);
           versions.set(led.log.partition, version);
         }
-        for (const [p, version] of versions) all.push({ type: 'put', key: storageKeys.version(p), value: version });
+        for (const [p, version] of versions) all.push(versionWrite(p, version));
         return all;
       },
       done: (ok, error) => {
@@ -632,7 +637,7 @@ export class Replicator {
     /** Partitions whose version changed since the last flush: written once each, with the operations (one transaction). */
     const changed = new Set<number>();
     const flush = async () => {
-      for (const p of changed) ops.push({ type: 'put', key: storageKeys.version(p), value: versions.get(p)! });
+      for (const p of changed) ops.push(versionWrite(p, versions.get(p)!));
       changed.clear();
       if (ops.length === 0) return;
       const batch = ops;
@@ -680,7 +685,7 @@ export class Replicator {
           // snapshot would keep keys it created). Let them land first, then re-read.
           await this.localIdle(p);
           // A version set earlier in this round is written as it was (a later one would follow it in the same commit).
-          if (changed.delete(p)) ops.push({ type: 'put', key: storageKeys.version(p), value: versions.get(p)! });
+          if (changed.delete(p)) ops.push(versionWrite(p, versions.get(p)!));
           versions.delete(p);
         }
         switch (message.t) {
