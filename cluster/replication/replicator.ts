@@ -89,6 +89,8 @@ interface LedPartition {
 /** Leader entries waiting for the local commit in flight, written together in the next one. */
 interface LocalBatch {
   localOnly: WriteOp[];
+  /** Operations in `entries` (the lane's batch size hint). */
+  entryOps: number;
   /** `version`: the partition's version once the entry is applied (only the last of a partition is written). */
   entries: { led: LedPartition; entry: LogEntry; ops: WriteOp[]; version: PartitionVersion }[];
   done: Promise<void>;
@@ -112,7 +114,7 @@ const SNAPSHOT_CHUNK_RECORDS = 2000;
 function newLocalBatch(): LocalBatch {
   let resolve!: () => void;
   const done = new Promise<void>((r) => (resolve = r));
-  return { localOnly: [], entries: [], done, resolve };
+  return { localOnly: [], entryOps: 0, entries: [], done, resolve };
 }
 
 /** The write that records p's version (its log position), in the same commit as the data it covers. */
@@ -296,14 +298,16 @@ export class Replicator {
       led.recent.push(entry);
       if (led.recent.length > RECENT_ENTRIES) led.recent.splice(0, led.recent.length - RECENT_ENTRIES);
       batch.entries.push({ led, entry, ops: group, version: led.log.version });
+      batch.entryOps += group.length;
       waits.push(new Promise<void>((resolve, reject) => led.waiters.set(entry.seq, { resolve, reject, appended_ms: now })));
       for (const [node, session] of led.sessions) {
         if (session.stage === 'streaming' && led.log.followers.has(node)) this.sendTo(led, node, { t: 'append', entry });
       }
     }
     for (const p of groups.keys()) void this.trackLocal(p, batch.done);
-    // After the entries are in it: an idle lane reads the batch at once.
+    // After the entries are in it: an idle lane reads the batch at once; a waiting one may find it full now.
     if (fresh) this.lane.submit(this.localWrite(batch));
+    else this.lane.grew();
     return waits.length === 1 ? waits[0] : Promise.all(waits).then(() => undefined);
   }
 
@@ -337,6 +341,7 @@ export class Replicator {
         for (const [p, version] of versions) all.push(versionWrite(p, version));
         return all;
       },
+      size: () => batch.localOnly.length + batch.entryOps,
       done: (ok, error) => {
         if (ok) {
           for (const { led, entry } of kept) this.settle(led, led.log.localCommitted(entry.seq));

@@ -9,10 +9,10 @@ const logger = { info() {}, warn() {}, debug() {}, error: (fields: unknown) => v
 const op = (name: string): WriteOp => ({ type: 'put', key: keys.snapshot(0, 'counter', name), value: 1 });
 const names = (ops: readonly WriteOp[]) => ops.map((o) => o.key[3]);
 
-function newLane(delayMs: number) {
+function newLane(delayMs: number, fullBatchOps?: number) {
   const store = new HeldStore();
   const clock = Object.assign(new ManualClock(), { monotonicNow: () => clock.now() });
-  return { store, clock, lane: new CommitLane(store, clock, delayMs, logger) };
+  return { store, clock, lane: new CommitLane(store, clock, delayMs, logger, fullBatchOps) };
 }
 
 /** A write that records its outcome. */
@@ -122,5 +122,46 @@ describe('CommitLane', () => {
     expect(errors.length).toBe(before + 1);
     lane.submit(recorded([op('b')]));
     expect(store.commits).toHaveLength(2);
+  });
+
+  it('skips the delay when a full batch already waits at the end of a commit', async () => {
+    const { store, lane } = newLane(4, 3);
+    lane.submit(recorded([op('a')]));
+    // commit() gives the lane its operations' count; a write without a size hint counts as one.
+    void lane.commit([op('b'), op('c')]);
+    lane.submit(recorded([op('d')]));
+    await store.release(0);
+    expect(names(store.commits[1].ops)).toEqual(['b', 'c', 'd']);
+  });
+
+  it('ends the delay as soon as the waiting writes grow to a full batch', async () => {
+    const { store, clock, lane } = newLane(4, 3);
+    lane.submit(recorded([op('a')]));
+    const growing: LaneWrite = { ops: () => [op('b'), op('c'), op('d')], done: () => {}, size: () => size };
+    let size = 1;
+    lane.submit(growing);
+    await store.release(0);
+    clock.advance(1);
+    expect(store.commits).toHaveLength(1);
+    size = 2;
+    lane.grew();
+    expect(store.commits).toHaveLength(1);
+    size = 3;
+    lane.grew();
+    expect(names(store.commits[1].ops)).toEqual(['b', 'c', 'd']);
+    // The cancelled timer does not start another commit when its time comes.
+    await store.release(1);
+    clock.advance(4);
+    expect(store.commits).toHaveLength(2);
+  });
+
+  it('counts a write submitted during the delay towards the full batch', async () => {
+    const { store, lane } = newLane(4, 2);
+    lane.submit(recorded([op('a')]));
+    lane.submit(recorded([op('b')]));
+    await store.release(0);
+    expect(store.commits).toHaveLength(1);
+    lane.submit(recorded([op('c')]));
+    expect(names(store.commits[1].ops)).toEqual(['b', 'c']);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { WriteOp } from '../../runtime/index.js';
 import { replicatorWith } from '../helpers/replicator-world.js';
 import { keys } from '../../runtime/storage-keys.js';
+import { FULL_BATCH_OPS } from '../../cluster/replication/commit-lane.js';
 import type { LogEntry } from '../../cluster/replication/partition-log.js';
 import type { ReplicateMessage } from '../../cluster/transport/frames.js';
 
@@ -58,6 +59,24 @@ describe('replicator: the commit delay on a leader', () => {
     expect(second.done || third.done).toBe(false);
     await local.release(1);
     expect(second.done && third.done).toBe(true);
+  });
+
+  it('ends the delay once the entries waiting for it carry a full batch of operations', async () => {
+    const { local, clock, replicator } = await leading(4);
+    const started = clock.now();
+    void replicator.commit([put('a')]);
+    void replicator.commit([put('b')]);
+    await local.release(0);
+    expect(local.commits).toHaveLength(1);
+    // One operation waits; the lane waits its delay. Commits made meanwhile join the same batch.
+    for (let i = 1; i < FULL_BATCH_OPS - 1; i++) void replicator.commit([put(`k${i}`)]);
+    expect(local.commits).toHaveLength(1);
+    void replicator.commit([put('last')]);
+    expect(local.commits).toHaveLength(2);
+    // No time passed: the batch, not the timer, started it.
+    expect(clock.now()).toBe(started);
+    const written = local.commits[1].ops.filter((op) => op.key[0] === 's');
+    expect(written).toHaveLength(FULL_BATCH_OPS);
   });
 
   it('with REPLICATION_COMMIT_DELAY_MS=0, the next commit starts as soon as the last one is done', async () => {
