@@ -89,8 +89,6 @@ interface LedPartition {
 /** Leader entries waiting for the local commit in flight, written together in the next one. */
 interface LocalBatch {
   localOnly: WriteOp[];
-  /** Operations in `entries` (the lane's batch size hint). */
-  entryOps: number;
   /** `version`: the partition's version once the entry is applied (only the last of a partition is written). */
   entries: { led: LedPartition; entry: LogEntry; ops: WriteOp[]; version: PartitionVersion }[];
   done: Promise<void>;
@@ -114,7 +112,7 @@ const SNAPSHOT_CHUNK_RECORDS = 2000;
 function newLocalBatch(): LocalBatch {
   let resolve!: () => void;
   const done = new Promise<void>((r) => (resolve = r));
-  return { localOnly: [], entryOps: 0, entries: [], done, resolve };
+  return { localOnly: [], entries: [], done, resolve };
 }
 
 /** The write that records p's version (its log position), in the same commit as the data it covers. */
@@ -298,7 +296,6 @@ export class Replicator {
       led.recent.push(entry);
       if (led.recent.length > RECENT_ENTRIES) led.recent.splice(0, led.recent.length - RECENT_ENTRIES);
       batch.entries.push({ led, entry, ops: group, version: led.log.version });
-      batch.entryOps += group.length;
       waits.push(new Promise<void>((resolve, reject) => led.waiters.set(entry.seq, { resolve, reject, appended_ms: now })));
       for (const [node, session] of led.sessions) {
         if (session.stage === 'streaming' && led.log.followers.has(node)) this.sendTo(led, node, { t: 'append', entry });
@@ -341,7 +338,8 @@ export class Replicator {
         for (const [p, version] of versions) all.push(versionWrite(p, version));
         return all;
       },
-      size: () => batch.localOnly.length + batch.entryOps,
+      // Asked only while the lane waits its delay, which ends at FULL_BATCH_OPS: a short walk.
+      size: () => batch.entries.reduce((n, { ops }) => n + ops.length, batch.localOnly.length),
       done: (ok, error) => {
         if (ok) {
           for (const { led, entry } of kept) this.settle(led, led.log.localCommitted(entry.seq));
