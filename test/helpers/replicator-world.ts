@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { ManualClock } from '../../runtime/index.js';
 import { Replicator } from '../../cluster/replication/replicator.js';
 import { HeldStore } from './held-store.js';
@@ -25,4 +26,21 @@ export function replicatorWith(commitDelayMs: number, deposed: (p: number) => vo
     commitDelayMs,
   });
   return { local, clock, replicator };
+}
+
+/**
+ * replicatorWith, leading `partitions` at epoch 1: each election's fence
+ * record (its first local commit) is released, and the commits list emptied.
+ */
+export async function leadingWith(commitDelayMs: number, partitions: number[] = [0], deposed?: (p: number) => void) {
+  const world = replicatorWith(commitDelayMs, deposed);
+  for (const p of partitions) {
+    const before = world.local.commits.length;
+    const won = world.replicator.becomeLeader(p, 1);
+    for (let turn = 0; turn < 5 && world.local.commits.length === before; turn++) await Promise.resolve();
+    await world.local.release(before);
+    expect(await won).toBe(true);
+  }
+  world.local.commits.length = 0;
+  return world;
 }

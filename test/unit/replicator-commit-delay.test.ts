@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WriteOp } from '../../runtime/index.js';
-import { replicatorWith } from '../helpers/replicator-world.js';
+import { leadingWith, replicatorWith } from '../helpers/replicator-world.js';
 import { keys } from '../../runtime/storage-keys.js';
 import { FULL_BATCH_OPS } from '../../cluster/replication/commit-lane.js';
 import type { LogEntry } from '../../cluster/replication/partition-log.js';
@@ -15,16 +15,8 @@ import type { ReplicateMessage } from '../../cluster/transport/frames.js';
 
 const put = (key: string): WriteOp => ({ type: 'put', key: keys.snapshot(0, 'counter', key), value: { n: 1 } });
 
-/** Leads partition 0 at epoch 1 (its fence record is the first local commit). */
-async function leading(commitDelayMs: number, deposed?: (p: number) => void) {
-  const world = replicatorWith(commitDelayMs, deposed);
-  const won = world.replicator.becomeLeader(0, 1);
-  for (let turn = 0; turn < 5 && world.local.commits.length === 0; turn++) await Promise.resolve();
-  await world.local.release(0);
-  expect(await won).toBe(true);
-  world.local.commits.length = 0;
-  return world;
-}
+/** Leads partition 0 at epoch 1. */
+const leading = (commitDelayMs: number, deposed?: (p: number) => void) => leadingWith(commitDelayMs, [0], deposed);
 
 function settledFlag(promise: Promise<void>) {
   const flag = { done: false };

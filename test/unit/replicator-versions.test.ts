@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WriteOp } from '../../runtime/index.js';
-import { replicatorWith } from '../helpers/replicator-world.js';
+import { leadingWith, replicatorWith } from '../helpers/replicator-world.js';
 import { keys } from '../../runtime/storage-keys.js';
 import type { LogEntry } from '../../cluster/replication/partition-log.js';
 import type { ReplicateMessage } from '../../cluster/transport/frames.js';
@@ -15,18 +15,8 @@ import type { ReplicateMessage } from '../../cluster/transport/frames.js';
 const put = (p: number, key: string): WriteOp => ({ type: 'put', key: keys.snapshot(p, 'counter', key), value: { n: 1 } });
 const isVersion = (op: WriteOp) => op.key[0] === 'v';
 
-async function leading(commitDelayMs: number) {
-  const world = replicatorWith(commitDelayMs);
-  for (const p of [0, 1]) {
-    const before = world.local.commits.length;
-    const won = world.replicator.becomeLeader(p, 1);
-    for (let turn = 0; turn < 5 && world.local.commits.length === before; turn++) await Promise.resolve();
-    await world.local.release(before);
-    expect(await won).toBe(true);
-  }
-  world.local.commits.length = 0;
-  return world;
-}
+/** Leads partitions 0 and 1 at epoch 1. */
+const leading = (commitDelayMs: number) => leadingWith(commitDelayMs, [0, 1]);
 
 describe('replicator: partition versions', () => {
   it('a leader commit carrying several entries of a partition writes its version once, the last entry’s', async () => {
