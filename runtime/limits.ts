@@ -25,13 +25,17 @@ export const limits = {
    * leave memory first, once idle for activations_probation_idle_ms, down to
    * nine tenths of it; an actor asked again while in memory is no longer
    * counted. Small and quick, so that under a stream of one-off keys they
-   * die young: at 20,000 new keys a second, 2,000 actors idle for 100 ms are
-   * about a tenth of a second of them, most gone before V8 promotes them to
-   * its old generation (docs/performance.md, "One partition on one node, and the probation queue's leak").
+   * die young: they must leave before the next scavenge of V8's young
+   * generation, which comes every 50-60 ms on one node taking 20,000 new keys
+   * a second. 500 of them are 25 ms at that rate (and 5 s at 100 a second).
+   * With 2,000 kept for 100 ms, every scavenge copied and promoted 2-8 MB
+   * of them; with 500 and 10 ms, 0.7 MB, and the scavenges took half the
+   * time (docs/performance.md, "Actors asked once leave before the next
+   * scavenge").
    */
-  activations_probation_max: 2_000,
-  /** An actor asked once that ran its turn this recently is kept over activations_probation_max. */
-  activations_probation_idle_ms: 100,
+  activations_probation_max: 500,
+  /** An actor asked once that ran its turn this recently is kept over activations_probation_max (its next message may be on the way). */
+  activations_probation_idle_ms: 10,
   /** An actor that ran a turn this recently is kept over activations_max (a hot actor is not reloaded on every message). */
   activations_evict_idle_ms: 1_000,
   /**
