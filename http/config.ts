@@ -2,7 +2,7 @@ import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
 import { base64KeyFrom } from './node-key-file.js';
 import { limits } from '../runtime/limits.js';
 import { PARTITIONS_MAX } from '../runtime/partition-count.js';
-import { gcThreadsFrom, semiSpaceMbFrom, type GcThreads } from './node-flags.js';
+import { gcPretenuringFrom, gcThreadsFrom, semiSpaceMbFrom, type GcPretenuring, type GcThreads } from './node-flags.js';
 import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
 
@@ -35,6 +35,8 @@ export interface NodeConfig {
   gcThreads: GcThreads;
   /** GC_SEMI_SPACE_MB, checked here like GC_THREADS; it acts through the start command's V8 flags (node-flags.ts). */
   gcSemiSpaceMb: number;
+  /** GC_PRETENURING, checked here like GC_THREADS; it acts through the start command's V8 flags (node-flags.ts). */
+  gcPretenuring: GcPretenuring;
   logLevel: string;
   adminEmail?: string;
   adminPassword?: string;
@@ -286,6 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     actorsInMemoryMax: intFrom(env, 'ACTORS_IN_MEMORY_MAX', limits.activations_max, 1_000, 100_000_000),
     gcThreads: gcThreadsFrom(env.GC_THREADS),
     gcSemiSpaceMb: semiSpaceMbFrom(env.GC_SEMI_SPACE_MB),
+    gcPretenuring: gcPretenuringFrom(env.GC_PRETENURING),
     logLevel: env.LOG_LEVEL || 'info',
     adminEmail: env.ADMIN_EMAIL || undefined,
     adminPassword: env.ADMIN_PASSWORD || undefined,
