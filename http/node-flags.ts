@@ -64,8 +64,8 @@ export function semiSpaceMbFrom(raw: string | undefined): number {
  * under the write-path load, one or two of the three nodes got into that
  * state in every run: 9-12 ms per scavenge against 5-7 ms, with 2.4-2.8 MB
  * promoted each time. Without pretenuring no node did, and the cluster ran
- * 13% more acquisitions a second in six pairs of six (docs/performance.md,
- * "V8's pretenuring off").
+ * 6% more acquisitions a second, ahead in 9 of 11 paired runs; one node
+ * showed no difference (docs/performance.md, "V8's pretenuring off").
  */
 export type GcPretenuring = 'on' | 'off';
 
