@@ -22,10 +22,17 @@ import { pathToFileURL } from 'node:url';
  */
 export type GcThreads = 'auto' | 'single' | 'parallel';
 
+/** One of `choices` (`fallback` when unset or blank); anything else throws, naming the variable and its choices. */
+function choiceFrom<T extends string>(name: string, raw: string | undefined, choices: readonly T[], fallback: T): T {
+  const value = raw === undefined || raw.trim() === '' ? fallback : raw.trim();
+  if (!(choices as readonly string[]).includes(value)) {
+    throw new Error(`${name} must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)} (got ${JSON.stringify(raw)})`);
+  }
+  return value as T;
+}
+
 export function gcThreadsFrom(raw: string | undefined): GcThreads {
-  const value = raw === undefined || raw.trim() === '' ? 'auto' : raw.trim();
-  if (value !== 'auto' && value !== 'single' && value !== 'parallel') throw new Error(`GC_THREADS must be auto, single or parallel (got ${JSON.stringify(raw)})`);
-  return value;
+  return choiceFrom('GC_THREADS', raw, ['auto', 'single', 'parallel'], 'auto');
 }
 
 /**
@@ -70,9 +77,7 @@ export function semiSpaceMbFrom(raw: string | undefined): number {
 export type GcPretenuring = 'on' | 'off';
 
 export function gcPretenuringFrom(raw: string | undefined): GcPretenuring {
-  const value = raw === undefined || raw.trim() === '' ? 'off' : raw.trim();
-  if (value !== 'on' && value !== 'off') throw new Error(`GC_PRETENURING must be on or off (got ${JSON.stringify(raw)})`);
-  return value;
+  return choiceFrom('GC_PRETENURING', raw, ['on', 'off'], 'off');
 }
 
 export function serverNodeArgs(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): string[] {
