@@ -28,9 +28,10 @@ export const limits = {
    * die young: they must leave before the next scavenge of V8's young
    * generation, which comes every 50-60 ms on one node taking 20,000 new keys
    * a second. 500 of them are 25 ms at that rate (and 5 s at 100 a second).
-   * With 2,000 kept for 100 ms, every scavenge copied and promoted 2-8 MB
-   * of them; with 500 and 10 ms, 0.7 MB, and the scavenges took half the
-   * time (docs/performance.md, "Actors asked once leave before the next
+   * With 2,000 kept for 100 ms, a scavenge copied 1.2 MB and promoted
+   * 0.9 MB (mostly these actors); with 500 and 10 ms, it copied 0.66 MB and
+   * promoted 0.06 MB, and the scavenges took half the time
+   * (docs/performance.md, "Actors asked once leave before the next
    * scavenge").
    */
   activations_probation_max: 500,
