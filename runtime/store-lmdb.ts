@@ -1,5 +1,12 @@
-import { open, type RootDatabase } from 'lmdb';
+import { open, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
+import { isSharedShape, SHARED_STRUCTURES_KEY, SHARED_STRUCTURES_MAX } from './shared-structures.js';
 import type { Store, StoreKey, WriteOp } from './store.js';
+
+/** msgpackr options lmdb-js hands to its encoder (open.js) that its types do not list. */
+type EncoderOptions = RootDatabaseOptionsWithPath & {
+  maxSharedStructures: number;
+  shouldShareStructure: (keys: string[]) => boolean;
+};
 
 export interface LmdbStoreOptions {
   path: string;
@@ -21,7 +28,7 @@ export class LmdbStore implements Store {
 
   constructor(options: LmdbStoreOptions) {
     const sync = options.sync ?? true;
-    this.db = open({
+    const lmdbOptions: EncoderOptions = {
       path: options.path,
       // The path is always a directory. lmdb-js otherwise guesses from the
       // name: one with a dot ("data.v2", mktemp's "tmp.X1y2") would be taken
@@ -32,9 +39,14 @@ export class LmdbStore implements Store {
       overlappingSync: false,
       noSync: !sync,
       encoding: 'msgpack',
+      // Object shapes in a table of the store's own, not in every value (shared-structures.ts).
+      sharedStructuresKey: SHARED_STRUCTURES_KEY,
+      maxSharedStructures: SHARED_STRUCTURES_MAX,
+      shouldShareStructure: isSharedShape,
       // Room for large actors; LMDB maps lazily, so this is address space, not RAM.
       mapSize: 64 * 1024 ** 3,
-    });
+    };
+    this.db = open(lmdbOptions);
   }
 
   get(key: StoreKey): unknown {
