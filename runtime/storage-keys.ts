@@ -14,6 +14,7 @@ import type { StoreKey } from './store.js';
  *   ['y', p, received_ms, message_id]   the same, by time -> [kind, key] (for the sweep)
  *   ['v', p]                            the partition's replication version (cluster/replication/partition-log.ts)
  *   ['m', name]                         node metadata (not replicated): 'partitions', an embedded store's count (partition-count.ts)
+ *                                       'structures', the value encoder's shape table (shared-structures.ts)
  */
 const END = '\uffff';
 
