@@ -9,7 +9,7 @@ import type { StoreKey } from './store.js';
  * snapshot is 172 bytes, of which 107 are names. With it, the snapshot is
  * 65 bytes, the encoder builds no new definition per write, and a commit
  * writes fewer pages. Measured on the fresh-key lock write at a fixed rate
- * (docs/performance.md, "Shared record structures"): 5-13% less CPU per request.
+ * (docs/performance.md, "Shared record structures"): 4-14% less CPU per request.
  *
  * lmdb-js keeps the table under one key of the store and writes a new entry
  * in its own synchronous transaction before the value that uses it is
