@@ -1,4 +1,4 @@
-import type { StoreKey } from './store.js';
+import { keys } from './storage-keys.js';
 
 /**
  * Which object shapes the store's msgpack encoder keeps in a table of its
@@ -18,7 +18,7 @@ import type { StoreKey } from './store.js';
  */
 
 /** Where the table lives: node metadata, never replicated (each node encodes for its own store). */
-export const SHARED_STRUCTURES_KEY: StoreKey = ['m', 'structures'];
+export const SHARED_STRUCTURES_KEY = keys.meta('structures');
 
 /**
  * How many shapes the table may hold. msgpackr refuses to open a table larger
