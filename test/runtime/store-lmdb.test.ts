@@ -10,12 +10,16 @@ const dirs: string[] = [];
 afterEach(() => {
   while (dirs.length) rmSync(dirs.pop()!, { recursive: true, force: true });
 });
+/** A new directory, removed after the test. */
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'store-test-'));
+  dirs.push(dir);
+  return dir;
+};
 
 describe('LmdbStore', () => {
   it('opens an existing directory whose name has a dot, keeping its files inside it', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'store-test-'));
-    dirs.push(root);
-    const dir = join(root, 'data.v2');
+    const dir = join(tempDir(), 'data.v2');
     mkdirSync(dir);
     const store = new LmdbStore({ path: dir });
     await store.commit([{ type: 'put', key: ['m', 'probe'], value: { n: 1 } }]);
@@ -32,11 +36,6 @@ describe('LmdbStore', () => {
     holder: { lock_id: `lck_${n}`, owner_id: 'owner-12345', acquired_at_ms: 1795974637788 + n, expires_at_ms: 1795974667788 + n, ttl_seconds: 30, fence_token: n, metadata: null },
     last_fence_token: n,
   });
-  const tempDir = () => {
-    const dir = mkdtempSync(join(tmpdir(), 'store-test-'));
-    dirs.push(dir);
-    return dir;
-  };
   /** The stored bytes of a key, read with the store closed. */
   const rawBytes = async (dir: string, key: (string | number)[]) => {
     const raw = open({ path: dir, noSubdir: false, encoding: 'binary' });
