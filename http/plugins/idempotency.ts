@@ -8,7 +8,9 @@ import { routeConfigOf } from '../route-config.js';
 /**
  * `Idempotency-Key` on authenticated POSTs: the first request runs, retries
  * get its stored response (marked `Idempotent-Replayed: true`). Scoped to
- * the caller's tenant. The stored response is committed before the first
+ * the caller's tenant and user: members of one organization share a tenant,
+ * and one member's key must not replay another's answer (nor stop the other's
+ * request from running). The stored response is committed before the first
  * response leaves, so a retry can never run the request a second time.
  * 5xx responses are not stored: the request may be retried.
  */
@@ -47,7 +49,7 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
       throw new ServiceError('BAD_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
     }
     const context: IdempotencyContext = {
-      actorKey: JSON.stringify([request.principal!.tenant, header]),
+      actorKey: JSON.stringify([request.principal!.tenant, request.principal!.user_id, header]),
       fingerprint: fingerprintOf(request),
       replayed: false,
     };

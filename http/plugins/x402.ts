@@ -63,9 +63,10 @@ declare module 'fastify' {
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
+/** A retry under the same Idempotency-Key (scoped, like the idempotency store, to the caller's user) is charged once. */
 function chargeIdOf(request: FastifyRequest): string {
   const key = request.headers['idempotency-key'];
-  if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key)) return `idem ${request.method} ${routeUrlOf(request)} ${key}`;
+  if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key)) return `idem ${request.principal?.user_id ?? ''} ${request.method} ${routeUrlOf(request)} ${key}`;
   return `req ${request.id}`;
 }
 

@@ -337,6 +337,36 @@ describe('admin organization routes', () => {
   });
 });
 
+describe('Idempotency-Key in an organization', () => {
+  it('is scoped to the member: another member sending the same key, path and body runs its own request', async () => {
+    const alice = await t.newUser('idemali');
+    const bob = await t.newUser('idembob');
+    const org = (await admin('POST', '/admin/auth/orgs', { name: 'Idem Org', owner_user_id: alice.user_id })).body;
+    expect((await admin('POST', `/admin/auth/org/${org.org_id}/members`, { user_id: bob.user_id })).status).toBe(201);
+    // Org API keys: both callers act in the organization's tenant.
+    const keyOf = async (token: string) => {
+      const res = await t.request('POST', '/api/v1/auth/api-keys', { token, body: { name: 'org', scopes: ['*'], org_id: org.org_id } });
+      expect(res.status, res.text).toBe(201);
+      return res.body.key as string;
+    };
+    const [aliceKey, bobKey] = [await keyOf(alice.token), await keyOf(bob.token)];
+    const path = '/api/v1/distributed-state/idem-org/shared/lock';
+    const headers = { 'idempotency-key': 'same-key' };
+    const first = await t.request('POST', path, { token: aliceKey, body: { owner_id: 'worker' }, headers });
+    expect(first.status, first.text).toBe(200);
+    // Bob's identical request runs: not alice's answer replayed (the same owner_id re-acquires the lock).
+    const twin = await t.request('POST', path, { token: bobKey, body: { owner_id: 'worker' }, headers });
+    expect(twin.status, twin.text).toBe(200);
+    expect(twin.headers.get('idempotent-replayed')).toBeNull();
+    // And his own key is his: a different body under it is refused as reused.
+    expectError(await t.request('POST', path, { token: bobKey, body: { owner_id: 'worker-2' }, headers }), 409, 'idempotency_key_reused');
+    // Alice's retry still replays her own answer.
+    const retry = await t.request('POST', path, { token: aliceKey, body: { owner_id: 'worker' }, headers });
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.text).toBe(first.text);
+  });
+});
+
 describe('SSO enforcement', () => {
   it('blocks password login for non-exempt members; exempt users and existing sessions keep working', async () => {
     const owner = await t.newUser('sso');
