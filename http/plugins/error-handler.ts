@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCodes, isServiceError, type ErrorCode } from '../../runtime/index.js';
 import { routeConfigOf } from '../route-config.js';
@@ -21,20 +22,6 @@ declare module 'fastify' {
   }
 }
 
-const reasonPhrases: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  409: 'Conflict',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
-
 function wireOf(code: ErrorCode): string | undefined {
   return (errorCodes[code] as { wire?: string }).wire;
 }
@@ -42,7 +29,7 @@ function wireOf(code: ErrorCode): string | undefined {
 export function sendError(reply: FastifyReply, code: ErrorCode, message: string, extra: { details?: unknown; retryAfterSeconds?: number } = {}): FastifyReply {
   const statusCode = errorCodes[code].status;
   if (extra.retryAfterSeconds !== undefined) reply.header('retry-after', String(extra.retryAfterSeconds));
-  const body: Record<string, unknown> = { statusCode, code, error: reasonPhrases[statusCode] ?? 'Error', message };
+  const body: Record<string, unknown> = { statusCode, code, error: STATUS_CODES[statusCode] ?? 'Error', message };
   if (extra.details !== undefined) body.details = extra.details;
   return reply.code(statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body));
 }

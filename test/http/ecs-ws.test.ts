@@ -136,7 +136,7 @@ describe('ECS WebSocket stream', () => {
     // A plain GET is not an upgrade.
     const plain = await t.request('GET', `${base('w2')}/ws`, { token });
     expect(plain.status).toBe(426);
-    expect(plain.body.code).toBe('upgrade_required');
+    expect(plain.body).toMatchObject({ statusCode: 426, code: 'upgrade_required', error: 'Upgrade Required' });
   });
 
   it('resumes from a tick: replays the ring in order, then goes on live without gaps', async () => {

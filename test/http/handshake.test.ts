@@ -90,7 +90,9 @@ describe('handshake sessions', () => {
   it('refuses a counterparty outside the tenant, yourself, a personal tenant, and bad bodies', async () => {
     const body = (counterparty_id: string) => ({ counterparty_id, counterparty_kind: 'auth_user' });
     expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: body(outsider.user_id) }), 422, 'handshake_counterparty_invalid');
-    expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: body(alice.user_id) }), 422, 'handshake_counterparty_invalid');
+    const self = await t.request('POST', `${base}/sessions`, { token: keys.alice, body: body(alice.user_id) });
+    expectError(self, 422, 'handshake_counterparty_invalid');
+    expect(self.body.error).toBe('Unprocessable Entity');
     expectError(await t.request('POST', `${base}/sessions`, { token: alice.token, body: body(bob.user_id) }), 422, 'handshake_counterparty_invalid');
     expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: { counterparty_id: bob.user_id, counterparty_kind: 'robot' } }), 400, 'BAD_REQUEST');
     expectError(await t.request('POST', `${base}/sessions`, { token: keys.alice, body: { ...body(bob.user_id), policy: { max_rounds: 0 } } }), 400, 'BAD_REQUEST');
