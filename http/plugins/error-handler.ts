@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCodes, isServiceError, type ErrorCode } from '../../runtime/index.js';
 import { routeConfigOf } from '../route-config.js';
+import { validationDetails } from '../validation-details.js';
 
 /**
  * The one error handler of the edge. Every error leaves as the conventions'
@@ -62,10 +63,7 @@ function renderConventions(error: FastifyError, request: FastifyRequest, reply: 
     return sendError(reply, error.code, error.message, { details: error.details, retryAfterSeconds: error.retryAfterSeconds });
   }
   if (error.validation) {
-    const details = error.validation.map((issue) => ({
-      field: fieldOf(error.validationContext, issue.instancePath, issue.params as Record<string, unknown>),
-      message: issue.message ?? 'is invalid',
-    }));
+    const details = validationDetails(error.validationContext, error.validation);
     const first = details[0];
     return sendError(reply, 'BAD_REQUEST', first ? `${first.field} ${first.message}` : 'Invalid request', { details });
   }
@@ -150,9 +148,3 @@ export function useErrorFormat(scope: FastifyInstance, format: ErrorFormat): voi
   });
 }
 
-function fieldOf(context: string | undefined, instancePath: string, params: Record<string, unknown>): string {
-  let path = instancePath.replace(/^\//, '').replace(/\//g, '.');
-  if (typeof params.missingProperty === 'string') path = path ? `${path}.${params.missingProperty}` : params.missingProperty;
-  if (typeof params.additionalProperty === 'string') path = path ? `${path}.${params.additionalProperty}` : params.additionalProperty;
-  return path ? `${context ?? 'body'}.${path}` : (context ?? 'body');
-}

@@ -61,6 +61,10 @@ describe('definitions', () => {
     expect(list.pagination).toEqual({ page: 1, page_size: 20, total: 2, has_more: false });
     const paged = ok(await t.request('GET', api(domain, '/definitions?page=2&page_size=1'), { token: alice.token }));
     expect(paged.definitions).toHaveLength(1);
+    // A value outside an enumeration: one detail naming the allowed values.
+    const badSort = await t.request('GET', api(domain, '/definitions?sort_by=weight'), { token: alice.token });
+    expectError(badSort, 400, 'BAD_REQUEST');
+    expect(badSort.body.details).toEqual([{ field: 'querystring.sort_by', message: 'must be one of: "created_at", "updated_at", "name"' }]);
     const put = ok(await t.request('PUT', api(domain, '/definitions/elixir'), { token: alice.token, body: { name: 'Grand elixir', max_stack: 3, rarity: 'rare' } }));
     expect(put).toMatchObject({ definition_id: 'elixir', name: 'Grand elixir', max_stack: 3, rarity: 'rare' });
     expect(ok(await t.request('DELETE', api(domain, '/definitions/elixir'), { token: alice.token }))).toEqual({ id: 'elixir', message: expect.any(String) });

@@ -1,0 +1,57 @@
+/**
+ * A 400's `details` from the schema validator's issues: one `{field, message}`
+ * per distinct problem.
+ *
+ * Enumerations are unions of constants in the route schemas, and ajv reports
+ * a value outside one as an issue per constant ("must be equal to constant")
+ * plus one for the union ("must match a schema in anyOf"), none naming what
+ * is allowed. Those collapse into one entry per field, "must be one of: ...",
+ * listing the allowed values; any other issue is kept once.
+ */
+export interface ValidationIssue {
+  keyword?: string;
+  instancePath: string;
+  params?: Record<string, unknown>;
+  message?: string;
+}
+
+export interface ValidationDetail {
+  field: string;
+  message: string;
+}
+
+/** `body.owner_id`, `querystring.page`: the request part, then the path in it (and the missing or unknown property). */
+export function fieldOf(context: string | undefined, instancePath: string, params: Record<string, unknown> = {}): string {
+  let path = instancePath.replace(/^\//, '').replace(/\//g, '.');
+  if (typeof params.missingProperty === 'string') path = path ? `${path}.${params.missingProperty}` : params.missingProperty;
+  if (typeof params.additionalProperty === 'string') path = path ? `${path}.${params.additionalProperty}` : params.additionalProperty;
+  return path ? `${context ?? 'body'}.${path}` : (context ?? 'body');
+}
+
+const UNION_KEYWORDS = new Set(['anyOf', 'oneOf']);
+
+export function validationDetails(context: string | undefined, issues: readonly ValidationIssue[]): ValidationDetail[] {
+  // The values each field may take, from its const and enum issues.
+  const allowed = new Map<string, unknown[]>();
+  for (const issue of issues) {
+    const values = issue.keyword === 'const' ? [issue.params?.allowedValue] : issue.keyword === 'enum' ? (issue.params?.allowedValues as unknown[] | undefined) : undefined;
+    if (!values) continue;
+    const field = fieldOf(context, issue.instancePath, issue.params);
+    const list = allowed.get(field) ?? [];
+    for (const value of values) if (!list.includes(value)) list.push(value);
+    allowed.set(field, list);
+  }
+  const details: ValidationDetail[] = [];
+  const seen = new Set<string>();
+  for (const issue of issues) {
+    const field = fieldOf(context, issue.instancePath, issue.params);
+    const values = allowed.get(field);
+    const enumeration = values !== undefined && (issue.keyword === 'const' || issue.keyword === 'enum' || UNION_KEYWORDS.has(issue.keyword ?? ''));
+    const message = enumeration ? `must be one of: ${values.map((v) => JSON.stringify(v)).join(', ')}` : (issue.message ?? 'is invalid');
+    const key = `${field}\n${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    details.push({ field, message });
+  }
+  return details;
+}

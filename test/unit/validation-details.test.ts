@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { validationDetails } from '../../http/validation-details.js';
+
+describe('validationDetails', () => {
+  it('collapses a union of constants into one entry naming the allowed values', () => {
+    const issues = [
+      { keyword: 'const', instancePath: '/status', params: { allowedValue: 'open' }, message: 'must be equal to constant' },
+      { keyword: 'const', instancePath: '/status', params: { allowedValue: 'closed' }, message: 'must be equal to constant' },
+      { keyword: 'anyOf', instancePath: '/status', params: {}, message: 'must match a schema in anyOf' },
+    ];
+    expect(validationDetails('body', issues)).toEqual([{ field: 'body.status', message: 'must be one of: "open", "closed"' }]);
+  });
+
+  it('takes enum issues too, and keeps a union branch of another type as its own entry', () => {
+    const issues = [
+      { keyword: 'type', instancePath: '/mode', params: { type: 'null' }, message: 'must be null' },
+      { keyword: 'enum', instancePath: '/mode', params: { allowedValues: [1, 2] }, message: 'must be equal to one of the allowed values' },
+      { keyword: 'anyOf', instancePath: '/mode', params: {}, message: 'must match a schema in anyOf' },
+    ];
+    expect(validationDetails('querystring', issues)).toEqual([
+      { field: 'querystring.mode', message: 'must be null' },
+      { field: 'querystring.mode', message: 'must be one of: 1, 2' },
+    ]);
+  });
+
+  it('keeps other issues once each, in order, with missing and unknown properties in the field', () => {
+    const issues = [
+      { keyword: 'required', instancePath: '', params: { missingProperty: 'owner_id' }, message: "must have required property 'owner_id'" },
+      { keyword: 'required', instancePath: '', params: { missingProperty: 'owner_id' }, message: "must have required property 'owner_id'" },
+      { keyword: 'additionalProperties', instancePath: '/meta', params: { additionalProperty: 'x' }, message: 'must NOT have additional properties' },
+      { keyword: 'type', instancePath: '/ttl_seconds', params: { type: 'integer' } },
+    ];
+    expect(validationDetails(undefined, issues)).toEqual([
+      { field: 'body.owner_id', message: "must have required property 'owner_id'" },
+      { field: 'body.meta.x', message: 'must NOT have additional properties' },
+      { field: 'body.ttl_seconds', message: 'is invalid' },
+    ]);
+  });
+});
