@@ -41,6 +41,11 @@ export function addJsonMediaType(scope: FastifyInstance, media_type: string): vo
       return;
     }
     parse(request, text, (error, value) => {
+      if (error && isPlainJson(text)) {
+        // Fastify's parser says "not valid JSON" for a refused __proto__ or constructor.prototype key too.
+        done(new ServiceError('BAD_REQUEST', 'The request body holds a __proto__ or constructor.prototype key; such keys are refused.'), undefined);
+        return;
+      }
       // Only a \u escape can produce a lone surrogate: the bytes are valid UTF-8.
       if (!error && text.includes('\\u') && hasLoneSurrogate(value)) {
         done(new ServiceError('BAD_REQUEST', 'The request body holds a string with an unpaired UTF-16 surrogate escape.'), undefined);
@@ -49,6 +54,16 @@ export function addJsonMediaType(scope: FastifyInstance, media_type: string): vo
       done(error, value);
     });
   });
+}
+
+/** Whether the text parses as JSON at all (asked only after the secure parser refused it). */
+function isPlainJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const LONE_SURROGATE = /\p{Cs}/u;

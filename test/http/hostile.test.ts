@@ -192,7 +192,11 @@ describe('prototype poisoning', () => {
     for (const body of bodies) {
       for (const path of ['/api/v1/auth/register', '/api/v1/auth/login']) expect4xx(await raw('POST', path, body, json), 400, 'BAD_REQUEST');
     }
-    expect4xx(await raw('POST', lockPath, '{"owner_id":"a","metadata":{"__proto__":{"x":1}}}', authed()), 400, 'BAD_REQUEST');
+    const poisoned = await raw('POST', lockPath, '{"owner_id":"a","metadata":{"__proto__":{"x":1}}}', authed());
+    expect4xx(poisoned, 400, 'BAD_REQUEST');
+    expect(poisoned.body.message).toContain('__proto__ or constructor.prototype');
+    // Malformed JSON still says so.
+    expect((await raw('POST', lockPath, '{"owner_id":', authed())).body.message).toContain('not valid JSON');
     expect4xx(await raw('POST', lockPath, '{"owner_id":"a","metadata":{"constructor":{"prototype":{"x":1}}}}', authed()), 400, 'BAD_REQUEST');
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     // Neither proto user exists.
