@@ -63,10 +63,16 @@ declare module 'fastify' {
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** A retry under the same Idempotency-Key (scoped, like the idempotency store, to the caller's user) is charged once. */
+/**
+ * A POST retried under the same Idempotency-Key (scoped, like the idempotency
+ * store, to the caller's user) is charged once: its retry is answered from the
+ * store, so no new work is done. Only a POST: on any other method the key
+ * replays nothing (docs/api/common.md), every request is new work, and
+ * charging it once would make every later request with that key free.
+ */
 function chargeIdOf(request: FastifyRequest): string {
   const key = request.headers['idempotency-key'];
-  if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key)) return `idem ${request.principal?.user_id ?? ''} ${request.method} ${routeUrlOf(request)} ${key}`;
+  if (request.method === 'POST' && typeof key === 'string' && IDEMPOTENCY_KEY.test(key)) return `idem ${request.principal?.user_id ?? ''} POST ${request.url} ${key}`;
   return `req ${request.id}`;
 }
 

@@ -299,14 +299,15 @@ describe('enforcement from a prepaid balance', () => {
     expect(await balanceOf(payer.token)).toBe('0.02');
   });
 
-  it('a retry with the same Idempotency-Key is not charged again', async () => {
-    await credit(payer.user_id, '0.08');
+  it('an Idempotency-Key on a GET does not make later requests free: each runs, each is paid', async () => {
+    await credit(payer.user_id, '0.13');
     const path = lockPath();
     const headers = { 'idempotency-key': `idem-${keyCounter}` };
     expect((await t.request('GET', path, { token: payer.token, headers })).status).toBe(200);
-    const retry = await t.request('GET', path, { token: payer.token, headers });
-    expect(retry.status).toBe(200);
-    expect(retry.headers.get('x402-charged-usd')).toBeNull();
+    const again = await t.request('GET', path, { token: payer.token, headers });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(again.headers.get('x402-charged-usd')).toBe('0.05');
     expect(await balanceOf(payer.token)).toBe('0.05');
   });
 
