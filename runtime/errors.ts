@@ -67,6 +67,7 @@ export const errorCodes = {
   lock_not_held: { status: 409, description: 'The lock_id/owner_id pair is not the current holder of the lock.' },
   idempotency_in_progress: { status: 409, description: 'A request with the same Idempotency-Key is still being processed.' },
   idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was used before with a different method, path or body.' },
+  idempotency_replay_withheld: { status: 409, description: 'The request with this Idempotency-Key already ran; its answer carried a secret shown once, so it is not replayed.' },
   waiting_room_exists: { status: 409, description: 'A waiting room with this room_id already exists.' },
   waiting_room_member_not_active: { status: 409, description: 'The member is still waiting; only an admitted (active) session can be refreshed.' },
   waiting_room_limit_reached: { status: 409, description: 'A per-room limit is reached (waiting members or bans); see docs/api/waiting-rooms.md.' },

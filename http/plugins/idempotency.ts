@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
-import { IDEMPOTENCY_KIND, type BeginReply } from '../../actors/idempotency/state.js';
+import { IDEMPOTENCY_KIND, type BeginReply, type StoredResponse } from '../../actors/idempotency/state.js';
 import type { AppServices } from '../services.js';
 import { routeConfigOf } from '../route-config.js';
+import { responseHoldsSecret } from '../secret-responses.js';
 
 /**
  * `Idempotency-Key` on authenticated POSTs: the first request runs, retries
@@ -20,6 +21,18 @@ interface IdempotencyContext {
   actorKey: string;
   fingerprint: string;
   replayed: boolean;
+  secretResponse: boolean;
+}
+
+/** What a replay of a request whose answer carried a secret gets: the fact that it ran, not the answer. */
+function withheldResponse(status_code: number): StoredResponse {
+  const body = {
+    statusCode: 409,
+    code: 'idempotency_replay_withheld',
+    error: 'Conflict',
+    message: `The request with this Idempotency-Key already ran (${status_code}). Its answer carried a secret shown only once, which is not stored: look the created resource up, or revoke it and create another.`,
+  };
+  return { status_code: 409, content_type: 'application/json; charset=utf-8', body: JSON.stringify(body) };
 }
 
 declare module 'fastify' {
@@ -29,6 +42,13 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route applies the Idempotency-Key itself (talent XP events answer a replay with idempotent: true): this store stays out. */
     idempotencyInHandler?: boolean;
+    /**
+     * A 2xx answer of this route carries a secret shown once: the store keeps
+     * only that the request ran, and a replay answers 409
+     * idempotency_replay_withheld. Set at registration from the response
+     * schema (http/secret-responses.ts), or by the route itself.
+     */
+    secretResponse?: boolean;
   }
 }
 
@@ -41,6 +61,9 @@ function fingerprintOf(request: FastifyRequest): string {
 
 export function registerIdempotency(app: FastifyInstance, services: AppServices): void {
   app.decorateRequest('idempotency', null);
+  app.addHook('onRoute', (route) => {
+    if (route.config?.secretResponse === undefined && responseHoldsSecret(route.schema?.response)) route.config = { ...route.config, secretResponse: true };
+  });
 
   // Both hooks run on every request: a plain callback with an early exit costs
   // nothing when there is no Idempotency-Key; the work happens only when there is.
@@ -52,6 +75,7 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
       actorKey: JSON.stringify([request.principal!.tenant, request.principal!.user_id, header]),
       fingerprint: fingerprintOf(request),
       replayed: false,
+      secretResponse: routeConfigOf(request)?.secretResponse === true,
     };
     const outcome = await services.actors.ask<BeginReply>(IDEMPOTENCY_KIND, context.actorKey, { op: 'begin', fingerprint: context.fingerprint });
     request.idempotency = context;
@@ -74,7 +98,10 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
     await services.actors.ask(IDEMPOTENCY_KIND, context.actorKey, {
       op: 'complete',
       fingerprint: context.fingerprint,
-      response: { status_code: reply.statusCode, content_type: contentType, body: (payload as string | null) ?? '' },
+      response:
+        context.secretResponse && reply.statusCode < 300
+          ? withheldResponse(reply.statusCode)
+          : { status_code: reply.statusCode, content_type: contentType, body: (payload as string | null) ?? '' },
     });
     return payload;
   }

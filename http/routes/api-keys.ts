@@ -132,6 +132,8 @@ export function apiKeyRoutes(app: FastifyInstance, services: AppServices): void 
 
   app.post<{ Body: Static<typeof CreateBody> }>(base, {
     onRequest: authenticate,
+    // The full key is shown once: an Idempotency-Key replay must not keep it (http/secret-responses.ts).
+    config: { secretResponse: true },
     schema: {
       tags,
       summary: 'Create an API key, for the caller or (org_id) for one of their organizations. The full key is in this reply only. At most 100 keys per user (409 api_key_limit_reached).',
