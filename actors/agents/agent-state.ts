@@ -7,6 +7,8 @@ import {
   agentDirectoryKey,
   agentPolicy as policy,
   type AgentCaller,
+  type AgentChanges,
+  type AgentFields,
   type AgentMessage,
   type AgentReply,
   type AgentRevisionSummary,
@@ -157,13 +159,23 @@ function create(state: AgentState, message: Extract<AgentMessage, { op: 'create'
   return propose(state, { kind: 'create', proposed: view }, { op: 'upsert', entry: summaryOf(view) }, view.tenant, context);
 }
 
+/** The definition's own fields of a change: never its id, tenant, owner, version or times. */
+const CHANGEABLE: ReadonlySet<string> = new Set([
+  'key', 'display_name', 'description', 'profile_url', 'status', 'visibility', 'prompt_text',
+  'agent_toml', 'compaction_toml', 'intent_toml', 'memory_toml', 'rag_toml', 'shield_toml', 'procedures',
+] satisfies (keyof AgentFields)[]);
+
+function changeableOf(changes: AgentChanges): AgentChanges {
+  return Object.fromEntries(Object.entries(changes).filter(([name, value]) => value !== undefined && CHANGEABLE.has(name))) as AgentChanges;
+}
+
 function update(state: AgentState, message: Extract<AgentMessage, { op: 'update' }>, context: TurnContext): Result {
   const def = current(state);
   requireWriter(def, message.caller);
   requireIdle(state);
   const proposed: AgentView = {
     ...def,
-    ...message.changes,
+    ...changeableOf(message.changes),
     version: def.version + 1,
     // Strictly later than the version it replaces, even within one millisecond.
     updated_at_ms: Math.max(context.now, def.updated_at_ms + 1),

@@ -22,6 +22,9 @@ export interface PlansState {
 
 type Result = TurnResult<PlansState, PlanReply | PlanListView>;
 
+/** The fields an update may set (PlanFields but limits, which are merged field by field). */
+const CHANGEABLE: ReadonlySet<string> = new Set(['actions', 'default_enforcement', 'description', 'headers_mode', 'refund_window_seconds', 'subject_namespaces', 'tags'] satisfies (keyof PlanFields)[]);
+
 export function loadPlans(_key: string, records: Iterable<[string, unknown]>): PlansState {
   const state: PlansState = { plans: new Map(), seq: 0 };
   for (const [subkey, value] of records) {
@@ -81,7 +84,10 @@ export function stepPlans(state: PlansState, message: PlansMessage | AlarmMessag
       const current = state.plans.get(message.plan_id);
       if (!current) throw new ServiceError('not_found', 'No such throttle plan.');
       const { limits, ...rest } = message.changes;
-      const changes = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined)) as Partial<PlanFields>;
+      // Only a plan's own fields change: an id or owner in the message (a body's unknown field) must not rename or re-own it.
+      const changes = Object.fromEntries(
+        Object.entries(rest).filter(([name, value]) => value !== undefined && CHANGEABLE.has(name)),
+      ) as Partial<PlanFields>;
       const fields = normalised({
         ...current,
         ...changes,

@@ -98,6 +98,7 @@ describe('create, read, update, delete', () => {
     expect(trail.status, trail.text).toBe(200);
     expect(trail.body).toMatchObject({ agent_id, current_version: 3 });
     expect(trail.body.versions.map((v: { version: number }) => v.version)).toEqual([3, 2, 1]);
+
     const v1 = await t.request('GET', `${base}/${agent_id}/versions/1`, { token: alice.token });
     expect(v1.body).toMatchObject({ version: 1, prompt_text: 'v1', key, updated_by: alice.user_id });
     expectError(await t.request('GET', `${base}/${agent_id}/versions/9`, { token: alice.token }), 404, 'not_found');
@@ -107,6 +108,15 @@ describe('create, read, update, delete', () => {
     expectError(await t.request('PUT', `${base}/${agent_id}`, { token: alice.token, body: { key: other.key } }), 409, 'agent_key_taken');
     expectError(await t.request('PUT', `${base}/${agent_id}`, { token: alice.token, body: { intent_toml: '= broken' } }), 400, 'invalid_toml');
     expect((await t.request('GET', `${base}/${agent_id}`, { token: alice.token })).body).toMatchObject({ version: 3, key: renamed, intent_toml: '' });
+
+    // Fields outside the body's schema change nothing: not the id, the tenant, the owner or the version.
+    const smuggled = await t.request('PUT', `${base}/${agent_id}`, {
+      token: alice.token,
+      body: { description: 'v4', agent_id: 'agt_other', tenant: 'usr_someone_else', owner_id: 'usr_someone_else', org_id: 'org_x', version: 99, created_at_ms: 0 },
+    });
+    expect(smuggled.status, smuggled.text).toBe(200);
+    expect(smuggled.body).toMatchObject({ agent_id, description: 'v4', version: 4, owner_id: alice.user_id });
+    expect((await t.request('GET', `${base}/${agent_id}`, { token: alice.token })).body).toMatchObject({ agent_id, version: 4, owner_id: alice.user_id, created_at: before.created_at });
   });
 
   it('private agents are invisible to others; organization agents are readable in the tenant but changed by the owner or an admin only', async () => {

@@ -99,6 +99,13 @@ describe('throttle plans: CRUD', () => {
     expectError(await t.request('PATCH', `${base}/${plan.plan_id}`, { token: alice.token, body: { limits: { max_requests: 0 } } }), 400, 'BAD_REQUEST');
     expectError(await t.request('PATCH', `${base}/nope`, { token: alice.token, body: {} }), 404, 'not_found');
 
+    // A plan_id or owner_id in the body changes nothing: no copy under another id, no other plan overwritten.
+    const other = await createPlan({ description: 'the other one' });
+    const smuggled = await t.request('PATCH', `${base}/${plan.plan_id}`, { token: alice.token, body: { plan_id: other.plan_id, owner_id: 'usr_evil', description: 'moved?' } });
+    expect(smuggled.status, smuggled.text).toBe(200);
+    expect(smuggled.body).toMatchObject({ plan_id: plan.plan_id, owner_id: plan.owner_id, description: 'moved?' });
+    expect((await t.request('GET', `${base}/${other.plan_id}`, { token: alice.token })).body).toMatchObject({ plan_id: other.plan_id, description: 'the other one' });
+
     const deleted = await t.request('DELETE', `${base}/${plan.plan_id}`, { token: alice.token });
     expect(deleted.status).toBe(200);
     expect(deleted.body).toEqual({ message: expect.any(String), plan_id: plan.plan_id });
