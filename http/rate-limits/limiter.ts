@@ -138,6 +138,8 @@ export class EdgeLimiter {
   private rulesCheckedAt = 0;
   private rulesInflight: Promise<RuleSetView> | null = null;
   private epoch: number | null = null;
+  /** The version of the rule set the leases were decided under (kept when `rules` is dropped). */
+  private rulesVersion: number | null = null;
   private readonly leases = new Map<string, LeaseEntry>();
   /** Counts for metrics and the bench: reserves sent, and the outcome of each request. */
   readonly counts = { reserves: 0, allowed: 0, limited: 0, failedOpen: 0 };
@@ -166,8 +168,12 @@ export class EdgeLimiter {
         const known = this.rules?.version ?? null;
         const reply = await this.actors.ask<RulesReply>(RATE_LIMIT_RULES_KIND, RATE_LIMIT_RULES_KEY, { op: 'rules', known_version: known }, { readOnly: true, deadlineMs: LIMITER_ASK_DEADLINE_MS });
         if (reply) {
-          if (this.epoch !== null && reply.cache_epoch !== this.epoch) this.dropLeases();
+          // A cache/clear anywhere, or any rule changed: leases and remembered refusals were decided
+          // under the old limits (a raised limit must let a refused caller in at once, not at its retry time).
+          const changed = (this.epoch !== null && reply.cache_epoch !== this.epoch) || (this.rulesVersion !== null && reply.version !== this.rulesVersion);
+          if (changed) this.dropLeases();
           this.epoch = reply.cache_epoch;
+          this.rulesVersion = reply.version;
           this.rules = reply;
         }
         this.rulesCheckedAt = this.clock.now();

@@ -314,12 +314,20 @@ describe('enforcement', () => {
     expect((await t.request('GET', '/api/v1/auth/me', { token: user.token })).status).toBe(200);
     expect((await t.request('GET', '/api/v1/auth/me', { token: user.token })).status).toBe(429);
     expect((await admin('PUT', `/admin/rate-limits/users/${user.user_id}`, { tier: 'default', custom_limits: { '/api/v1/auth/me': { max_requests: 2, window_seconds: 600 } } })).status).toBe(200);
-    // The refusal this node remembered is for the old limit's window: cache/clear drops it.
-    expect((await admin('POST', '/admin/rate-limits/cache/clear')).status).toBe(204);
+    // The refusal this node remembered was decided under the old limit: the change drops it, no cache/clear needed.
     const after = await t.request('GET', '/api/v1/auth/me', { token: user.token });
-    expect(after.status).toBe(200);
+    expect(after.status, after.text).toBe(200);
     expect(after.headers.get('ratelimit-policy')).toBe('"custom";q=2;w=600');
     expect((await t.request('GET', '/api/v1/auth/me', { token: user.token })).status).toBe(429);
+    // An endpoint tier raised the same way.
+    const other = await t.newUser('raise2');
+    expect((await admin('POST', '/admin/rate-limits/tiers/endpoints', { endpoint_path: '/api/v1/webhooks/events', max_requests: 1, window_seconds: 600 })).status).toBe(201);
+    expect((await t.request('GET', '/api/v1/webhooks/events', { token: other.token })).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/webhooks/events', { token: other.token })).status).toBe(429);
+    expect((await admin('PUT', '/admin/rate-limits/tiers/endpoints/' + enc('/api/v1/webhooks/events'), { max_requests: 3, window_seconds: 600 })).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/webhooks/events', { token: other.token })).status).toBe(200);
+    expect((await admin('DELETE', '/admin/rate-limits/tiers/endpoints/' + enc('/api/v1/webhooks/events'))).status).toBe(204);
+    expect((await admin('POST', '/admin/rate-limits/cache/clear')).status).toBe(204);
   });
 
   it('health, metrics and the OpenAPI document are not limited', async () => {
