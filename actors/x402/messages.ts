@@ -20,6 +20,21 @@ export function x402BalanceKey(principal: string): string {
   return JSON.stringify([principal]);
 }
 
+const TENANT_ID = /^(usr|org)_[A-Za-z0-9_-]{1,64}$/;
+const PAYER = /^x402:([a-z0-9-]{1,32}):(0x[0-9a-fA-F]{40})$/;
+
+/**
+ * A principal named by a client (an admin's top-up): a user or organization
+ * id as is, a payer with its address in lower case (as payment proofs name
+ * it, x402PayerPrincipal), or undefined for anything else. A credit to
+ * `0xABC…` must land in the balance the payer `0xabc…` spends.
+ */
+export function principalFrom(raw: string): string | undefined {
+  if (TENANT_ID.test(raw)) return raw;
+  const payer = PAYER.exec(raw);
+  return payer ? x402PayerPrincipal(payer[1], payer[2]) : undefined;
+}
+
 /** The principal of a payer identified by an x402 payment proof. */
 export function x402PayerPrincipal(network: string, address: string): string {
   return `x402:${network}:${address.toLowerCase()}`;

@@ -13,6 +13,7 @@ import {
   formatUsd,
   normalizeTemplate,
   parseUsd,
+  principalFrom,
   resolvePrice,
   serviceOf,
   x402BalanceKey,
@@ -515,7 +516,13 @@ export function x402Routes(app: FastifyInstance, services: AppServices): void {
     const amount_atomic = amountOf(request.body.amount_usd, 'body.amount_usd', true);
     let credit: { principal: string; transaction: string; source: string };
     if (principal.role === 'admin') {
-      credit = { principal: request.body.principal ?? principal.tenant, transaction: `admin:${request.id}`, source: `admin ${principal.user_id}` };
+      const named = request.body.principal === undefined ? principal.tenant : principalFrom(request.body.principal);
+      if (named === undefined) {
+        throw new ServiceError('BAD_REQUEST', 'principal must be a user id (usr_…), an organization id (org_…) or a payer, x402:<network>:<0x address>.', {
+          details: [{ field: 'body.principal', message: 'is not a principal' }],
+        });
+      }
+      credit = { principal: named, transaction: `admin:${request.id}`, source: `admin ${principal.user_id}` };
     } else {
       if (request.body.principal !== undefined && request.body.principal !== principal.tenant) throw new ServiceError('forbidden', 'Only a platform admin may credit another principal.');
       const priced: PricedResource = { amount_atomic, resource: `${publicBase(request)}/api/v1/x402/topup`, description: `Top-up of ${formatUsd(amount_atomic)} USD`, method: 'POST', discoverable: false };

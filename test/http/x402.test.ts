@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, ServiceError, type ActorClient } from '../../runtime/index.js';
 import { LOCK_KIND } from '../../actors/locks/messages.js';
+import { X402_BALANCE_KIND, x402BalanceKey, x402PayerPrincipal, type BalanceView } from '../../actors/x402/messages.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 import { eventually, settle } from '../helpers/runtime.js';
 
@@ -206,6 +207,19 @@ describe('balance and top-up', () => {
     expect(own.body.balance_usd).toBe('1');
   });
 
+  it('a payer named with upper-case hex is credited in the balance its proofs spend; a principal that is none is 400', async () => {
+    const upper = 'x402:base-sepolia:0xABCDEF0123456789ABCDEF0123456789ABCDEF01';
+    const res = await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '1', principal: upper } });
+    expect(res.status, res.text).toBe(200);
+    const spent = await (t.node.services.actors as ActorClient).ask<BalanceView>(X402_BALANCE_KIND, x402BalanceKey(x402PayerPrincipal('base-sepolia', '0xabcdef0123456789abcdef0123456789abcdef01')), { op: 'get' });
+    expect(spent.balance_atomic).toBe(1_000_000);
+    for (const principal of ['no such/principal', 'x402:base-sepolia:0x12', 'usr_', 'someone']) {
+      const refused = await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '1', principal } });
+      expect(refused.status, principal).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'BAD_REQUEST', details: [{ field: 'body.principal' }] });
+    }
+  });
+
   it('a user without an X-PAYMENT proof gets 402 with the requirements for the amount; another principal is 403', async () => {
     const res = await t.request('POST', '/api/v1/x402/topup', { token: bob.token, body: { amount_usd: '5' } });
     expect(res.status, res.text).toBe(402);
@@ -220,8 +234,8 @@ describe('balance and top-up', () => {
     expectError(await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '-1' } }), 400, 'BAD_REQUEST');
     expectError(await t.request('POST', '/api/v1/x402/topup', { token: admin, body: {} }), 400, 'BAD_REQUEST');
     expectError(await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '1000000001' } }), 400, 'BAD_REQUEST');
-    await credit('whale', '1000000000');
-    expectError(await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '0.000001', principal: 'whale' } }), 409, 'x402_balance_limit_reached');
+    await credit('usr_whale', '1000000000');
+    expectError(await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '0.000001', principal: 'usr_whale' } }), 409, 'x402_balance_limit_reached');
     expectError(await t.request('GET', '/api/v1/x402/balance'), 401, 'unauthorized');
     expectError(await t.request('POST', '/api/v1/x402/topup', { body: { amount_usd: '1' } }), 401, 'unauthorized');
   });
