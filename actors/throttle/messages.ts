@@ -149,7 +149,7 @@ export interface CheckView extends BucketView {
   cost: number;
 }
 
-export type RefundReason = 'refunded' | 'already_refunded' | 'refund_window_passed' | 'nothing_consumed';
+export type RefundReason = 'refunded' | 'already_refunded' | 'refund_window_passed' | 'nothing_consumed' | 'bucket_full';
 
 export interface RefundView {
   refunded: boolean;

@@ -177,12 +177,14 @@ function refundToken(state: SubjectState, token: string, now: number): Result {
   if (live.length >= policy.refunded_tokens_per_subject_max) {
     throw new ServiceError('throttle_refund_limit_reached', `At most ${policy.refunded_tokens_per_subject_max} refunds per subject within a refund window.`);
   }
+  // A bucket never holds more than its capacity: what the refund gives back is what the bucket gains. A full
+  // bucket gains nothing, and the token stays unused (it may give its units back once the bucket has room).
+  const bucket = refund(state.bucket, state.rule, claims.cost, now);
+  const given = remaining(bucket, state.rule, now) - remaining(levelled(state.bucket, now), state.rule, now);
+  if (given <= 0) return refused('bucket_full');
   const pending: StatsCounts = { ...state.pending, total_refunded: state.pending.total_refunded + 1 };
-  const next = flushSoon(
-    { ...state, bucket: refund(state.bucket, state.rule, claims.cost, now), refunded: [...live, [claims.seq, claims.refundable_until_ms]], pending },
-    now,
-  );
-  return { state: next.state, reply: { refunded: true, cost_refunded: claims.cost, reason: 'refunded' }, alarms: next.alarms };
+  const next = flushSoon({ ...state, bucket, refunded: [...live, [claims.seq, claims.refundable_until_ms]], pending }, now);
+  return { state: next.state, reply: { refunded: true, cost_refunded: Math.min(given, claims.cost), reason: 'refunded' }, alarms: next.alarms };
 }
 
 /** Sends the counts; then either forgets the subject (idle) or waits until it will be. */

@@ -134,7 +134,7 @@ const PeekResult = Type.Object(Bucket, { title: 'ThrottlePeek' });
 const RefundResult = Type.Object({
   refunded: Type.Boolean(),
   cost_refunded: Type.Integer(),
-  reason: Type.Union([Type.Literal('refunded'), Type.Literal('already_refunded'), Type.Literal('refund_window_passed'), Type.Literal('nothing_consumed')]),
+  reason: Type.Union([Type.Literal('refunded'), Type.Literal('already_refunded'), Type.Literal('refund_window_passed'), Type.Literal('nothing_consumed'), Type.Literal('bucket_full')]),
 });
 const StatsResult = Type.Object({
   plan_id: Type.String(),

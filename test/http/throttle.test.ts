@@ -269,6 +269,20 @@ describe('throttle plans: check, peek, refund, reset, stats', () => {
     expectError(await t.request('POST', `${base}/${plan.plan_id}/refund`, { token: alice.token, body: { subject } }), 400, 'BAD_REQUEST');
   });
 
+  it('a refund into a full bucket gives nothing back and says so; the token stays usable once there is room', async () => {
+    const plan = await createPlan({ limits: { max_requests: 3, window_seconds: 3600 }, refund_window_seconds: 60 });
+    const subject = 'user:full';
+    const a = await check(plan.plan_id, { subject, cost: 2 });
+    expect((await t.request('POST', `${base}/${plan.plan_id}/reset`, { token: alice.token, body: { subject } })).status).toBe(200);
+    expect((await refund(plan.plan_id, subject, a.body.consume_token)).body).toEqual({ refunded: false, cost_refunded: 0, reason: 'bucket_full' });
+    expect((await peek(plan.plan_id, subject)).body.remaining).toBe(3);
+    // One unit used: the refund gives back what fits (1 of 2), once.
+    await check(plan.plan_id, { subject, cost: 1 });
+    expect((await refund(plan.plan_id, subject, a.body.consume_token)).body).toEqual({ refunded: true, cost_refunded: 1, reason: 'refunded' });
+    expect((await peek(plan.plan_id, subject)).body.remaining).toBe(3);
+    expect((await refund(plan.plan_id, subject, a.body.consume_token)).body.reason).toBe('already_refunded');
+  });
+
   it('20 concurrent checks against a limit of 3 let exactly 3 through; stats add up after the flush', async () => {
     const plan = await createPlan({ default_enforcement: 'hard' });
     const results = await Promise.all(Array.from({ length: 20 }, () => check(plan.plan_id, { subject: 'user:hot' })));
