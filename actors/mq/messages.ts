@@ -150,8 +150,14 @@ export type QueueMessage =
   | { op: 'get' }
   | { op: 'delete' }
   | { op: 'purge' }
-  /** Move up to max_messages messages not in flight, oldest first, to `destination` (a dead-letter queue's redrive). */
+  /**
+   * Move up to max_messages messages not in flight, oldest first, to `destination` (a dead-letter
+   * queue's redrive). A flow: the queue first asks the destination (flow-call `redrive-destination`)
+   * and moves nothing if it does not exist (mq_queue_not_found); the answer comes when it has moved.
+   */
   | { op: 'redrive'; destination: string; max_messages: number }
+  /** A redrive's check of its destination (a flow-call from the source queue): answers RedriveDestinationView, or mq_queue_not_found. */
+  | { op: 'redrive-destination' }
   | { op: 'send'; body: string; attributes: Attributes; delay_seconds?: number; group_id?: string; deduplication_id?: string }
   /** wait_ms: at most receive_wait_ms_max; the ask is answered when a message arrives or the wait ends. */
   | { op: 'receive'; max_messages: number; wait_ms: number; visibility_timeout_seconds?: number }
@@ -165,7 +171,20 @@ export type QueueMessage =
   | { op: 'deliver'; queue_id: string; copy: MessageCopy }
   | { op: 'dead-letter'; source_queue: string; copy: MessageCopy }
   | { op: 'dead-letter-refused'; copy: MessageCopy; reason: string }
-  | FlowCall<QueueMessage>;
+  | FlowCall<QueueMessage>
+  /** The destination's answer to a redrive's `redrive-destination` call. */
+  | FlowAnswer;
+
+export interface RedriveDestinationView {
+  queue_id: string;
+  fifo: boolean;
+}
+
+export interface RedriveView {
+  moved: number;
+  /** Messages the source queue still holds. */
+  remaining: number;
+}
 
 export interface SendView {
   message_id: string;

@@ -25,6 +25,7 @@ import {
  *                 a receive rewrites this small record, never the body
  *   d:<dedup id>  a FIFO de-duplication id and the message it named, until the window ends
  *   s:<topic>     a topic subscription of this queue (the topic holds the authoritative copy)
+ *   x:<flow id>   a redrive waiting for its destination's answer (queue-state.ts)
  *
  * In memory beside them: the receivable messages in order (standard), the
  * messages of each group (FIFO), a heap of the times messages become
@@ -61,6 +62,17 @@ export interface VisibilityEntry {
   seq: number;
 }
 
+/** A redrive that asked its destination whether it exists and waits for the answer (record x:<flow_id>). */
+export interface PendingRedrive {
+  flow_id: string;
+  /** The ask to answer when the flow ends (null: a tell, or an ask from before a restart). */
+  request_id: string | null;
+  /** The queue that started it: a queue deleted (and maybe re-created) meanwhile moves nothing. */
+  queue_id: string;
+  destination: string;
+  max_messages: number;
+}
+
 export interface QueueState {
   config: QueueConfig | null;
   rev: number;
@@ -80,6 +92,8 @@ export interface QueueState {
   /** FIFO de-duplication ids, oldest first. */
   dedup: Map<string, { message_id: string; expires_at: number }>;
   subscriptions: Map<string, QueueSubscriptionView>;
+  /** Redrives waiting for their destination's answer, by flow id. */
+  redrives: Map<string, PendingRedrive>;
   waiters: Waiter[];
   /** The due time of the alarms as last set by this activation (undefined: not known since load). */
   sweepDue: number | null | undefined;
@@ -100,6 +114,7 @@ export function emptyQueue(): QueueState {
     groups: new Map(),
     dedup: new Map(),
     subscriptions: new Map(),
+    redrives: new Map(),
     waiters: [],
     sweepDue: undefined,
     wakeDue: undefined,
@@ -129,6 +144,8 @@ export function loadQueue(_key: string, records: Iterable<[string, unknown]>): Q
     else if (subkey.startsWith('r:')) deliveries.set(subkey.slice(2), value as DeliveryState);
     else if (subkey.startsWith('d:')) dedup.push([subkey.slice(2), value as { message_id: string; expires_at: number }]);
     else if (subkey.startsWith('s:')) state.subscriptions.set(subkey.slice(2), value as QueueSubscriptionView);
+    // A restart forgets the ask (the runtime answered it flow_interrupted); the flow goes on to its end.
+    else if (subkey.startsWith('x:')) state.redrives.set(subkey.slice(2), { ...(value as PendingRedrive), request_id: null });
   }
   // Insertion order is expiry order (the window is fixed): the sweep walks from the front.
   dedup.sort((a, b) => a[1].expires_at - b[1].expires_at);

@@ -1,5 +1,5 @@
 import { ServiceError, type AlarmMessage, type TurnContext, type TurnResult } from '../../runtime/index.js';
-import { answerFlowCall } from '../flow-call.js';
+import { answerFlowCall, flowCall, type FlowError } from '../flow-call.js';
 import { armWake, serveWaiters, WAKE_ALARM } from './long-poll.js';
 import {
   MQ_DIRECTORY_KIND,
@@ -15,6 +15,8 @@ import {
   type QueueMessage,
   type QueueSettings,
   type QueueSubscriptionView,
+  type RedriveDestinationView,
+  type RedriveView,
   type SendView,
 } from './messages.js';
 import {
@@ -32,18 +34,28 @@ import {
   take,
   tenantOf,
   writeDelivery,
+  type PendingRedrive,
   type QueueState,
   type TurnOutput,
 } from './queue-messages.js';
 
-export { emptyQueue, loadQueue, statistics, type QueueState, type StoredMessage } from './queue-messages.js';
+export { emptyQueue, loadQueue, statistics, type PendingRedrive, type QueueState, type StoredMessage } from './queue-messages.js';
 
 /**
  * The step of one message queue (the `mq-queue` records actor, key [tenant,
  * name]): its lifecycle, the data plane, subscriptions, fan-out copies and
  * dead-letter moves. The messages' storage and order are in
  * queue-messages.ts, waiting receives in long-poll.ts.
+ *
+ * A redrive is a flow of the source queue: it records the redrive (x:<flow
+ * id>) and asks the destination, through the outbox, whether it exists
+ * (flow-call `redrive-destination`); the destination's answer moves the
+ * messages in one turn and answers the route's deferred ask, or answers
+ * mq_queue_not_found and moves nothing. A destination deleted after it
+ * answered still sends each message back (the dead-letter move's rule).
  */
+
+const REDRIVE_STEP = 'redrive-destination';
 
 function notFound(name?: string): ServiceError {
   return new ServiceError('mq_queue_not_found', name ? `No queue named ${JSON.stringify(name)}.` : undefined);
@@ -69,6 +81,29 @@ function sameSettings(a: QueueSettings, b: QueueSettings): boolean {
 }
 
 const invalidHandle = () => new ServiceError('mq_receipt_handle_invalid');
+
+/**
+ * Moves up to `max_messages` messages not in flight, oldest first, to `destination`: each as a
+ * dead-letter move, through the outbox (exactly one copy arrives, its receive_count from 0; a
+ * destination that is missing by then, or of the other type, sends it back here).
+ */
+function redrive(state: QueueState, config: QueueConfig, destination: string, max_messages: number, now: number, tenant: string, out: TurnOutput): RedriveView {
+  // A message in flight (received, its visibility timeout running) stays: its consumer may still delete it.
+  const movable = [...state.messages.values()].filter((stored) => stored.receipt === null || stored.visible_at <= now).sort((a, b) => a.seq - b.seq);
+  const moving = movable.slice(0, max_messages);
+  for (const stored of moving) {
+    removeMessage(state, stored, out.writes);
+    out.sends.push({ kind: MQ_QUEUE_KIND, key: mqQueueKey(tenant, destination), message: { op: 'dead-letter', source_queue: config.name, copy: copyOf(stored) } satisfies QueueMessage });
+  }
+  return { moved: moving.length, remaining: state.messages.size };
+}
+
+/** The error a redrive answers when its destination refused the check (it does not exist). */
+function destinationRefused(destination: string, error: FlowError): FlowError {
+  if (error.code !== 'mq_queue_not_found') return error;
+  const message = 'does not exist';
+  return { code: 'mq_queue_not_found', message: `The destination queue ${JSON.stringify(destination)} does not exist; nothing was moved.`, details: [{ field: 'body.destination', message }] };
+}
 
 export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessage, context: TurnContext): TurnResult<QueueState, unknown> {
   const now = context.now;
@@ -118,6 +153,11 @@ export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessag
         out.sends.push({ kind: MQ_TOPIC_KIND, key: mqTopicKey(tenant, subscription.topic_name), message: { op: 'queue-gone', queue_name: name, queue_id: config.queue_id } });
       }
       for (const waiter of state.waiters) out.replies.push({ request_id: waiter.request_id, error: { code: 'mq_queue_not_found', message: `The queue ${JSON.stringify(name)} was deleted.` } });
+      // A redrive still waiting for its destination moves nothing: its answer will find no record.
+      for (const pending of state.redrives.values()) {
+        out.writes.push({ subkey: 'x:' + pending.flow_id, value: undefined });
+        if (pending.request_id !== null) out.replies.push({ request_id: pending.request_id, error: { code: 'mq_queue_not_found', message: `The queue ${JSON.stringify(name)} was deleted.` } });
+      }
       const rev = state.rev + 1;
       out.writes.push({ subkey: 'c', value: undefined }, { subkey: 'v', value: rev });
       out.sends.push({ kind: MQ_DIRECTORY_KIND, key: mqDirectoryKey(tenant), message: { op: 'remove', type: 'queue', name, rev } });
@@ -137,17 +177,52 @@ export function stepQueue(state: QueueState, message: QueueMessage | AlarmMessag
     case 'redrive': {
       const config = existing();
       if (message.destination === name) throw badRequest('body.destination', 'cannot be the queue itself');
-      // A message in flight (received, its visibility timeout running) stays: its consumer may still delete it.
-      const movable = [...state.messages.values()].filter((stored) => stored.receipt === null || stored.visible_at <= now).sort((a, b) => a.seq - b.seq);
-      const moving = movable.slice(0, message.max_messages);
-      const tenant = tenantOf(context.key);
-      for (const stored of moving) {
-        removeMessage(state, stored, out.writes);
-        // The same move a dead-letter is, the other way: through the outbox, exactly one copy arrives, its
-        // receive_count from 0; a destination that is missing or of the other type sends it back here.
-        out.sends.push({ kind: MQ_QUEUE_KIND, key: mqQueueKey(tenant, message.destination), message: { op: 'dead-letter', source_queue: config.name, copy: copyOf(stored) } satisfies QueueMessage });
+      // First the destination's check (a flow step through the outbox); the move is the answer's turn.
+      const pending: PendingRedrive = {
+        flow_id: context.newId('rd_'),
+        request_id: context.request_id,
+        queue_id: config.queue_id,
+        destination: message.destination,
+        max_messages: message.max_messages,
+      };
+      state.redrives.set(pending.flow_id, pending);
+      out.writes.push({ subkey: 'x:' + pending.flow_id, value: pending });
+      out.sends.push(
+        flowCall(MQ_QUEUE_KIND, mqQueueKey(tenantOf(context.key), message.destination), { op: 'redrive-destination' } satisfies QueueMessage, {
+          kind: MQ_QUEUE_KIND,
+          key: context.key,
+          flow_id: pending.flow_id,
+          step: REDRIVE_STEP,
+        }),
+      );
+      return { state, writes: out.writes, sends: out.sends, defer: context.request_id !== null };
+    }
+
+    case 'redrive-destination': {
+      const config = existing();
+      return { state, reply: { queue_id: config.queue_id, fifo: config.fifo } satisfies RedriveDestinationView };
+    }
+
+    case 'flow-answer': {
+      const pending = message.step === REDRIVE_STEP ? state.redrives.get(message.flow_id) : undefined;
+      // Late, repeated, or for a redrive its queue's deletion already answered.
+      if (!pending) return { state };
+      state.redrives.delete(pending.flow_id);
+      out.writes.push({ subkey: 'x:' + pending.flow_id, value: undefined });
+      const answer = (reply: { reply: RedriveView } | { error: FlowError }) => {
+        if (pending.request_id !== null) out.replies.push({ request_id: pending.request_id, ...reply });
+      };
+      const config = state.config;
+      if (!config || config.queue_id !== pending.queue_id) {
+        answer({ error: { code: 'mq_queue_not_found', message: `The queue ${JSON.stringify(name)} was deleted.` } });
+        return { state, writes: out.writes, replies: out.replies };
       }
-      return finish({ moved: moving.length, remaining: state.messages.size });
+      if (!message.ok) {
+        answer({ error: destinationRefused(pending.destination, message.error) });
+        return finish(undefined);
+      }
+      answer({ reply: redrive(state, config, pending.destination, pending.max_messages, now, tenantOf(context.key), out) });
+      return finish(undefined);
     }
 
     case 'send': {

@@ -37,17 +37,22 @@ export function boundNumbers(schema: unknown): void {
   if (node.items) boundNumbers(node.items);
 }
 
+// ajv-formats is CommonJS; under NodeNext its default import is the module object.
+const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
+
+/** An ajv as the edge validates bodies with (strict types, formats): for a route that checks parts of its body itself (a batch's items). */
+export function bodyValidatorAjv(): Ajv {
+  return addFormats(new Ajv({ ...shared, coerceTypes: false }));
+}
+
 export function registerValidation(app: FastifyInstance, lazy: LazySchemas): void {
   app.addHook('onRoute', (route) => {
     const schema = route.schema as { querystring?: unknown; params?: unknown } | undefined;
     boundNumbers(schema?.querystring);
     boundNumbers(schema?.params);
   });
-  const coercing = new Ajv({ ...shared, coerceTypes: 'array' });
-  const strictTypes = new Ajv({ ...shared, coerceTypes: false });
-  // ajv-formats is CommonJS; under NodeNext its default import is the module object.
-  const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
-  for (const ajv of [coercing, strictTypes]) addFormats(ajv);
+  const coercing = addFormats(new Ajv({ ...shared, coerceTypes: 'array' }));
+  const strictTypes = bodyValidatorAjv();
   // Compiled on first use (http/lazy-schemas.ts): start-up is part of a restarted node's recovery.
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? strictTypes : coercing;

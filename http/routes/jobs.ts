@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import type { ValidateFunction } from 'ajv';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { randomId, ServiceError } from '../../runtime/index.js';
 import {
@@ -39,6 +40,8 @@ import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { jobSettings, jobWorkerOf } from '../job-delivery.js';
+import { validationDetails } from '../validation-details.js';
+import { bodyValidatorAjv } from '../plugins/validation.js';
 import { blockedAddressReason } from '../webhook-guard.js';
 import { requireAdmin } from './admin.js';
 
@@ -67,7 +70,10 @@ const DlqConfig = Type.Object(
   },
   { title: 'JobDlqConfig' },
 );
-const Tags = Type.Record(Type.String({ maxLength: policy.tag_length_max }), Type.String({ maxLength: policy.tag_length_max }), { description: `At most ${policy.tags_max} tags.` });
+// A Record's key schema does not reach the JSON Schema (TypeBox writes patternProperties): checkTags holds the key lengths.
+const Tags = Type.Record(Type.String(), Type.String({ maxLength: policy.tag_length_max }), {
+  description: `At most ${policy.tags_max} tags; keys 1-${policy.tag_length_max} characters, values at most ${policy.tag_length_max}.`,
+});
 const Headers = Type.Record(Type.String(), Type.String(), { description: `Custom headers sent with every delivery (at most ${policy.headers_max}).` });
 
 const JobQueue = Type.Object(
@@ -174,7 +180,19 @@ const JobBody = Type.Object({
   priority: Type.Optional(Priority),
   retry_policy: Type.Optional(RetryPolicy),
 });
-const BatchBody = Type.Object({ jobs: Type.Array(JobBody, { minItems: 1, maxItems: policy.batch_jobs_max }) });
+const batchJobsDescription = 'Each item as the body of POST /api/v1/jobs/schedule. An item that does not match it fails alone (failed[], code BAD_REQUEST); the others are scheduled.';
+/** The batch as /openapi.json documents it: every item is a schedule body. */
+const BatchBody = Type.Object({ jobs: Type.Array(JobBody, { minItems: 1, maxItems: policy.batch_jobs_max, description: batchJobsDescription }) });
+/**
+ * What the batch route validates: the envelope only (an array of objects, its length). Each item is
+ * then checked in the handler against JobBody, so that one bad item fails alone (docs/api/jobs.md).
+ */
+const BatchEnvelope = Type.Object({ jobs: Type.Array(Type.Object({}), { minItems: 1, maxItems: policy.batch_jobs_max, description: batchJobsDescription }) });
+const BatchFailure = Type.Object({
+  code: Type.String({ description: 'BAD_REQUEST for an item refused at the edge (its shape or a field), else the code its queue refused it with (e.g. job_queue_full).' }),
+  error: Type.String(),
+  index: Type.Integer(),
+});
 const QueueSettingsBody = {
   description: Type.Optional(Type.String({ maxLength: policy.description_length_max })),
   tags: Type.Optional(Tags),
@@ -194,8 +212,8 @@ const QueueListQuerySchema = Type.Object({
   active: Type.Optional(Type.Boolean()),
   auto_created: Type.Optional(Type.Boolean()),
   tag: Type.Optional(Type.String({ maxLength: policy.tag_length_max, description: 'Queues that carry this tag key.' })),
-  page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Page size: default 20, at most 100.' })),
+  page: Type.Optional(Type.Integer({ minimum: 0, description: '1-based; 0 or absent: 1.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 0, description: `Page size: 0 or absent: ${policy.list_limit_default}; larger than ${policy.list_limit_max}: ${policy.list_limit_max}.` })),
   sort: Type.Optional(Type.Union(['created_at', '-created_at', 'name', '-name', 'updated_at', '-updated_at'].map((s) => Type.Literal(s)), { description: 'Default -created_at.' })),
 });
 const DeleteQueueQuery = Type.Object({ force: Type.Optional(Type.Boolean({ description: 'Delete even with scheduled or processing jobs (they are dropped).' })) });
@@ -206,7 +224,7 @@ const JobListQuery = Type.Object({
   status: Type.Optional(Status),
   scheduled_after: Type.Optional(Type.Integer({ minimum: 0, description: 'epoch-s, inclusive.' })),
   scheduled_before: Type.Optional(Type.Integer({ minimum: 0, description: 'epoch-s, inclusive.' })),
-  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: `Default ${policy.list_limit_default}, at most ${policy.list_limit_max}.` })),
+  limit: Type.Optional(Type.Integer({ minimum: 0, description: `0 or absent: ${policy.list_limit_default}; larger than ${policy.list_limit_max}: ${policy.list_limit_max}.` })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: policy.list_offset_max })),
 });
 const CancelBulkBody = Type.Object({
@@ -221,13 +239,13 @@ const CleanupBody = Type.Object({ retention_days: Type.Optional(Type.Integer({ m
 const CancelledCount = Type.Object({ cancelled_count: Type.Integer() });
 const AdminQueue = Type.Object({ tenant: Type.String({ description: 'The tenant the queue belongs to (an organization id, else a user id).' }), ...JobQueue.properties }, { title: 'AdminJobQueue' });
 const AdminQueueListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: `Default ${policy.list_limit_default}, at most ${policy.list_limit_max}.` })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+  limit: Type.Optional(Type.Integer({ minimum: 0, description: `0 or absent: ${policy.list_limit_default}; larger than ${policy.list_limit_max}: ${policy.list_limit_max}.` })),
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 const AdminQueueParams = Type.Object({ tenant: Type.String({ minLength: 1, maxLength: 128 }), queue_id: Type.String({ minLength: 1, maxLength: 200 }) });
 const AdminJobListQuery = Type.Object({
   status: Type.Optional(Status),
-  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: `Default ${policy.list_limit_default}, at most ${policy.list_limit_max}.` })),
+  limit: Type.Optional(Type.Integer({ minimum: 0, description: `0 or absent: ${policy.list_limit_default}; larger than ${policy.list_limit_max}: ${policy.list_limit_max}.` })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: policy.list_offset_max })),
 });
 
@@ -281,7 +299,36 @@ function checkSecret(secret: string | undefined, field: string): string {
 }
 
 function checkTags(tags: Record<string, string> | undefined): void {
-  if (tags !== undefined && Object.keys(tags).length > policy.tags_max) throw badRequest('body.tags', `may hold at most ${policy.tags_max} tags`);
+  if (tags === undefined) return;
+  const keys = Object.keys(tags);
+  if (keys.length > policy.tags_max) throw badRequest('body.tags', `may hold at most ${policy.tags_max} tags`);
+  for (const key of keys) {
+    if (key.length === 0 || key.length > policy.tag_length_max) {
+      const shown = key.length > 32 ? `${JSON.stringify(key.slice(0, 32))}... (${key.length} characters)` : JSON.stringify(key);
+      throw badRequest('body.tags', `key ${shown} must be 1-${policy.tag_length_max} characters`);
+    }
+  }
+}
+
+/**
+ * Batch items are validated one by one in the handler, with the body validator's options (strict
+ * types, http/plugins/validation.ts), so one bad item fails alone. Compiled on first use: start-up
+ * is part of a restarted node's recovery (http/lazy-schemas.ts).
+ */
+const itemValidator = bodyValidatorAjv();
+function compiledOnFirstUse(schema: TSchema): () => ValidateFunction {
+  let compiled: ValidateFunction | undefined;
+  return () => (compiled ??= itemValidator.compile(schema));
+}
+const jobBodyValidator = compiledOnFirstUse(JobBody);
+
+/** A batch item against the schedule body's schema: the 400 a single schedule of it would get, else null. */
+function checkJobItem(item: unknown, field: string): ServiceError | null {
+  const validate = jobBodyValidator();
+  if (validate(item)) return null;
+  const details = validationDetails(field, validate.errors ?? []);
+  const first = details[0] ?? { field, message: 'is invalid' };
+  return new ServiceError('BAD_REQUEST', `${first.field} ${first.message}`, { details });
 }
 
 /** One job of a schedule or batch body, checked and completed (id, secret, time). */
@@ -560,28 +607,33 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
     return reply.code(201).send(ackShape(ack));
   });
 
-  app.post<{ Body: Static<typeof BatchBody> }>('/api/v1/jobs/schedule-batch', {
+  app.post<{ Body: Static<typeof BatchEnvelope> }>('/api/v1/jobs/schedule-batch', {
     onRequest: authenticate,
-    schema: schema(`Schedule up to ${policy.batch_jobs_max} jobs; each item succeeds or fails on its own (failed: index and error).`, { body: BatchBody }, {
+    schema: schema(`Schedule up to ${policy.batch_jobs_max} jobs; each item succeeds or fails on its own (failed: index, code and error), an item that is not a valid schedule body too.`, { body: BatchBody }, {
       200: Type.Object({
-        failed: Type.Array(Type.Object({ error: Type.String(), index: Type.Integer() })),
+        failed: Type.Array(BatchFailure),
         failure_count: Type.Integer(),
         success_count: Type.Integer(),
         successful: Type.Array(ScheduledJobAck),
         total: Type.Integer(),
       }),
     }),
+    // The schema above documents the items; the route validates the envelope only, and each item in the handler.
+    validatorCompiler: () => app.lazySchemas.validator(() => itemValidator.compile(BatchEnvelope)),
   }, async (request) => {
     const principal = requirePrincipal(request);
     const now = services.clock.now();
-    const failed: { error: string; index: number }[] = [];
+    const failed: Static<typeof BatchFailure>[] = [];
     const accepted: { index: number; item: { queue: string; job: JobRequest } }[] = [];
     request.body.jobs.forEach((body, index) => {
+      const field = `body.jobs[${index}]`;
       try {
-        accepted.push({ index, item: jobRequest(body, principal.user_id, now, `body.jobs[${index}]`, allowPrivate()) });
+        const invalid = checkJobItem(body, field);
+        if (invalid) throw invalid;
+        accepted.push({ index, item: jobRequest(body as Static<typeof JobBody>, principal.user_id, now, field, allowPrivate()) });
       } catch (error) {
         if (!(error instanceof ServiceError)) throw error;
-        failed.push({ index, error: error.message });
+        failed.push({ index, code: error.code, error: error.message });
       }
     });
     const successful: ReturnType<typeof ackShape>[] = [];
@@ -590,7 +642,7 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
       for (const result of view.results) {
         const index = accepted[result.index].index;
         if (result.ok) successful.push(ackShape(result.ack));
-        else failed.push({ index, error: `${result.code}: ${result.error}` });
+        else failed.push({ index, code: result.code, error: `${result.code}: ${result.error}` });
       }
     }
     failed.sort((a, b) => a.index - b.index);

@@ -77,7 +77,7 @@ const CreateQueueBody = Type.Object({
   visibility_timeout_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: mqLimits.visibility_timeout_seconds_max, description: 'Default 30.' })),
   delay_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: mqLimits.delay_seconds_max, description: 'Default 0.' })),
   message_retention_minutes: Type.Optional(Type.Integer({ minimum: mqLimits.retention_minutes_min, maximum: mqLimits.retention_minutes_max, description: 'Default 5760 (4 days).' })),
-  fifo: Type.Optional(Type.Boolean({ description: 'Default: whether the name ends in .fifo.' })),
+  fifo: Type.Optional(Type.Boolean({ description: 'Must agree with the name: true for a name ending in .fifo, false for any other (as SQS); absent: from the name.' })),
   max_receive_count: Type.Optional(Type.Integer({ minimum: 1, maximum: mqLimits.max_receive_count_max, description: 'With dead_letter_queue: receives before a message moves there.' })),
   dead_letter_queue: Type.Optional(Type.Union([QUEUE_NAME, Type.Null()])),
 });
@@ -360,6 +360,10 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
     const dead_letter_queue = body.dead_letter_queue ?? null;
     if (dead_letter_queue !== null && body.max_receive_count === undefined) throw badRequest('body.max_receive_count', 'is required with dead_letter_queue');
     if (dead_letter_queue === null && body.max_receive_count !== undefined) throw badRequest('body.dead_letter_queue', 'is required with max_receive_count');
+    // As SQS: a FIFO queue's name ends in .fifo, a standard queue's does not.
+    const fifo = body.name.endsWith('.fifo');
+    if (body.fifo === true && !fifo) throw badRequest('body.fifo', `is true but the name ${JSON.stringify(body.name)} does not end in .fifo: a FIFO queue's name must end in .fifo`);
+    if (body.fifo === false && fifo) throw badRequest('body.fifo', `is false but the name ${JSON.stringify(body.name)} ends in .fifo: only a FIFO queue's name may end in .fifo`);
     const created = await queue<{ config: QueueConfig; created: boolean }>(principal.tenant, body.name, {
       op: 'create',
       name: body.name,
@@ -367,7 +371,7 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
         visibility_timeout_seconds: body.visibility_timeout_seconds ?? mqLimits.visibility_timeout_seconds_default,
         delay_seconds: body.delay_seconds ?? 0,
         message_retention_minutes: body.message_retention_minutes ?? mqLimits.retention_minutes_default,
-        fifo: body.fifo ?? body.name.endsWith('.fifo'),
+        fifo,
         max_receive_count: body.max_receive_count ?? 0,
         dead_letter_queue,
       },
@@ -411,7 +415,7 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
   app.post<{ Params: Static<typeof QueueParams>; Body: Static<typeof RedriveBody> }>(`${base}/queues/:queue_name/redrive`, {
     onRequest: authenticate,
     schema: schema(
-      `Move messages not in flight, oldest first (at most max_messages, default and at most ${mqLimits.redrive_messages_max}), to the destination queue: a dead-letter queue's redrive. Each arrives exactly once with receive_count 0; a destination that is missing or of the other type (FIFO, standard) sends it back. remaining: messages left in this queue.`,
+      `Move messages not in flight, oldest first (at most max_messages, default and at most ${mqLimits.redrive_messages_max}), to the destination queue: a dead-letter queue's redrive. A destination that does not exist: 404 mq_queue_not_found, nothing moves. Each arrives exactly once with receive_count 0; a destination deleted meanwhile, or of the other type (FIFO, standard), sends it back. remaining: messages left in this queue.`,
       { params: QueueParams, body: RedriveBody },
       { 200: Type.Object({ moved: Type.Integer(), remaining: Type.Integer() }) },
       [404],

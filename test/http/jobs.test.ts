@@ -326,6 +326,58 @@ describe('queues', () => {
     expectError(await t.request('GET', `/api/v1/job-queues/${queueId(name)}`, { token: bob.token }), 404, 'not_found');
     expect((await t.request('GET', '/api/v1/queues', { token: bob.token })).body).toEqual([]);
   });
+
+  it('refuses tag keys that are empty or longer than 128 characters, on create and PATCH, naming body.tags', async () => {
+    const name = unique('tags');
+    for (const tags of [{ ['k'.repeat(129)]: 'v' }, { '': 'v' }, { team: 'core', ['k'.repeat(20_000)]: 'v' }]) {
+      const res = await t.request('POST', '/api/v1/job-queues', { token: bob.token, body: { name, tags } });
+      expectError(res, 400, 'BAD_REQUEST');
+      expect(res.body.details).toEqual([{ field: 'body.tags', message: expect.stringMatching(/must be 1-128 characters$/) }]);
+    }
+    // As docs/api/jobs.md shows it.
+    const long = await t.request('POST', '/api/v1/job-queues', { token: bob.token, body: { name, tags: { ['k'.repeat(129)]: 'v' } } });
+    expect(long.body.message).toBe(`body.tags key "${'k'.repeat(32)}"... (129 characters) must be 1-128 characters`);
+    expectError(await t.request('GET', `/api/v1/job-queues/${queueId(name)}`, { token: bob.token }), 404, 'not_found');
+    const longest = { ['k'.repeat(128)]: 'v'.repeat(128) };
+    expect((await t.request('POST', '/api/v1/job-queues', { token: bob.token, body: { name, tags: longest } })).status).toBe(201);
+    for (const tags of [{ ['k'.repeat(20_000)]: 'v' }, { '': 'v' }]) {
+      const res = await t.request('PATCH', `/api/v1/job-queues/${queueId(name)}`, { token: bob.token, body: { tags } });
+      expectError(res, 400, 'BAD_REQUEST');
+      expect(res.body.details[0].field).toBe('body.tags');
+    }
+    expect((await t.request('GET', `/api/v1/job-queues/${queueId(name)}`, { token: bob.token })).body.tags).toEqual(longest);
+    expect((await t.request('DELETE', `/api/v1/job-queues/${queueId(name)}`, { token: bob.token })).status).toBe(204);
+  });
+
+  it('list numbers: page takes any safe integer (an empty page past the end); limit above 100 is capped', async () => {
+    const name = unique('paging');
+    expect((await t.request('POST', '/api/v1/job-queues', { token: bob.token, body: { name } })).status).toBe(201);
+    for (const page of [1_000_001, Number.MAX_SAFE_INTEGER]) {
+      const res = await t.request('GET', `/api/v1/job-queues?page=${page}`, { token: bob.token });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual({ pagination: { page, page_size: 20, total: 1, has_more: false }, queues: [] });
+    }
+    const capped = await t.request('GET', '/api/v1/job-queues?limit=1000001', { token: bob.token });
+    expect(capped.status, capped.text).toBe(200);
+    expect(capped.body.pagination).toEqual({ page: 1, page_size: 100, total: 1, has_more: false });
+    expectError(await t.request('GET', '/api/v1/job-queues?page=9007199254740992', { token: bob.token }), 400, 'BAD_REQUEST');
+
+    for (const limit of [101, 1_000_001, Number.MAX_SAFE_INTEGER]) {
+      const jobs = await t.request('GET', `/api/v1/jobs?limit=${limit}`, { token: bob.token });
+      expect(jobs.status, jobs.text).toBe(200);
+      expect(jobs.body).toMatchObject({ limit: 100, offset: 0 });
+    }
+    expectError(await t.request('GET', '/api/v1/jobs?limit=9007199254740992', { token: bob.token }), 400, 'BAD_REQUEST');
+    expectError(await t.request('GET', '/api/v1/jobs?offset=10001', { token: bob.token }), 400, 'BAD_REQUEST');
+
+    const admin = await t.request('GET', `/admin/jobs/queues?limit=1000001&offset=${Number.MAX_SAFE_INTEGER}`, { token: adminToken });
+    expect(admin.status, admin.text).toBe(200);
+    expect(admin.body).toMatchObject({ queues: [], limit: 100, offset: Number.MAX_SAFE_INTEGER });
+    const adminJobs = await t.request('GET', `/admin/jobs/queues/${bob.user_id}/${queueId(name)}/jobs?limit=1000001`, { token: adminToken });
+    expect(adminJobs.status, adminJobs.text).toBe(200);
+    expect(adminJobs.body).toMatchObject({ jobs: [], limit: 100, offset: 0 });
+    expect((await t.request('DELETE', `/api/v1/job-queues/${queueId(name)}`, { token: bob.token })).status).toBe(204);
+  });
 });
 
 describe('jobs: list, cancel, delete', () => {
@@ -418,12 +470,50 @@ describe('schedule-batch', () => {
       },
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ total: 4, success_count: 3, failure_count: 1, failed: [{ index: 1, error: expect.stringMatching(/url/) }] });
+    expect(res.body).toMatchObject({ total: 4, success_count: 3, failure_count: 1, failed: [{ index: 1, code: 'BAD_REQUEST', error: expect.stringMatching(/url/) }] });
     expect(res.body.successful.map((a: { queue: string }) => a.queue)).toEqual([q1, q2, q1]);
     await until(() => at(`/${q1}`).length === 1 && at(`/${q2}`).length === 1, 'the due deliveries');
     expect(at(`/${q2}`)[0].json.payload).toBe(2);
     expectError(await t.request('POST', '/api/v1/jobs/schedule-batch', { token: alice.token, body: { jobs: [] } }), 400, 'BAD_REQUEST');
     expectError(await t.request('POST', '/api/v1/jobs/schedule-batch', { token: alice.token, body: {} }), 400, 'BAD_REQUEST');
+  });
+
+  it('an item that is not a valid schedule body fails alone, with its index, code and field; the others are scheduled', async () => {
+    const queue = unique('batch-shape');
+    const good = { queue, webhook: { url: `${receiver.url}/${queue}` }, scheduled_at: nowS() + 3600 };
+    const res = await t.request('POST', '/api/v1/jobs/schedule-batch', {
+      token: alice.token,
+      body: {
+        jobs: [
+          good,
+          { webhook: { url: `${receiver.url}/x` }, priority: 'urgent' },
+          { queue: 'bad name', webhook: { url: `${receiver.url}/x` } },
+          { payload: 1 },
+          { webhook: { url: `${receiver.url}/x` }, scheduled_at: 'soon' },
+          { ...good, payload: 'last' },
+        ],
+      },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ total: 6, success_count: 2, failure_count: 4 });
+    expect(res.body.successful.map((ack: { queue: string }) => ack.queue)).toEqual([queue, queue]);
+    expect(res.body.failed).toEqual([
+      { index: 1, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\[1\]\.priority must be one of: "critical", "high", "normal", "low"$/) },
+      { index: 2, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\[2\]\.queue must match pattern/) },
+      { index: 3, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\[3\]\.webhook must have required property 'webhook'$/) },
+      { index: 4, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\[4\]\.scheduled_at must be integer$/) },
+    ]);
+    const listed = await t.request('GET', `/api/v1/jobs?queue=${queue}`, { token: alice.token });
+    expect(listed.body.total).toBe(2);
+    // Only the envelope can fail the whole request: not an array of objects, or too many items.
+    for (const body of [{ jobs: [good, 1] }, { jobs: [good, null] }, { jobs: 'x' }, { jobs: Array.from({ length: 1001 }, () => good) }]) {
+      expectError(await t.request('POST', '/api/v1/jobs/schedule-batch', { token: alice.token, body }), 400, 'BAD_REQUEST');
+    }
+    // The reference still documents the items as schedule bodies.
+    const openapi = (await t.request('GET', '/openapi.json')).body;
+    const items = openapi.paths['/api/v1/jobs/schedule-batch'].post.requestBody.content['application/json'].schema.properties.jobs.items;
+    expect(Object.keys(items.properties).sort()).toEqual(['payload', 'priority', 'queue', 'retry_policy', 'scheduled_at', 'webhook']);
+    expect(items.required).toEqual(['webhook']);
   });
 });
 

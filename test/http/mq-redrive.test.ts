@@ -58,16 +58,40 @@ describe('mq redrive', () => {
     expect(received.body.messages.every((m: { receive_count: number }) => m.receive_count === 1)).toBe(true);
   });
 
-  it('sends a message back when the destination does not exist; refuses itself, unknown queues and bad bodies', async () => {
+  it('a destination that does not exist: 404 mq_queue_not_found and nothing moves; refuses itself, unknown queues and bad bodies', async () => {
     expect((await api('POST', '/queues', { name: 'lost-dlq' })).status).toBe(201);
     expect((await api('POST', '/queues', { name: 'lost', max_receive_count: 1, dead_letter_queue: 'lost-dlq' })).status).toBe(201);
-    await deadLetter('lost', 'lost-dlq', ['x']);
-    expect((await api('POST', '/queues/lost-dlq/redrive', { destination: 'nowhere' })).body).toEqual({ moved: 1, remaining: 0 });
-    await until(async () => (await count('lost-dlq')) === 1, 'the message back in its dead-letter queue');
+    await deadLetter('lost', 'lost-dlq', ['x', 'y']);
+    const missing = await api('POST', '/queues/lost-dlq/redrive', { destination: 'nowhere' });
+    expectError(missing, 404, 'mq_queue_not_found');
+    expect(missing.body.message).toBe('The destination queue "nowhere" does not exist; nothing was moved.');
+    expect(missing.body.details).toEqual([{ field: 'body.destination', message: 'does not exist' }]);
+    // Nothing left the queue, and the destination was not created.
+    expect(await count('lost-dlq')).toBe(2);
+    expectError(await api('GET', '/queues/nowhere'), 404, 'mq_queue_not_found');
+    // Another tenant's queue of that name does not exist for the caller either.
+    const bob = await t.newUser('bob');
+    expect((await t.request('POST', '/api/v1/mq/queues', { token: bob.token, body: { name: 'bobs' } })).status).toBe(201);
+    expectError(await api('POST', '/queues/lost-dlq/redrive', { destination: 'bobs' }), 404, 'mq_queue_not_found');
+    expect(await count('lost-dlq')).toBe(2);
 
     expectError(await api('POST', '/queues/lost-dlq/redrive', { destination: 'lost-dlq' }), 400, 'BAD_REQUEST');
     expectError(await api('POST', '/queues/lost-dlq/redrive', {}), 400, 'BAD_REQUEST');
     expectError(await api('POST', '/queues/lost-dlq/redrive', { destination: 'lost', max_messages: 1001 }), 400, 'BAD_REQUEST');
     expectError(await api('POST', '/queues/never-made/redrive', { destination: 'lost' }), 404, 'mq_queue_not_found');
+    // The destination existing again, the same call moves the messages.
+    expect((await api('POST', '/queues', { name: 'nowhere' })).status).toBe(201);
+    expect((await api('POST', '/queues/lost-dlq/redrive', { destination: 'nowhere' })).body).toEqual({ moved: 2, remaining: 0 });
+    await until(async () => (await count('nowhere')) === 2, 'the redriven messages');
+  });
+
+  it('sends a message back when the destination is of the other type (FIFO, standard)', async () => {
+    expect((await api('POST', '/queues', { name: 'std-dlq' })).status).toBe(201);
+    expect((await api('POST', '/queues', { name: 'std', max_receive_count: 1, dead_letter_queue: 'std-dlq' })).status).toBe(201);
+    expect((await api('POST', '/queues', { name: 'ordered.fifo' })).status).toBe(201);
+    await deadLetter('std', 'std-dlq', ['z']);
+    expect((await api('POST', '/queues/std-dlq/redrive', { destination: 'ordered.fifo' })).body).toEqual({ moved: 1, remaining: 0 });
+    await until(async () => (await count('std-dlq')) === 1, 'the message back in its dead-letter queue');
+    expect(await count('ordered.fifo')).toBe(0);
   });
 });

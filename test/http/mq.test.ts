@@ -82,6 +82,25 @@ describe('mq queues', () => {
     expect((await createQueue({ name: `${uniqueName('jobs')}.fifo` })).fifo).toBe(true);
   });
 
+  it('fifo must agree with the name (as SQS): a FIFO queue ends in .fifo, a standard queue does not', async () => {
+    const plain = uniqueName('fq');
+    const suffixed = `${uniqueName('f')}.fifo`;
+    const mismatchedFifo = await api('POST', '/queues', { name: plain, fifo: true });
+    expectError(mismatchedFifo, 400, 'BAD_REQUEST');
+    expect(mismatchedFifo.body.details).toEqual([{ field: 'body.fifo', message: `is true but the name "${plain}" does not end in .fifo: a FIFO queue's name must end in .fifo` }]);
+    expect(mismatchedFifo.body.message).toBe(`body.fifo ${mismatchedFifo.body.details[0].message}`);
+    const mismatchedStandard = await api('POST', '/queues', { name: suffixed, fifo: false });
+    expectError(mismatchedStandard, 400, 'BAD_REQUEST');
+    expect(mismatchedStandard.body.details).toEqual([{ field: 'body.fifo', message: expect.stringMatching(/ends in \.fifo/) }]);
+    // Neither was created.
+    expectError(await api('GET', `/queues/${plain}`), 404, 'mq_queue_not_found');
+    expectError(await api('GET', `/queues/${suffixed}`), 404, 'mq_queue_not_found');
+    // Agreeing or omitted: the name decides.
+    expect((await createQueue({ name: suffixed, fifo: true })).fifo).toBe(true);
+    expect((await createQueue({ name: plain, fifo: false })).fifo).toBe(false);
+    expect((await createQueue({ name: `${uniqueName('g')}.fifo` })).fifo).toBe(true);
+  });
+
   it('refuses bad settings with 400', async () => {
     for (const body of [
       {},

@@ -362,22 +362,94 @@ describe('mq queue: retention, purge, limits, lifecycle', () => {
     expect([...q.records.keys()].filter((key) => key.startsWith('m:') || key.startsWith('r:'))).toEqual([]);
   });
 
+  /** A redrive as the route makes it (an ask), then the destination's answer to its check: the turn that moves, or refuses. */
+  function redrive(q: ReturnType<typeof queueWorld>, destination: string, max_messages: number, now: number, destinationAnswer: { ok: true } | { ok: false; code: string }) {
+    const asked = q.step({ op: 'redrive', destination, max_messages }, now, true);
+    expect(asked.defer).toBe(true);
+    expect(asked.sends).toEqual([
+      {
+        kind: MQ_QUEUE_KIND,
+        key: mqQueueKey('tenant-1', destination),
+        message: { op: 'flow-call', call: { op: 'redrive-destination' }, reply_to: { kind: MQ_QUEUE_KIND, key: q.key, flow_id: expect.any(String), step: 'redrive-destination' } },
+      },
+    ]);
+    const flow_id = (asked.sends![0].message as { reply_to: { flow_id: string } }).reply_to.flow_id;
+    const answer: QueueMessage = destinationAnswer.ok
+      ? { op: 'flow-answer', flow_id, step: 'redrive-destination', ok: true, reply: { queue_id: 'q_dest', fifo: false } }
+      : { op: 'flow-answer', flow_id, step: 'redrive-destination', ok: false, error: { code: destinationAnswer.code as 'mq_queue_not_found', message: 'No queue.' } };
+    return { asked, answered: q.step(answer, now), answer };
+  }
+
   it('redrive moves the messages not in flight, oldest first, up to max_messages, as dead-letter moves to the destination', () => {
     const q = queueWorld('orders-dlq');
     const ids = [q.send(T0, 'a').message_id, q.send(T0 + 1, 'b').message_id, q.send(T0 + 2, 'c').message_id];
     const [held] = q.receive(T0 + 3, 1, 600);
     expect(held.message_id).toBe(ids[0]);
-    const first = q.step({ op: 'redrive', destination: 'orders', max_messages: 1 }, T0 + 4);
-    expect(first.reply).toEqual({ moved: 1, remaining: 2 });
-    expect(first.sends).toEqual([
+    const first = redrive(q, 'orders', 1, T0 + 4, { ok: true });
+    // Nothing moves before the destination answered.
+    expect(first.asked.writes?.filter((write) => write.subkey.startsWith('m:'))).toEqual([]);
+    expect(first.answered.replies).toEqual([{ request_id: 'req-1', reply: { moved: 1, remaining: 2 } }]);
+    expect(first.answered.sends).toEqual([
       { kind: MQ_QUEUE_KIND, key: mqQueueKey('tenant-1', 'orders'), message: { op: 'dead-letter', source_queue: 'orders-dlq', copy: expect.objectContaining({ message_id: ids[1], body: 'b' }) } },
     ]);
-    expect(q.step({ op: 'redrive', destination: 'orders', max_messages: 10 }, T0 + 5).reply).toEqual({ moved: 1, remaining: 1 });
+    // A repeated answer does nothing.
+    expect(q.step(first.answer, T0 + 4).sends ?? []).toEqual([]);
+    expect(redrive(q, 'orders', 10, T0 + 5, { ok: true }).answered.replies).toEqual([{ request_id: 'req-2', reply: { moved: 1, remaining: 1 } }]);
     // The held one, once its visibility ran out, moves too.
-    expect(q.step({ op: 'redrive', destination: 'orders', max_messages: 10 }, T0 + 601_000).reply).toEqual({ moved: 1, remaining: 0 });
+    expect(redrive(q, 'orders', 10, T0 + 601_000, { ok: true }).answered.replies).toEqual([{ request_id: 'req-3', reply: { moved: 1, remaining: 0 } }]);
     q.reload();
     expect(q.receive(T0 + 602_000)).toEqual([]);
+    expect([...q.records.keys()].filter((key) => key.startsWith('x:'))).toEqual([]);
     expect(codeOf(() => q.step({ op: 'redrive', destination: 'orders-dlq', max_messages: 1 }, T0))).toBe('BAD_REQUEST');
+  });
+
+  it('redrive to a destination that does not exist answers mq_queue_not_found and moves nothing', () => {
+    const q = queueWorld('lost-dlq');
+    q.send(T0, 'a');
+    const { answered } = redrive(q, 'nowhere', 10, T0 + 1, { ok: false, code: 'mq_queue_not_found' });
+    expect(answered.replies).toEqual([
+      { request_id: 'req-1', error: { code: 'mq_queue_not_found', message: expect.stringMatching(/"nowhere" does not exist/), details: [{ field: 'body.destination', message: 'does not exist' }] } },
+    ]);
+    expect(answered.sends ?? []).toEqual([]);
+    expect(q.state.messages.size).toBe(1);
+    expect([...q.records.keys()].filter((key) => key.startsWith('x:'))).toEqual([]);
+  });
+
+  it('the destination checks only that it exists; one deleted after its answer sends each message back', () => {
+    const destination = queueWorld('orders');
+    const check = destination.step({ op: 'flow-call', call: { op: 'redrive-destination' }, reply_to: { kind: MQ_QUEUE_KIND, key: 'src', flow_id: 'rd_1', step: 'redrive-destination' } }, T0);
+    expect(check.sends).toEqual([{ kind: MQ_QUEUE_KIND, key: 'src', message: { op: 'flow-answer', flow_id: 'rd_1', step: 'redrive-destination', ok: true, reply: { queue_id: expect.any(String), fifo: false } } }]);
+    destination.step({ op: 'delete' }, T0 + 1);
+    const gone = destination.step({ op: 'flow-call', call: { op: 'redrive-destination' }, reply_to: { kind: MQ_QUEUE_KIND, key: 'src', flow_id: 'rd_2', step: 'redrive-destination' } }, T0 + 2);
+    expect(gone.sends).toEqual([{ kind: MQ_QUEUE_KIND, key: 'src', message: expect.objectContaining({ op: 'flow-answer', ok: false, error: expect.objectContaining({ code: 'mq_queue_not_found' }) }) }]);
+    // The moved copy then finds no queue: it goes back to its source.
+    const copy = { message_id: 'msg_1', body: 'a', attributes: {}, sent_at: T0, group_id: null, receive_count: 0 };
+    expect(destination.step({ op: 'dead-letter', source_queue: 'orders-dlq', copy }, T0 + 3).sends).toEqual([
+      { kind: MQ_QUEUE_KIND, key: mqQueueKey('tenant-1', 'orders-dlq'), message: { op: 'dead-letter-refused', copy, reason: expect.any(String) } },
+    ]);
+  });
+
+  it('a redrive survives a reload while it waits; deleting the queue answers it not found and its late answer moves nothing', () => {
+    const q = queueWorld('orders-dlq');
+    q.send(T0, 'a');
+    const asked = q.step({ op: 'redrive', destination: 'orders', max_messages: 10 }, T0 + 1, true);
+    const flow_id = (asked.sends![0].message as { reply_to: { flow_id: string } }).reply_to.flow_id;
+    q.reload();
+    const ok: QueueMessage = { op: 'flow-answer', flow_id, step: 'redrive-destination', ok: true, reply: { queue_id: 'q_dest', fifo: false } };
+    // After a restart the ask is gone (flow_interrupted) but the flow ends: the message moves.
+    const moved = q.step(ok, T0 + 2);
+    expect(moved.replies ?? []).toEqual([]);
+    expect(moved.sends).toHaveLength(1);
+
+    q.send(T0 + 3, 'b');
+    const second = q.step({ op: 'redrive', destination: 'orders', max_messages: 10 }, T0 + 4, true);
+    const second_flow = (second.sends![0].message as { reply_to: { flow_id: string } }).reply_to.flow_id;
+    const deleted = q.step({ op: 'delete' }, T0 + 5);
+    expect(deleted.replies).toEqual([{ request_id: 'req-2', error: expect.objectContaining({ code: 'mq_queue_not_found' }) }]);
+    expect(deleted.writes).toContainEqual({ subkey: 'x:' + second_flow, value: undefined });
+    const late = q.step({ ...ok, flow_id: second_flow }, T0 + 6);
+    expect(late.sends ?? []).toEqual([]);
+    expect(late.replies ?? []).toEqual([]);
   });
 
   it('create is idempotent with the same settings, 409 with others; delete forgets everything but the revision', () => {
