@@ -16,7 +16,10 @@
  * - A plain bid at or above buy_it_now_price, while the price is below it,
  *   wins at buy_it_now_price and ends the auction.
  * - The leader may raise its own maximum with a higher proxy bid; the price
- *   stays (except to meet the reserve).
+ *   stays (except to meet the reserve). So the leader's minimum is its own
+ *   maximum + 1 (raiseMinimum), which may be below current_price +
+ *   bid_increment; a plain bid by the leader is refused whatever its amount.
+ *   The leader's refusals name that minimum (the least max_amount accepted).
  *
  * Every outcome that changes the price lists the bids it adds to the
  * auction's history, each higher than the one before.
@@ -62,8 +65,14 @@ export type Resolution =
   /** The leader raised its own maximum. */
   | { kind: 'raised'; price: number; leader: Leader; history: HistoryBid[] };
 
+/** The least a bidder other than the leader may bid. */
 export function minimumBid(state: BiddingState): number {
   return state.leader === null ? state.starting_price : state.current_price + state.bid_increment;
+}
+
+/** The least maximum the leader's proxy bid may name to raise its own maximum. */
+export function raiseMinimum(leader: Leader): number {
+  return leader.max + 1;
 }
 
 /** The price a proxy with maximum `max` reaches on its own to meet the reserve. */
@@ -75,11 +84,17 @@ function withReserve(terms: BiddingTerms, price: number, max: number): number {
 export function resolveBid(state: BiddingState, bid: IncomingBid): Resolution {
   const { leader } = state;
   if (leader !== null && leader.bidder_id === bid.bidder_id) {
+    const minimum = raiseMinimum(leader);
     if (!bid.is_proxy) {
-      return { kind: 'rejected', code: 'already_high_bidder', message: 'You are the high bidder; raise your maximum with a proxy bid.', minimum: leader.max + 1 };
+      return {
+        kind: 'rejected',
+        code: 'already_high_bidder',
+        message: `You are the high bidder with a maximum of ${leader.max}; raise it with a proxy bid of max_amount at least ${minimum}.`,
+        minimum,
+      };
     }
-    if (bid.amount <= leader.max) {
-      return { kind: 'rejected', code: 'bid_too_low', message: `Your maximum is already ${leader.max}; a new one must be higher.`, minimum: leader.max + 1 };
+    if (bid.amount < minimum) {
+      return { kind: 'rejected', code: 'bid_too_low', message: `Your maximum is already ${leader.max}; a new one must be at least ${minimum}.`, minimum };
     }
     const price = withReserve(state, state.current_price, bid.amount);
     const history = price > state.current_price ? [{ bidder_id: bid.bidder_id, amount: price, is_proxy: true }] : [];

@@ -10,6 +10,7 @@ import {
   type ItemLock,
   type ItemRoom,
   type MergeReply,
+  type Placement,
   type PlaceReply,
   type QuantityOf,
   type SalvagePlan,
@@ -163,6 +164,8 @@ export function stepContainer(state: ContainerState, message: ContainerMessage |
       return place(state, message.config, message.placements, context);
     case 'reserve':
       return reserve(state, message.flow_id, message.inputs);
+    case 'craft_in_place':
+      return craftInPlace(state, message.inputs, message.config, message.placements, context);
     case 'commit': {
       if (!state.reservations.has(message.flow_id)) return { state, reply: { committed: false } };
       state.reservations.delete(message.flow_id);
@@ -209,14 +212,29 @@ function place(state: ContainerState, config: ContainerConfig, placements: Extra
     writes.push({ subkey: 'c', value: config });
   }
   for (const item of plan.items) putItem(state, writes, item);
-  return { state, reply: { items: plan.items, owner_id: config.owner_id } satisfies PlaceReply, writes };
+  return { state, reply: { items: plan.items, owner_id: config.owner_id, locked_item_ids: lockedAmong(state, plan.items) } satisfies PlaceReply, writes };
 }
 
 function reserve(state: ContainerState, flow_id: string, inputs: QuantityOf[]): Result {
   if (state.reservations.has(flow_id)) return { state, reply: { reserved: inputs } };
-  // Check every input before taking anything (the contract: refuse before changing).
+  const writes: RecordWrite[] = [];
+  // Refused (items_insufficient_inputs) before anything is taken.
+  const { taken, required } = takeInputs(state, writes, inputs);
+  const reservation: Reservation = { flow_id, taken };
+  state.reservations.set(flow_id, reservation);
+  writes.push({ subkey: `r:${flow_id}`, value: reservation });
+  return { state, reply: { reserved: required }, writes };
+}
+
+/**
+ * Takes a craft's inputs out of their stacks (the lowest slots first), all or
+ * nothing: every input is checked before anything is taken
+ * (items_insufficient_inputs). Locked units are not there for crafts: only
+ * the free part of each stack counts and is taken, so a locked stack is never
+ * emptied.
+ */
+function takeInputs(state: ContainerState, writes: RecordWrite[], inputs: QuantityOf[]): { taken: Reservation['taken']; required: QuantityOf[] } {
   const locked = lockedUnits(state);
-  // Locked units are not there for crafts: only the free part of each stack counts and is taken.
   const items = sortedItems(state)
     .map((item) => ({ ...item, quantity: item.quantity - (locked.get(item.item_id) ?? 0) }))
     .filter((item) => item.quantity > 0);
@@ -231,8 +249,7 @@ function reserve(state: ContainerState, flow_id: string, inputs: QuantityOf[]): 
     const names = missing.map((entry) => `${entry.definition_id} (needs ${entry.required}, has ${entry.available})`).join(', ');
     throw new ServiceError('items_insufficient_inputs', `The source container lacks the inputs: ${names}. Nothing was consumed.`, { details: { missing } });
   }
-  const writes: RecordWrite[] = [];
-  const reservation: Reservation = { flow_id, taken: [] };
+  const taken: Reservation['taken'] = [];
   for (const [definition_id, quantity] of required) {
     let remaining = quantity;
     for (const item of items) {
@@ -240,15 +257,44 @@ function reserve(state: ContainerState, flow_id: string, inputs: QuantityOf[]): 
       if (item.definition_id !== definition_id) continue;
       const current = state.items.get(item.item_id)!;
       const take = Math.min(item.quantity, remaining);
-      reservation.taken.push({ item: current, quantity: take });
+      taken.push({ item: current, quantity: take });
       remaining -= take;
       if (take === current.quantity) dropItem(state, writes, current.item_id);
       else putItem(state, writes, { ...current, quantity: current.quantity - take });
     }
   }
-  state.reservations.set(flow_id, reservation);
-  writes.push({ subkey: `r:${flow_id}`, value: reservation });
-  return { state, reply: { reserved: [...required].map(([definition_id, quantity]) => ({ definition_id, quantity })) }, writes };
+  return { taken, required: [...required].map(([definition_id, quantity]) => ({ definition_id, quantity })) };
+}
+
+/**
+ * A craft whose source is also its target, in one turn, all or nothing: the
+ * inputs leave and the outputs are placed in the container as it is after
+ * the removal, so the slots, weight and volume the inputs free count (as for
+ * salvage). Nothing is reserved (no step waits between the two), so there is
+ * no compensation to run and nothing that could come back twice. Both checks
+ * run on a copy first: missing inputs (items_insufficient_inputs) or no room
+ * (items_capacity_exceeded) refuse before anything changes. Other crafts'
+ * reservations, held rooms and locked units keep their room and their units.
+ */
+function craftInPlace(state: ContainerState, inputs: QuantityOf[], config: ContainerConfig, placements: Placement[], context: TurnContext): Result {
+  const after: ContainerState = { ...state, items: new Map(state.items) };
+  const writes: RecordWrite[] = [];
+  takeInputs(after, writes, inputs);
+  const plan = planPlacement(config, after.items.values(), heldSlots(after), reservedUnits(after), usageOf(after), placements, context.now, () => context.newId('itm_'), itemsPolicy.measure_scale);
+  // Both checks passed: the copy's items become the container's.
+  state.items = after.items;
+  if (!sameConfig(state.config, config)) {
+    state.config = config;
+    writes.push({ subkey: 'c', value: config });
+  }
+  for (const item of plan.items) putItem(state, writes, item);
+  return { state, reply: { items: plan.items, owner_id: config.owner_id, locked_item_ids: lockedAmong(state, plan.items) } satisfies PlaceReply, writes };
+}
+
+/** Ids of these items that have units locked (held locks): their view shows `state: "locked"`. */
+export function lockedAmong(state: ContainerState, items: readonly StoredItem[]): string[] {
+  const locked = lockedUnits(state);
+  return items.filter((item) => locked.has(item.item_id)).map((item) => item.item_id);
 }
 
 function release(state: ContainerState, flow_id: string, now: number): Result {
@@ -348,6 +394,7 @@ function salvage(state: ContainerState, item_id: string, plan: SalvagePlan, cont
     consumed: { item_id, definition_id: item.definition_id, quantity: plan.quantity },
     remaining,
     produced: plan_.items,
+    locked_item_ids: lockedAmong(state, plan_.items),
     config: plan.container,
   };
   return { state, reply, writes };

@@ -58,6 +58,10 @@ import { ServiceError } from '../../runtime/index.js';
  *   -> the reply; on refusal the source releases the reservation
  *   (compensation) in the same turn and answers the refusal. Inputs and
  *   outputs are therefore both applied or neither, also across kill -9.
+ *   When the source is also the target, both happen in the source's first
+ *   turn (`craft_in_place`: the inputs leave, then the outputs are placed
+ *   counting the room they freed; refused with nothing changed), with no
+ *   reservation and no `place` step; the claims and progress follow as above.
  *
  * A first claim, once made, is a fact for good; its actor tells the catalog,
  * whose plans then list the subject as `claimed` and the flow skips the
@@ -73,9 +77,10 @@ interface FlowBase {
   tier_events: TierEvent[];
 }
 
+/** `locked_item_ids`: those of the items placed that had units locked then (absent in flows stored before it was kept: none). */
 export type ContainerFlow =
-  | (FlowBase & { kind: 'grant'; container: ContainerConfig; items: StoredItem[] })
-  | (FlowBase & { kind: 'craft'; plan: CraftPlan; produced: StoredItem[]; first_outputs: string[] });
+  | (FlowBase & { kind: 'grant'; container: ContainerConfig; items: StoredItem[]; locked_item_ids?: string[] })
+  | (FlowBase & { kind: 'craft'; plan: CraftPlan; produced: StoredItem[]; locked_item_ids?: string[]; first_outputs: string[] });
 
 type Result = TurnResult<ContainerState, unknown>;
 type Answer = Extract<FlowAnswer, { op: 'flow-answer' }>;
@@ -136,6 +141,7 @@ function startGrant(state: ContainerState, plan: GrantPlan, context: TurnContext
     tier_events: [],
     container: plan.container,
     items: placed.items,
+    locked_item_ids: placed.locked_item_ids,
   };
   acquired(context, effects, flow, plan.container.owner_id, [plan.quantity], plan.rules);
   return proceed(state, context, effects, flow, true);
@@ -155,10 +161,20 @@ function startCraft(state: ContainerState, plan: CraftPlan, context: TurnContext
     produced: [],
     first_outputs: [],
   };
+  if (plan.source.container_id === plan.target.container_id) {
+    // One container: the inputs leave and the outputs land in this turn, so the room the inputs
+    // free counts, and nothing is reserved (no compensation). Refused (missing inputs, no room)
+    // before anything changed: the ask gets the error.
+    const placed = local(state, effects, { op: 'craft_in_place', inputs: plan.consumed, config: plan.target, placements: plan.placements }, context) as PlaceReply;
+    settleCraft(context, effects, flow, placed);
+    return proceed(state, context, effects, flow, true);
+  }
   // Refused (missing inputs) before anything changed: the ask gets the error.
   local(state, effects, { op: 'reserve', flow_id: flow.flow_id, inputs: plan.consumed }, context);
-  if (plan.placements.length === 0) settleCraft(state, context, effects, flow, { items: [], owner_id: plan.target.owner_id });
-  else {
+  if (plan.placements.length === 0) {
+    local(state, effects, { op: 'commit', flow_id: flow.flow_id }, context);
+    settleCraft(context, effects, flow, { items: [], owner_id: plan.target.owner_id, locked_item_ids: [] });
+  } else {
     const { tenant, domain } = scopeOf(context);
     call(context, effects, flow, 'place', ITEM_CONTAINER_KIND, itemContainerKey(tenant, domain, plan.target.container_id), {
       op: 'place',
@@ -187,7 +203,9 @@ function advance(state: ContainerState, answer: Answer, context: TurnContext): R
       local(state, effects, { op: 'release', flow_id: flow.flow_id }, context);
       return end(state, effects, flow, { error: answer.error }, false);
     }
-    settleCraft(state, context, effects, flow, answer.reply as PlaceReply);
+    // The outputs are in the target: the reserved inputs are consumed.
+    local(state, effects, { op: 'commit', flow_id: flow.flow_id }, context);
+    settleCraft(context, effects, flow, answer.reply as PlaceReply);
   } else if (answer.step.startsWith('first:') && flow.kind === 'craft') {
     if (answer.ok && (answer.reply as FirstReply).first) flow.first_outputs.push(answer.step.slice('first:'.length));
   } else if (answer.step === 'progress') {
@@ -208,12 +226,13 @@ function advance(state: ContainerState, answer: Answer, context: TurnContext): R
   return proceed(state, context, effects, flow, false);
 }
 
-/** The outputs are in the target: consume the inputs, claim the firsts, count the owner's progress. */
-function settleCraft(state: ContainerState, context: TurnContext, effects: Effects, flow: Extract<ContainerFlow, { kind: 'craft' }>, placed: PlaceReply): void {
+/** The outputs are in the target and the inputs consumed: claim the firsts, count the owner's progress. */
+function settleCraft(context: TurnContext, effects: Effects, flow: Extract<ContainerFlow, { kind: 'craft' }>, placed: PlaceReply): void {
   const { tenant, domain } = scopeOf(context);
   const { plan } = flow;
   flow.produced = placed.items;
-  local(state, effects, { op: 'commit', flow_id: flow.flow_id }, context);
+  // Absent from a place answer of a target running the code from before it was kept.
+  flow.locked_item_ids = placed.locked_item_ids ?? [];
   const outputs = [...new Set(plan.placements.map((placement) => placement.unit.definition_id))];
   for (const definition_id of outputs) {
     const subject: FirstSubject = ['output', plan.blueprint_id, definition_id];
@@ -247,7 +266,7 @@ function proceed(state: ContainerState, context: TurnContext, effects: Effects, 
 }
 
 function resultOf(flow: ContainerFlow): GrantResult | CraftResult {
-  if (flow.kind === 'grant') return { container: flow.container, items: flow.items, tier_events: flow.tier_events };
+  if (flow.kind === 'grant') return { container: flow.container, items: flow.items, locked_item_ids: flow.locked_item_ids ?? [], tier_events: flow.tier_events };
   const { plan } = flow;
   return {
     craft_id: flow.flow_id,
@@ -258,6 +277,7 @@ function resultOf(flow: ContainerFlow): GrantResult | CraftResult {
     target_container_id: plan.target.container_id,
     consumed: plan.consumed,
     produced: flow.produced,
+    locked_item_ids: flow.locked_item_ids ?? [],
     target: plan.target,
     global_first: flow.first_outputs.length > 0,
     global_first_outputs: [...flow.first_outputs].sort(),

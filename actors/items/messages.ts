@@ -335,6 +335,12 @@ export type ContainerMessage =
   | { op: 'reserve'; flow_id: string; inputs: QuantityOf[] }
   /** The craft is done: the reserved inputs are consumed. */
   | { op: 'commit'; flow_id: string }
+  /**
+   * A craft whose source is its target: consume the inputs and place the
+   * outputs in one turn, all or nothing, counting the room the inputs free
+   * (items_insufficient_inputs, items_capacity_exceeded; nothing changed).
+   */
+  | { op: 'craft_in_place'; inputs: QuantityOf[]; config: ContainerConfig; placements: Placement[] }
   /** The craft is refused: the reserved inputs come back. */
   | { op: 'release'; flow_id: string }
   | { op: 'contents' }
@@ -388,6 +394,8 @@ export interface SalvageReply {
   /** The item after the salvage; null when it was used up. */
   remaining: StoredItem | null;
   produced: StoredItem[];
+  /** Those of `produced` with units locked (an output may top up a locked stack). */
+  locked_item_ids: string[];
   config: ContainerConfig;
 }
 
@@ -400,6 +408,8 @@ export interface PlaceReply {
   /** Every item the placement created or added to, after it. */
   items: StoredItem[];
   owner_id: string | null;
+  /** Those of `items` with units locked by a trade or an auction when placed (a grant may top up a locked stack). */
+  locked_item_ids: string[];
 }
 export interface MergeReply {
   moved: number;
@@ -517,6 +527,8 @@ export interface ContainerTreeView {
 export interface GrantResult {
   container: ContainerConfig;
   items: StoredItem[];
+  /** Those of `items` with units locked by a trade or an auction when placed: shown `state: "locked"`. */
+  locked_item_ids: string[];
   tier_events: TierEvent[];
 }
 
@@ -529,6 +541,8 @@ export interface CraftResult {
   target_container_id: string;
   consumed: QuantityOf[];
   produced: StoredItem[];
+  /** Those of `produced` with units locked when placed: shown `state: "locked"`. */
+  locked_item_ids: string[];
   target: ContainerConfig;
   global_first: boolean;
   global_first_outputs: string[];

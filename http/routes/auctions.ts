@@ -333,7 +333,7 @@ export function auctionRoutes(app: FastifyInstance, services: AppServices): void
   app.post<{ Params: Static<typeof IdParams>; Body: { amount: number } }>(`${base}/:auction_id/bids`, {
     onRequest: authenticate,
     schema: schema(
-      "Bid exactly `amount`. The bidder's ledger holds `amount` first (409 insufficient_funds otherwise); accepted: true when the bid leads, false when a higher proxy answered at once (the price rose). At or above buy_it_now_price: wins and closed: true. Below the minimum: 409 bid_too_low; not open: 409 auction_not_open; the seller: 403.",
+      "Bid exactly `amount`. The bidder's ledger holds `amount` first (409 insufficient_funds otherwise); accepted: true when the bid leads, false when a higher proxy answered at once (the price rose). At or above buy_it_now_price: wins and closed: true. Below the minimum: 409 bid_too_low; the high bidder: 409 already_high_bidder (details.minimum: the least max_amount of a proxy bid raising their maximum, that maximum + 1); not open: 409 auction_not_open; the seller: 403.",
       { params: IdParams, body: Type.Object({ amount: Money('The bid.', 1) }) },
       { 200: BidResult },
       [403, 404, 409],

@@ -183,7 +183,7 @@ const Item = Type.Object(
     volume: Type.Number({ description: 'Per unit, as placed.' }),
     durability: Type.Union([Type.Object({ current: Type.Integer(), max: Type.Integer() }), Type.Null()]),
     collection_tags: Type.Array(Type.String()),
-    state: Type.String({ description: '`normal`, or `locked` in a container\'s contents while a trade or an auction holds some of its units.' }),
+    state: Type.String({ description: '`normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item).' }),
     locked_quantity: Type.Optional(Type.Integer({ description: "In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again)." })),
     locked_by: Type.Optional(
       Type.Array(
@@ -365,8 +365,17 @@ function collectionView(domain: string, c: Collection) {
   return { ...c, domain, created_at: isoTime(c.created_at_ms)!, updated_at: isoTime(c.updated_at_ms)! };
 }
 
-function itemView(domain: string, container_id: string, owner_id: string | null, item: StoredItem, locks?: ItemLock[]) {
+/**
+ * An item as clients see it. `state` is `locked` while units of it are locked:
+ * a container's contents pass its held `locks` (the item then also shows
+ * locked_quantity and locked_by); other answers pass `locked_item_ids`, the
+ * ids the container found locked in the same turn (state only). An answer
+ * that passes neither (a merge) concerns items that cannot be locked.
+ */
+function itemView(domain: string, container_id: string, owner_id: string | null, item: StoredItem, custodyOf: { locks: ItemLock[] } | { locked_item_ids: readonly string[] } | null = null) {
+  const locks = custodyOf !== null && 'locks' in custodyOf ? custodyOf.locks : undefined;
   const mine = locks?.filter((lock) => lock.item_id === item.item_id) ?? [];
+  const locked = mine.length > 0 || (custodyOf !== null && 'locked_item_ids' in custodyOf && custodyOf.locked_item_ids.includes(item.item_id));
   const custody =
     locks === undefined
       ? {}
@@ -388,7 +397,7 @@ function itemView(domain: string, container_id: string, owner_id: string | null,
     volume: shown(item.unit_volume_m),
     durability: item.durability,
     collection_tags: item.collection_tags,
-    state: mine.length > 0 ? 'locked' : 'normal',
+    state: locked ? 'locked' : 'normal',
     created_at: isoTime(item.created_at_ms)!,
     updated_at: isoTime(item.updated_at_ms)!,
   };
@@ -411,7 +420,7 @@ function containerView(domain: string, config: ContainerConfig, contents: Conten
   return {
     ...containerSummary(domain, config),
     usage: { slots_used: contents.usage.slots_used, weight: shown(contents.usage.weight_m), volume: shown(contents.usage.volume_m) },
-    contents: contents.items.map((item) => itemView(domain, config.container_id, config.owner_id, item, contents.locks)),
+    contents: contents.items.map((item) => itemView(domain, config.container_id, config.owner_id, item, { locks: contents.locks })),
     children,
     truncated,
   };
@@ -709,7 +718,7 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
       const result = await services.actors.ask<GrantResult>(ITEM_CONTAINER_KIND, itemContainerKey(tenant, domain, container_id), { op: 'grant', plan } satisfies ContainerMessage);
       return {
         container_id,
-        items: result.items.map((item) => itemView(domain, container_id, result.container.owner_id, item)),
+        items: result.items.map((item) => itemView(domain, container_id, result.container.owner_id, item, { locked_item_ids: result.locked_item_ids })),
         tier_events: tierEvents(result.tier_events),
       };
     },
@@ -732,7 +741,7 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
       const result = await services.actors.ask<CraftResult>(ITEM_CONTAINER_KIND, itemContainerKey(tenant, domain, source_container_id), { op: 'craft', plan } satisfies ContainerMessage);
       return {
         ...result,
-        produced: result.produced.map((item) => itemView(domain, target_container_id, result.target.owner_id, item)),
+        produced: result.produced.map((item) => itemView(domain, target_container_id, result.target.owner_id, item, { locked_item_ids: result.locked_item_ids })),
         tier_events: tierEvents(result.tier_events),
       };
     },
@@ -788,8 +797,9 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
         container_id,
         seed: String(seed),
         consumed: result.consumed,
+        // A salvaged item is never locked (refused: items_item_locked); an output may top up a locked stack.
         remaining: result.remaining ? itemView(domain, container_id, owner, result.remaining) : null,
-        produced: result.produced.map((entry) => itemView(domain, container_id, owner, entry)),
+        produced: result.produced.map((entry) => itemView(domain, container_id, owner, entry, { locked_item_ids: result.locked_item_ids })),
       };
     },
   );

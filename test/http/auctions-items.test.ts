@@ -98,6 +98,26 @@ describe('auctions of items', () => {
     expect(seller.balances).toMatchObject([{ currency: 'USD', balance: 150 }]);
   });
 
+  it('a grant topping up a partly locked stack answers it locked, and it stays locked until the lock is released', async () => {
+    ok(await t.request('POST', items('/definitions'), { token: keys.alice, body: { definition_id: 'ore', name: 'Ore', max_stack: 20 } }), 201);
+    const container_id = `stall-${++counter}`;
+    ok(await t.request('POST', items('/containers'), { token: keys.alice, body: { container_id, owner_id: alice.user_id } }), 201);
+    const stack = ok(await t.request('POST', items('/grant'), { token: keys.alice, body: { container_id, definition_id: 'ore', quantity: 10 } })).items[0];
+    const created = ok(await t.request('POST', '/api/v1/auctions', { token: keys.alice, body: listing({ container_id, sword: stack.item_id }, { item_quantity: 4 }) }), 201);
+    expect((await contents(container_id))[0]).toMatchObject({ item_id: stack.item_id, quantity: 10, state: 'locked', locked_quantity: 4 });
+
+    const granted = ok(await t.request('POST', items('/grant'), { token: keys.alice, body: { container_id, definition_id: 'ore', quantity: 1 } }));
+    expect(granted.items).toMatchObject([{ item_id: stack.item_id, quantity: 11, state: 'locked' }]);
+    // The grant's answer carries the state only; the contents also show the lock.
+    expect(granted.items[0].locked_quantity).toBeUndefined();
+    expect((await contents(container_id))[0]).toMatchObject({ item_id: stack.item_id, quantity: 11, state: 'locked', locked_quantity: 4 });
+
+    ok(await t.request('PUT', `/api/v1/auctions/${created.auction_id}/status`, { token: keys.alice, body: { status: 'cancelled' } }));
+    await until(async () => (await contents(container_id))[0]?.state === 'normal', 'the lock released');
+    const free = ok(await t.request('POST', items('/grant'), { token: keys.alice, body: { container_id, definition_id: 'ore', quantity: 1 } }));
+    expect(free.items).toMatchObject([{ item_id: stack.item_id, quantity: 12, state: 'normal' }]);
+  });
+
   it('refuses an item the seller does not own or that is locked, with nothing created', async () => {
     const from = await stall();
     expectError(await t.request('POST', '/api/v1/auctions', { token: keys.bob, body: listing(from) }), 404, 'items_item_not_found');

@@ -165,6 +165,25 @@ describe('auctions', () => {
     await until(async () => (await balance(keys.bob)).held === 0, 'the release on delete');
   });
 
+  it("the leader's refusals name its true minimum (its maximum + 1), and a proxy raise at exactly that minimum is accepted", async () => {
+    const { auction_id: id } = await create({ starting_price: 600, bid_increment: 10 });
+    expect((await t.request('POST', `${base}/${id}/bids`, { token: keys.bob, body: { amount: 600 } })).body).toMatchObject({ accepted: true, current_price: 600 });
+    const again = await t.request('POST', `${base}/${id}/bids`, { token: keys.bob, body: { amount: 700 } });
+    expectError(again, 409, 'already_high_bidder');
+    expect(again.body.details).toEqual({ minimum: 601, current_price: 600 });
+    expect(again.body.message).toMatch(/max_amount at least 601/);
+    const low = await t.request('POST', `${base}/${id}/proxy-bid`, { token: keys.bob, body: { max_amount: 600 } });
+    expectError(low, 409, 'bid_too_low');
+    expect(low.body.details).toEqual({ minimum: 601, current_price: 600 });
+    expect((await t.request('POST', `${base}/${id}/proxy-bid`, { token: keys.bob, body: { max_amount: 601 } })).body).toMatchObject({ success: true, current_price: 600, leading: true });
+    // Another bidder still needs current_price + bid_increment.
+    const other = await t.request('POST', `${base}/${id}/bids`, { token: keys.carol, body: { amount: 609 } });
+    expectError(other, 409, 'bid_too_low');
+    expect(other.body.details).toEqual({ minimum: 610, current_price: 600 });
+    expect((await t.request('DELETE', `${base}/${id}`, { token: keys.alice })).body.holds_released).toBe(1);
+    await until(async () => (await balance(keys.bob)).held === 0, 'the release on delete');
+  });
+
   it('PUT status follows the state machine, seller or admin only', async () => {
     const { auction_id: id } = await create({ start_time: at(3600), end_time: at(7200) });
     expectError(await t.request('PUT', `${base}/${id}/status`, { token: keys.bob, body: { status: 'open' } }), 403, 'forbidden');

@@ -287,6 +287,40 @@ describe('blueprints and crafting', () => {
     expectError(await post(domain, '/craft', { blueprint_id: bp.blueprint_id, source_container_id: 'src', target_container_id: 'full' }, bob.token), 404, 'items_blueprint_not_found');
   });
 
+  it('crafts in place: the room the consumed inputs free counts (slots, weight); refused with nothing changed when even that is short', async () => {
+    const domain = newDomain();
+    ok(await post(domain, '/definitions/batch', {
+      definitions: [
+        { definition_id: 'ore', name: 'Ore', max_stack: 10, weight: 1 },
+        { definition_id: 'ingot', name: 'Ingot', max_stack: 10, weight: 1 },
+        { definition_id: 'sword', name: 'Sword', max_stack: 1, default_durability: 10 },
+      ],
+    }), 201);
+    const smelt = ok(await post(domain, '/blueprints', { name: 'Smelt', inputs: [{ value: 'ore', quantity: 10 }], outputs: [{ definition_id: 'ingot', quantity: 1 }] }), 201);
+    const forgeTwo = ok(await post(domain, '/blueprints', { name: 'Two swords', inputs: [{ value: 'ore', quantity: 10 }], outputs: [{ definition_id: 'sword', quantity: 2 }] }), 201);
+    // The tester's case: a 1-slot bag full of ore.
+    await container(domain, { container_id: 'bag1', slots: 1 });
+    ok(await post(domain, '/grant', { container_id: 'bag1', definition_id: 'ore', quantity: 10 }));
+    const refused = await post(domain, '/craft', { blueprint_id: forgeTwo.blueprint_id, source_container_id: 'bag1', target_container_id: 'bag1' });
+    expectError(refused, 409, 'items_capacity_exceeded');
+    expect(refused.body.details).toMatchObject({ limit: 'slots', needed: 2, available: 1 });
+    const untouched = ok(await get(domain, '/containers/bag1'));
+    expect(untouched.contents.map((i: any) => [i.definition_id, i.quantity, i.slot])).toEqual([['ore', 10, 0]]);
+    expect(untouched.usage).toEqual({ slots_used: 1, weight: 10, volume: 0 });
+    const crafted = ok(await post(domain, '/craft', { blueprint_id: smelt.blueprint_id, source_container_id: 'bag1', target_container_id: 'bag1' }));
+    expect(crafted).toMatchObject({ consumed: [{ definition_id: 'ore', quantity: 10 }], produced: [{ definition_id: 'ingot', quantity: 1, slot: 0, state: 'normal' }] });
+    const after = ok(await get(domain, '/containers/bag1'));
+    expect(after.contents.map((i: any) => [i.definition_id, i.quantity, i.slot])).toEqual([['ingot', 1, 0]]);
+    expect(after.usage).toEqual({ slots_used: 1, weight: 1, volume: 0 });
+    // Nothing left to craft from: nothing is duplicated.
+    expectError(await post(domain, '/craft', { blueprint_id: smelt.blueprint_id, source_container_id: 'bag1', target_container_id: 'bag1' }), 409, 'items_insufficient_inputs');
+    // Weight: a bag at its weight limit.
+    await container(domain, { container_id: 'heavy', slots: 5, limits: { max_weight: 10 } });
+    ok(await post(domain, '/grant', { container_id: 'heavy', definition_id: 'ore', quantity: 10 }));
+    ok(await post(domain, '/craft', { blueprint_id: smelt.blueprint_id, source_container_id: 'heavy', target_container_id: 'heavy' }));
+    expect(ok(await get(domain, '/containers/heavy')).usage).toEqual({ slots_used: 1, weight: 1, volume: 0 });
+  });
+
   it('global_first is true exactly once under concurrent crafts', async () => {
     const domain = newDomain();
     await seedDomain(domain);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { minimumBid, resolveBid, type BiddingState, type IncomingBid, type Resolution } from '../../actors/auctions/bidding.js';
+import { minimumBid, raiseMinimum, resolveBid, type BiddingState, type IncomingBid, type Resolution } from '../../actors/auctions/bidding.js';
 import { softCloseEnd } from '../../actors/auctions/soft-close.js';
 import { canRequest, isFinal, REQUESTABLE } from '../../actors/auctions/status-machine.js';
 import { AUCTION_STATUSES } from '../../actors/auctions/messages.js';
@@ -77,6 +77,23 @@ describe('proxy bidding (eBay semantics)', () => {
     expect(results[1]).toMatchObject({ kind: 'raised', price: 10 });
     expect(results[2]).toMatchObject({ kind: 'rejected', code: 'bid_too_low' });
     expect(state.leader).toMatchObject({ bidder_id: 'a', max: 40 });
+  });
+
+  it("the leader's refusals name the leader's true minimum (its maximum + 1, below price + increment), the least raise accepted", () => {
+    // The tester's case: price 600 set by a plain leader, increment 10.
+    const state: BiddingState = { ...terms, starting_price: 100, bid_increment: 10, current_price: 600, leader: { bidder_id: 'c', max: 600, is_proxy: false } };
+    expect(minimumBid(state)).toBe(610);
+    expect(raiseMinimum(state.leader!)).toBe(601);
+    const again = resolveBid(state, plain('c', 700));
+    expect(again).toMatchObject({ kind: 'rejected', code: 'already_high_bidder', minimum: 601 });
+    expect((again as { message: string }).message).toMatch(/max_amount at least 601/);
+    const low = resolveBid(state, proxy('c', 600));
+    expect(low).toMatchObject({ kind: 'rejected', code: 'bid_too_low', minimum: 601 });
+    expect((low as { message: string }).message).toMatch(/at least 601/);
+    // The minimum named is the rule enforced: exactly it raises, the price stays.
+    expect(resolveBid(state, proxy('c', 601))).toMatchObject({ kind: 'raised', price: 600, leader: { bidder_id: 'c', max: 601 } });
+    // Anyone else still needs price + increment.
+    expect(resolveBid(state, plain('b', 609))).toMatchObject({ kind: 'rejected', code: 'bid_too_low', minimum: 610 });
   });
 
   it('a proxy meeting the reserve brings the price to the reserve; one below it bids its maximum', () => {

@@ -6,7 +6,7 @@ import { codeOf, fixedContext } from '../helpers/step.js';
 
 /**
  * The container's pure step under random grant / craft / merge / salvage
- * sequences (fast-check): the slot, weight and volume limits always hold,
+ * sequences, crafts in place among them (fast-check): the slot, weight and volume limits always hold,
  * every stack stays within its max_stack, and no item is duplicated or lost:
  * the total quantity per definition (in stacks and in reservations) changes
  * only by grants, committed crafts and salvage. A refused message changes nothing, and the
@@ -28,6 +28,8 @@ type Command =
   | { kind: 'grant'; at: number; unit: number; quantity: number }
   | { kind: 'reserve'; at: number; inputs: { unit: number; quantity: number }[]; outputs: { unit: number; quantity: number }[] }
   | { kind: 'finish'; pick: number }
+  /** A craft whose source is its target: inputs out and outputs in, one turn. */
+  | { kind: 'in_place'; at: number; inputs: { unit: number; quantity: number }[]; outputs: { unit: number; quantity: number }[] }
   | { kind: 'merge'; at: number; source: number; target: number; quantity: number | null }
   | { kind: 'salvage'; at: number; pick: number; quantity: number };
 
@@ -49,6 +51,12 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     outputs: fc.array(fc.record({ unit: unitIndex, quantity: fc.integer({ min: 1, max: 4 }) }), { minLength: 0, maxLength: 2 }),
   }),
   fc.record({ kind: fc.constant('finish' as const), pick: fc.nat() }),
+  fc.record({
+    kind: fc.constant('in_place' as const),
+    at: fc.integer({ min: 0, max: 1 }),
+    inputs: fc.array(fc.record({ unit: unitIndex, quantity: fc.integer({ min: 1, max: 6 }) }), { minLength: 1, maxLength: 2 }),
+    outputs: fc.array(fc.record({ unit: unitIndex, quantity: fc.integer({ min: 1, max: 4 }) }), { minLength: 0, maxLength: 2 }),
+  }),
   fc.record({ kind: fc.constant('merge' as const), at: fc.integer({ min: 0, max: 1 }), source: fc.nat(), target: fc.nat(), quantity: fc.option(fc.integer({ min: 1, max: 5 })) }),
   fc.record({ kind: fc.constant('salvage' as const), at: fc.integer({ min: 0, max: 1 }), pick: fc.nat(), quantity: fc.integer({ min: 1, max: 4 }) }),
 );
@@ -162,6 +170,18 @@ function apply(world: World, cmd: Command): void {
         expect(placed.code).toBe('items_capacity_exceeded');
         expect(run(world, source, { op: 'release', flow_id }).ok).toBe(true);
       }
+      return;
+    }
+    case 'in_place': {
+      const inputs = cmd.inputs.map((input) => ({ definition_id: units[input.unit]!.definition_id, quantity: input.quantity }));
+      const outputs = cmd.outputs.map((output) => ({ unit: units[output.unit]!, quantity: output.quantity }));
+      const outcome = run(world, cmd.at, { op: 'craft_in_place', inputs, config: world.configs[cmd.at]!, placements: outputs });
+      if (!outcome.ok) {
+        expect(['items_insufficient_inputs', 'items_capacity_exceeded']).toContain(outcome.code);
+        return;
+      }
+      for (const input of inputs) world.ledger.set(input.definition_id, world.ledger.get(input.definition_id)! - input.quantity);
+      for (const output of outputs) world.ledger.set(output.unit.definition_id, (world.ledger.get(output.unit.definition_id) ?? 0) + output.quantity);
       return;
     }
     case 'salvage': {

@@ -8,7 +8,7 @@ import { codeOf, fixedContext } from '../helpers/step.js';
 
 /**
  * Custody under random sequences (fast-check): grants, crafts' reservations,
- * merges, locks, unlocks, rooms and transfers between two containers, with
+ * crafts in place, merges, locks, unlocks, rooms and transfers between two containers, with
  * the transfers' arrivals delivered late, in any order, some twice. Items are
  * never duplicated or lost (the units per definition in both containers,
  * counting reservations and arrivals in flight, change only by grants and
@@ -28,6 +28,8 @@ type Command =
   | { kind: 'unlock'; at: number; pick: number }
   | { kind: 'transfer'; at: number; pick: number }
   | { kind: 'reserve'; at: number; unit: number; quantity: number; commit: boolean }
+  /** A craft in place: `quantity` of one unit into `output` of the other, one turn. */
+  | { kind: 'in_place'; at: number; unit: number; quantity: number; output: number }
   | { kind: 'merge'; at: number; source: number; target: number }
   | { kind: 'arrive'; pick: number; twice: boolean };
 
@@ -38,6 +40,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   fc.record({ kind: fc.constant('unlock' as const), at, pick: fc.nat() }),
   fc.record({ kind: fc.constant('transfer' as const), at, pick: fc.nat() }),
   fc.record({ kind: fc.constant('reserve' as const), at, unit: fc.integer({ min: 0, max: 1 }), quantity: fc.integer({ min: 1, max: 4 }), commit: fc.boolean() }),
+  fc.record({ kind: fc.constant('in_place' as const), at, unit: fc.integer({ min: 0, max: 1 }), quantity: fc.integer({ min: 1, max: 6 }), output: fc.integer({ min: 0, max: 4 }) }),
   fc.record({ kind: fc.constant('merge' as const), at, source: fc.nat(), target: fc.nat() }),
   fc.record({ kind: fc.constant('arrive' as const), pick: fc.nat(), twice: fc.boolean() }),
 );
@@ -108,6 +111,15 @@ describe('items custody property', () => {
               if (!run(c.at, { op: 'reserve', flow_id, inputs: [{ definition_id: units[c.unit].definition_id, quantity: c.quantity }] })) break;
               run(c.at, { op: c.commit ? 'commit' : 'release', flow_id });
               if (c.commit) expected.set(units[c.unit].definition_id, expected.get(units[c.unit].definition_id)! - c.quantity);
+              break;
+            }
+            case 'in_place': {
+              const input = units[c.unit].definition_id;
+              const output = units[1 - c.unit];
+              const placements = c.output === 0 ? [] : [{ unit: output, quantity: c.output }];
+              if (!run(c.at, { op: 'craft_in_place', inputs: [{ definition_id: input, quantity: c.quantity }], config: configs[c.at], placements })) break;
+              expected.set(input, expected.get(input)! - c.quantity);
+              expected.set(output.definition_id, (expected.get(output.definition_id) ?? 0) + c.output);
               break;
             }
             case 'merge': {

@@ -75,6 +75,37 @@ describe('items custody: locks', () => {
     expect(box.state.items.get(a.item_id)!.quantity).toBe(40);
   });
 
+  it('a placement topping up a partly locked stack names it locked in its reply; the lock stays', () => {
+    const box = filled('bag', 'alice');
+    const stack = box.items().find((item) => item.definition_id === 'ore')!;
+    box.step({ op: 'lock', lock_id: 'L1', item_id: stack.item_id, quantity: 4, owner_id: 'alice', holder });
+    const topped = box.step({ op: 'place', config: config('bag', 'alice'), placements: [{ unit: ore, quantity: 1 }] }).reply;
+    expect(topped.items).toMatchObject([{ item_id: stack.item_id, quantity: 31 }]);
+    expect(topped.locked_item_ids).toEqual([stack.item_id]);
+    const contents = box.step({ op: 'contents' }).reply;
+    expect(contents.locks).toMatchObject([{ lock_id: 'L1', item_id: stack.item_id, quantity: 4, status: 'held' }]);
+    // A placement touching only free items names none.
+    expect(box.step({ op: 'place', config: config('bag', 'alice'), placements: [{ unit: sword, quantity: 1 }] }).reply.locked_item_ids).toEqual([]);
+    // Unlocked, the same top-up is free again.
+    box.step({ op: 'unlock', lock_id: 'L1' });
+    expect(box.step({ op: 'place', config: config('bag', 'alice'), placements: [{ unit: ore, quantity: 1 }] }).reply.locked_item_ids).toEqual([]);
+  });
+
+  it('a craft in place consumes only the free units of a locked stack, and the lock keeps its units', () => {
+    const box = filled('bag', 'alice');
+    const stack = box.items().find((item) => item.definition_id === 'ore')!;
+    box.step({ op: 'lock', lock_id: 'L1', item_id: stack.item_id, quantity: 25, owner_id: 'alice', holder });
+    const ingot: PlacementUnit = { ...ore, definition_id: 'ingot' };
+    const craft = (quantity: number) => box.step({ op: 'craft_in_place', inputs: [{ definition_id: 'ore', quantity }], config: config('bag', 'alice'), placements: [{ unit: ingot, quantity: 1 }] });
+    // 30 ore, 25 locked: 5 free.
+    expect(codeOf(() => craft(6))).toBe('items_insufficient_inputs');
+    expect(box.state.items.get(stack.item_id)!.quantity).toBe(30);
+    craft(5);
+    expect(box.state.items.get(stack.item_id)!.quantity).toBe(25);
+    expect(box.step({ op: 'contents' }).reply.locks).toMatchObject([{ lock_id: 'L1', quantity: 25, status: 'held' }]);
+    expect(codeOf(() => craft(1))).toBe('items_insufficient_inputs');
+  });
+
   it('unlock frees the units; an unlock before its lock leaves a tombstone that refuses the lock', () => {
     const box = filled('bag', 'alice');
     const stack = box.items().find((item) => item.definition_id === 'ore')!;

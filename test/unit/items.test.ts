@@ -128,6 +128,52 @@ describe('items flows (the container coordinates)', () => {
     expect(empty.flows.size).toBe(0);
   });
 
+  describe('craft in place (source = target): the room the inputs free counts, in one turn', () => {
+    /** A container `bag` (slots, max weight) holding 10 ore (stacks of 10, weight 1 each), and a blueprint of 10 ore -> the outputs. */
+    function inPlace(slots: number, max_weight_m: number | null, outputs: Blueprint['outputs']) {
+      let catalog = seeded();
+      catalog = step(catalog, { op: 'container_create', container: { container_id: 'bag', owner_id: 'p1', parent_container_id: null, slots, max_weight_m, max_volume_m: null } }).state;
+      catalog = step(catalog, { op: 'blueprint_create', blueprint: { name: 'smelt', inputs: [{ match: 'definition_id', value: 'ore', quantity: 10 }], outputs, context_requirements: null } }).state;
+      const blueprint_id = [...catalog.blueprints.keys()][0]!;
+      const bag = run(initialContainerState(), { op: 'grant', plan: grantPlan(catalog, 'bag', 'ore', 10) }).state;
+      return { plan: craftPlan(catalog, blueprint_id, 'bag', 'bag', 3), bag };
+    }
+    const ingot = { definition_id: 'ingot', quantity: 1, chance: 1, initial_durability_pct: 100 };
+
+    it('a 1-slot bag full of ore crafts it into an ingot in the slot the ore frees, with no reservation and no place step', () => {
+      const { plan, bag } = inPlace(1, null, [ingot]);
+      const started = run(bag, { op: 'craft', plan }, 'req-p');
+      expect([...started.state.items.values()]).toMatchObject([{ definition_id: 'ingot', quantity: 1, slot: 0 }]);
+      expect(started.state.reservations.size).toBe(0);
+      expect(started.writes!.some((write) => write.subkey.startsWith('r:'))).toBe(false);
+      // Only the first claim is asked; nothing goes to a target.
+      expect(started.sends!.map((send) => [send.kind, (send.message as any).reply_to.step])).toEqual([[ITEM_FIRST_KIND, 'first:ingot']]);
+      const flow_id = (started.sends![0]!.message as any).reply_to.flow_id;
+      const done = run(started.state, answer(flow_id, 'first:ingot', { ok: true, reply: { first: true, claimed_by: flow_id } }) as never);
+      expect(done.replies).toEqual([
+        { request_id: 'req-p', reply: expect.objectContaining({ consumed: [{ definition_id: 'ore', quantity: 10 }], produced: [expect.objectContaining({ definition_id: 'ingot', slot: 0 })], locked_item_ids: [] }) },
+      ]);
+    });
+
+    it('the weight the inputs free counts too', () => {
+      const { plan, bag } = inPlace(10, 10_000, [ingot]);
+      const started = run(bag, { op: 'craft', plan }, 'req-w');
+      expect([...started.state.items.values()].map((item) => [item.definition_id, item.quantity])).toEqual([['ingot', 1]]);
+    });
+
+    it('refused when the outputs do not fit even without the inputs: nothing changed, nothing reserved', () => {
+      const { plan, bag } = inPlace(1, null, [{ definition_id: 'sword', quantity: 2, chance: 1, initial_durability_pct: 100 }]);
+      const before = JSON.stringify([...bag.items.values()]);
+      expect(codeOf(() => run(bag, { op: 'craft', plan }, 'req-r'))).toBe('items_capacity_exceeded');
+      expect(JSON.stringify([...bag.items.values()])).toBe(before);
+      expect(bag.reservations.size).toBe(0);
+      expect(bag.flows.size).toBe(0);
+      const heavy = inPlace(10, 10_000, [{ definition_id: 'ingot', quantity: 11, chance: 1, initial_durability_pct: 100 }]);
+      expect(codeOf(() => run(heavy.bag, { op: 'craft', plan: heavy.plan }))).toBe('items_capacity_exceeded');
+      expect([...heavy.bag.items.values()].map((item) => [item.definition_id, item.quantity])).toEqual([['ore', 10]]);
+    });
+  });
+
   it('grant: place, then the owner progress for a collection member, then a tier claim', () => {
     let catalog = seeded();
     catalog = step(catalog, { op: 'collection_create', collection: { name: 'metals', members: ['ore', 'ingot'], tiers: [{ required: 1, bonus_event: 'first_metal' }], duplicate_policy: 'ignore', convert_event: null } }).state;
