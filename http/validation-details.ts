@@ -22,7 +22,12 @@ export interface ValidationDetail {
 
 /** `body.owner_id`, `querystring.page`: the request part, then the path in it (and the missing or unknown property). */
 export function fieldOf(context: string | undefined, instancePath: string, params: Record<string, unknown> = {}): string {
-  let path = instancePath.replace(/^\//, '').replace(/\//g, '.');
+  // A JSON pointer: '/' in a key is ~1 and '~' is ~0 (RFC 6901); the field names the key as sent.
+  let path = instancePath
+    .replace(/^\//, '')
+    .split('/')
+    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
   if (typeof params.missingProperty === 'string') path = path ? `${path}.${params.missingProperty}` : params.missingProperty;
   if (typeof params.additionalProperty === 'string') path = path ? `${path}.${params.additionalProperty}` : params.additionalProperty;
   return path ? `${context ?? 'body'}.${path}` : (context ?? 'body');
@@ -54,4 +59,25 @@ export function validationDetails(context: string | undefined, issues: readonly 
     details.push({ field, message });
   }
   return details;
+}
+
+const PARTS = ['body.', 'querystring.', 'params.', 'headers.'];
+
+/**
+ * A handler's details name a field as the route's code knows it (`name`,
+ * `custom_limits.gold`); the conventions name the request part too. A field
+ * without one gets the part that holds its first segment: the path
+ * parameters, else the query string, else the body.
+ */
+export function qualifiedDetails(details: unknown, request: { params?: unknown; query?: unknown }): unknown {
+  if (!Array.isArray(details)) return details;
+  const holds = (part: unknown, name: string) => part !== null && typeof part === 'object' && Object.hasOwn(part, name);
+  return details.map((detail: unknown) => {
+    if (detail === null || typeof detail !== 'object') return detail;
+    const field = (detail as { field?: unknown }).field;
+    if (typeof field !== 'string' || field === '' || PARTS.some((part) => field.startsWith(part)) || ['body', 'querystring', 'params', 'headers'].includes(field)) return detail;
+    const first = field.split(/[.[]/, 1)[0];
+    const part = holds(request.params, first) ? 'params' : holds(request.query, first) ? 'querystring' : 'body';
+    return { ...detail, field: `${part}.${field}` };
+  });
 }

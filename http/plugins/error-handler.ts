@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCodes, isServiceError, type ErrorCode } from '../../runtime/index.js';
 import { routeConfigOf } from '../route-config.js';
-import { validationDetails } from '../validation-details.js';
+import { qualifiedDetails, validationDetails } from '../validation-details.js';
 
 /**
  * The one error handler of the edge. Every error leaves as the conventions'
@@ -60,7 +60,8 @@ function codeForFastifyError(error: FastifyError): ErrorCode | undefined {
 function renderConventions(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (isServiceError(error)) {
     if (error.statusCode >= 500 && error.code === 'internal_error') request.log.error({ err: error }, 'internal error');
-    return sendError(reply, error.code, error.message, { details: error.details, retryAfterSeconds: error.retryAfterSeconds });
+    const details = qualifiedDetails(error.details, request);
+    return sendError(reply, error.code, error.message, { details, retryAfterSeconds: error.retryAfterSeconds });
   }
   if (error.validation) {
     const details = validationDetails(error.validationContext, error.validation);

@@ -140,7 +140,10 @@ describe('support tiers', () => {
     expect(created.status, created.text).toBe(201);
     expect(created.body).toMatchObject({ name: 'gold', description: 'Gold support', max_requests: 500, window_seconds: 60 });
     expectError(await admin('POST', '/admin/rate-limits/support-tiers', { name: 'gold', max_requests: 1, window_seconds: 1 }), 409, 'rate_limit_tier_exists');
-    expectError(await admin('POST', '/admin/rate-limits/support-tiers', { name: 'default', max_requests: 1, window_seconds: 1 }), 400, 'BAD_REQUEST');
+    const reserved = await admin('POST', '/admin/rate-limits/support-tiers', { name: 'default', max_requests: 1, window_seconds: 1 });
+    expectError(reserved, 400, 'BAD_REQUEST');
+    // A handler's detail names the request part too, as schema errors do.
+    expect(reserved.body.details[0].field).toBe('body.name');
     expectError(await admin('POST', '/admin/rate-limits/support-tiers', { name: 'gold', max_requests: 1 }), 400, 'BAD_REQUEST');
     expect((await admin('GET', '/admin/rate-limits/support-tiers/gold')).body).toEqual(created.body);
     const changed = await admin('PUT', '/admin/rate-limits/support-tiers/gold', { max_requests: 600, window_seconds: 60 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validationDetails } from '../../http/validation-details.js';
+import { qualifiedDetails, validationDetails } from '../../http/validation-details.js';
 
 describe('validationDetails', () => {
   it('collapses a union of constants into one entry naming the allowed values', () => {
@@ -35,5 +35,25 @@ describe('validationDetails', () => {
       { field: 'body.meta.x', message: 'must NOT have additional properties' },
       { field: 'body.ttl_seconds', message: 'is invalid' },
     ]);
+  });
+});
+
+describe('field names', () => {
+  it('decodes JSON pointer escapes: a key with / or ~ is named as sent', () => {
+    const issues = [{ keyword: 'minimum', instancePath: '/custom_limits/~1a~0b/max_requests', params: {}, message: 'must be >= 1' }];
+    expect(validationDetails('body', issues)).toEqual([{ field: 'body.custom_limits./a~b.max_requests', message: 'must be >= 1' }]);
+  });
+
+  it("qualifies a handler's bare field with the request part that holds it", () => {
+    const request = { params: { user_id: 'u1' }, query: { page: '2' } };
+    const details = [{ field: 'user_id', message: 'x' }, { field: 'page', message: 'x' }, { field: 'custom_limits.nope', message: 'x' }, { field: 'body.name', message: 'x' }, { field: 'jobs[1].queue', message: 'x' }];
+    expect(qualifiedDetails(details, request)).toEqual([
+      { field: 'params.user_id', message: 'x' },
+      { field: 'querystring.page', message: 'x' },
+      { field: 'body.custom_limits.nope', message: 'x' },
+      { field: 'body.name', message: 'x' },
+      { field: 'body.jobs[1].queue', message: 'x' },
+    ]);
+    expect(qualifiedDetails({ missing: [] }, request)).toEqual({ missing: [] });
   });
 });
