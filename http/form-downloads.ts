@@ -20,12 +20,25 @@ export const ATTACHMENT_HOP_HEADER = 'x-platform-attachment-hop';
 /** How long the holding node has to start answering a request passed on to it. */
 const HOP_TIMEOUT_MS = 15_000;
 
+/**
+ * `attachment` with the file's name (RFC 6266): an ASCII fallback in
+ * `filename` (every other character as "?"), and, whenever the name is not
+ * plain ASCII, the UTF-8 name in `filename*` (RFC 5987 percent-encoding),
+ * which every current browser prefers. The header then holds ASCII only:
+ * Node re-decodes a non-ASCII Content-Disposition value sent with a
+ * Content-Length as UTF-8 (nodejs/node#46528), so an ISO-8859-1 fallback
+ * ("ä", byte E4) went out as byte FD.
+ */
+export function attachmentDisposition(file_name: string): string {
+  return contentDisposition(file_name, { type: 'attachment', fallback: file_name.replace(/[^\x20-\x7e]/g, '?') });
+}
+
 /** The headers of a download: the sniffed type, never sniffed again by the browser, and the file's name for saving. */
 export function downloadHeaders(attachment: Attachment): Record<string, string> {
   return {
     'content-type': attachment.content_type,
     'content-length': String(attachment.size_bytes),
-    'content-disposition': contentDisposition(attachment.file_name ?? attachment.blob_id, { type: 'attachment' }),
+    'content-disposition': attachmentDisposition(attachment.file_name ?? attachment.blob_id),
     etag: etagOf(attachment),
     'x-content-type-options': 'nosniff',
     // Behind a bearer token: only the client's own cache, which revalidates (a 304 costs one read of the submission).

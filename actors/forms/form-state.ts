@@ -30,6 +30,7 @@ import {
   publicAttachment,
 } from './messages.js';
 import { compileSchema, describeErrors, type CompiledSchema } from './schema-compiler.js';
+import { PATTERN_REPETITIONS_MAX, unsafePatterns, type UnsafePattern } from './schema-patterns.js';
 
 /**
  * One form: pure domain logic of the `form` actor (storage `records`, key =
@@ -99,6 +100,11 @@ export function checkDefinition(schema: object, settings: FormSettings): Compile
   if ('error' in compiled) {
     throw new ServiceError('invalid_json_schema', `The schema is not a valid JSON Schema: ${compiled.error}`, { details: [{ field: 'body.schema', message: compiled.error }] });
   }
+  const unsafe = unsafePatterns(schema);
+  if (unsafe.length > 0) {
+    const details = unsafe.map((found) => ({ field: `body.schema.${found.path}`, message: unsafeMessage(found) }));
+    throw new ServiceError('BAD_REQUEST', `body.schema.${unsafe[0].path} ${details[0].message}`, { details });
+  }
   const properties = schemaProperties(schema);
   const problems = ruleProblems(settings.conditional_logic, properties);
   for (const field of settings.fields) {
@@ -114,6 +120,10 @@ export function checkDefinition(schema: object, settings: FormSettings): Compile
     throw new ServiceError('BAD_REQUEST', problems[0], { details: problems.map((message) => ({ field: 'body', message })) });
   }
   return compiled.validate;
+}
+
+function unsafeMessage(found: UnsafePattern): string {
+  return `${JSON.stringify(found.pattern)} uses lookaround or a backreference, so it runs on JavaScript's backtracking engine, where it may backtrack catastrophically (a repetition inside a repetition, more than ${PATTERN_REPETITIONS_MAX} quantifiers, or syntax the checker cannot read); rewrite it without nested quantifiers, or without lookaround and backreferences (then it runs in linear time)`;
 }
 
 /** The definition with a PATCH applied: lists replace, groups merge key by key (messages.ts, FormSettingsPatch). */
@@ -134,7 +144,15 @@ export function withSettings(def: FormDefinition, patch: FormSettingsPatch): For
 function validatorOf(state: FormState, version: number): CompiledSchema {
   let validate = state.validators.get(version);
   if (!validate) {
-    const compiled = compileSchema(state.def!.schemas[version - 1]);
+    const schema = state.def!.schemas[version - 1];
+    // A version stored before patterns were checked: it takes nothing until a new schema replaces it.
+    const unsafe = unsafePatterns(schema);
+    if (unsafe.length > 0) {
+      throw new ServiceError('conflict', `Schema version ${version} holds a pattern that may backtrack catastrophically (schema.${unsafe[0].path}); the form takes no submissions until its owner puts a new schema version.`, {
+        details: { schema_version: version, patterns: unsafe.map((found) => ({ path: `schema.${found.path}`, pattern: found.pattern })) },
+      });
+    }
+    const compiled = compileSchema(schema);
     // A stored schema compiled when it was accepted; failing now is a defect, not bad input.
     if ('error' in compiled) throw new Error(`stored schema version ${version} no longer compiles: ${compiled.error}`);
     validate = compiled.validate;
@@ -182,18 +200,21 @@ function prepareSubmission(
   if (state.submissions.size >= formPolicy.submissions_per_form_max) {
     return new ServiceError('form_limit_reached', `The form holds the maximum of ${formPolicy.submissions_per_form_max} submissions.`);
   }
-  const errors = validationErrors(state, data);
+  let errors: string[];
+  try {
+    errors = validationErrors(state, data);
+  } catch (error) {
+    // A stored version refused now (its patterns): returned, so a batch stops there with its earlier items kept.
+    if (error instanceof ServiceError) return error;
+    throw error;
+  }
   if (errors.length > 0) {
     return new ServiceError('submission_invalid', `The submission does not satisfy form version ${def.version}: ${errors[0]}`, {
       details: { errors, schema_version: def.version },
     });
   }
   const submission_id = context.newId('sub_');
-  const encrypted = def.fields.filter((field) => field.encrypted && data[field.name] !== undefined);
-  if (encrypted.length > 0) {
-    data = { ...data };
-    for (const field of encrypted) data[field.name] = sealField(data[field.name], `${def.form_id}/${submission_id}/${field.name}`, context.newId('nonce_'));
-  }
+  data = sealFields(def, submission_id, data, context);
   return {
     submission_id,
     seq: state.last_seq + 1,
@@ -282,19 +303,59 @@ function formKeyOf(def: FormDefinition): string {
   return JSON.stringify([def.tenant, def.form_id]);
 }
 
-/** What a webhook hook delivers: the submission as its owners read it. */
 /**
- * The submission with its encrypted fields opened (for the form's owners and
- * admins, and for its hooks), or replaced by "[encrypted]" (for anyone else).
+ * A record's data with its sealed values opened (`clear`: for the form's
+ * owners and admins, and for its hooks) or replaced by "[encrypted]" (for
+ * anyone else). `aadOf` names the additional data each value was sealed
+ * with. A value that only looks sealed (a string a caller typed into a field
+ * that is not encrypted, or one sealed under another key) does not open and
+ * is answered as stored, so it never breaks a read.
  */
-export function revealed(submission: Submission, clear: boolean): Submission {
-  const sealed = Object.entries(submission.data).filter(([, value]) => isSealed(value));
-  if (sealed.length === 0) return submission;
-  const data = { ...submission.data };
-  for (const [name, value] of sealed) data[name] = clear ? openField(value as string, `${submission.form_id}/${submission.submission_id}/${name}`) : '[encrypted]';
-  return { ...submission, data };
+function revealData(data: Record<string, unknown>, clear: boolean, aadOf: (field: string) => string): Record<string, unknown> {
+  const sealed = Object.entries(data).filter(([, value]) => isSealed(value));
+  if (sealed.length === 0) return data;
+  const revealedData = { ...data };
+  for (const [name, value] of sealed) {
+    if (!clear) {
+      revealedData[name] = '[encrypted]';
+      continue;
+    }
+    try {
+      revealedData[name] = openField(value as string, aadOf(name));
+    } catch {
+      revealedData[name] = value;
+    }
+  }
+  return revealedData;
 }
 
+/** The submission with its encrypted fields opened, or replaced by "[encrypted]" (revealData). */
+export function revealed(submission: Submission, clear: boolean): Submission {
+  const data = revealData(submission.data, clear, (field) => `${submission.form_id}/${submission.submission_id}/${field}`);
+  return data === submission.data ? submission : { ...submission, data };
+}
+
+/**
+ * A submission's data or a draft's partial_data as stored: the values of the
+ * form's encrypted fields sealed, with `<form_id>/<record_id>/<field>` as
+ * additional data (a draft id is never a submission id, so a draft's sealed
+ * value does not open as a submission's).
+ */
+function sealFields(def: FormDefinition, record_id: string, data: Record<string, unknown>, context: TurnContext): Record<string, unknown> {
+  const encrypted = def.fields.filter((field) => field.encrypted && data[field.name] !== undefined);
+  if (encrypted.length === 0) return data;
+  const sealed = { ...data };
+  for (const field of encrypted) sealed[field.name] = sealField(data[field.name], `${def.form_id}/${record_id}/${field.name}`, context.newId('nonce_'));
+  return sealed;
+}
+
+/** The draft as the caller may read it, as a submission is (readable): drafts saved before sealing hold clear values, read as they are. */
+function readableDraft(def: FormDefinition, caller: FormCaller, draft: Draft): Draft {
+  const partial_data = revealData(draft.partial_data, isOwner(def, caller), (field) => `${draft.form_id}/${draft.draft_id}/${field}`);
+  return partial_data === draft.partial_data ? draft : { ...draft, partial_data };
+}
+
+/** What a webhook hook delivers: the submission as its owners read it. */
 export function submissionEventData(stored: Submission) {
   const submission = revealed(stored, true);
   return {
@@ -567,18 +628,19 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
       if (JSON.stringify(message.partial_data).length > formPolicy.data_bytes_max) {
         throw new ServiceError('BAD_REQUEST', `partial_data must serialise to at most ${formPolicy.data_bytes_max} bytes.`, { details: [{ field: 'body.partial_data', message: 'is too large' }] });
       }
+      const draft_id = context.newId('drf_');
       const draft: Draft = {
-        draft_id: context.newId('drf_'),
+        draft_id,
         form_id: def.form_id,
         form_version: def.version,
         subject: message.caller.user_id,
-        partial_data: message.partial_data,
+        partial_data: sealFields(def, draft_id, message.partial_data, context),
         created_at_ms: now,
         updated_at_ms: now,
         expires_at_ms: now + def.drafts.ttl_seconds * 1000,
       };
       state.drafts.set(draft.draft_id, draft);
-      return { state, reply: draft, writes: [{ subkey: `d:${draft.draft_id}`, value: draft }], alarms: [{ name: DRAFT_EXPIRY_ALARM, due_ms: nextDraftExpiry(state) }] };
+      return { state, reply: readableDraft(def, message.caller, draft), writes: [{ subkey: `d:${draft.draft_id}`, value: draft }], alarms: [{ name: DRAFT_EXPIRY_ALARM, due_ms: nextDraftExpiry(state) }] };
     }
 
     case 'get_draft': {
@@ -588,7 +650,7 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
       if (!draft || draft.expires_at_ms <= now || (draft.subject !== message.caller.user_id && !isOwner(def, message.caller))) {
         throw new ServiceError('not_found', 'No such draft (unknown, expired, or another user\'s).');
       }
-      return { state, reply: draft };
+      return { state, reply: readableDraft(def, message.caller, draft) };
     }
 
     case '$alarm': {

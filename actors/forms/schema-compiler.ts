@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import formatsPlugin from 'ajv-formats';
+import { formPatternEngine } from './pattern-engine.js';
 
 /**
  * Compiles a form's JSON Schema with ajv: once per form version (the form
@@ -22,6 +23,8 @@ function freshAjv(): Ajv {
     strictRequired: false,
     addUsedSchema: false,
     logger: false,
+    // Patterns run in linear time where RE2 reads them (pattern-engine.ts).
+    code: { regExp: formPatternEngine },
   });
   addFormats(ajv);
   return ajv;

@@ -170,7 +170,8 @@ const DraftSchema = Type.Object({
   updated_at: Type.String({ format: 'date-time' }),
 }, { title: 'Draft' });
 
-const PAGE = { page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })), page_size: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })) };
+// Any safe integer (docs/api/common.md): a page past the end is empty, a page_size above the cap is capped (pageOf).
+const PAGE = { page: Type.Optional(Type.Integer({ minimum: 0 })), page_size: Type.Optional(Type.Integer({ minimum: 0 })) };
 const SORT_ORDER = Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')]));
 const FormListQuery = Type.Object({
   q: Type.Optional(Type.String({ maxLength: 200 })),
@@ -414,9 +415,22 @@ function draftShape(draft: Draft) {
   };
 }
 
-function callerOf(request: FastifyRequest): { tenant: string; caller: FormCaller } {
+/**
+ * The caller, and the tenant it acts in: the credential's. `acrossTenants`
+ * (reading one form, its submissions, drafts and files, and approving or
+ * rejecting): a platform admin acts in the tenant the form id names, as
+ * admins read any tenant's agents and attestations, so a form whose
+ * approver_role is "admin" has its deciders whatever tenant it is in.
+ * Changing a form, submitting and retrying stay in the admin's own tenant;
+ * an organization's API key acts for its own organization only. Anyone else
+ * naming another tenant's form gets askForm's 404.
+ */
+function callerOf(request: FastifyRequest, acrossTenants?: { form_id: string }): { tenant: string; caller: FormCaller } {
   const principal = requirePrincipal(request);
-  return { tenant: principal.tenant, caller: { user_id: principal.user_id, admin: principal.role === 'admin' } };
+  const caller = { user_id: principal.user_id, admin: principal.role === 'admin' };
+  const formTenant = acrossTenants === undefined ? null : tenantOfFormId(acrossTenants.form_id);
+  if (formTenant !== null && caller.admin && principal.org_id === null) return { tenant: formTenant, caller };
+  return { tenant: principal.tenant, caller };
 }
 
 /** How often this node looks for half-written uploads a crash left on its disk (http/form-blob-sweep.ts). */
@@ -497,7 +511,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
     onRequest: authenticate,
     schema: { tags, summary: 'A form with its current schema version.', security: bearerSecurity, params: FormParams, response: { 200: FormSchema, ...errorResponses(...bearerErrors, 404) } },
   }, async (request) => {
-    const { tenant, caller } = callerOf(request);
+    const { tenant, caller } = callerOf(request, request.params);
     return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'get', caller }, true));
   });
 
@@ -541,6 +555,8 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
 
   app.post<{ Params: Static<typeof FormParams>; Body: { partial_data: Record<string, unknown> } }>('/api/v1/forms/:form_id/drafts', {
     onRequest: authenticate,
+    // The answer holds the draft's encrypted fields in clear for the form's owners: an Idempotency-Key does not store it (http/secret-responses.ts).
+    config: { secretResponse: true },
     schema: {
       tags, summary: 'Save a draft (not validated); it expires after drafts.ttl_seconds. Needs drafts.enabled and an active form.',
       security: bearerSecurity, params: FormParams, body: Type.Object({ partial_data: JsonObject }),
@@ -559,7 +575,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
       security: bearerSecurity, params: DraftParams, response: { 200: DraftSchema, ...errorResponses(...bearerErrors, 404) },
     },
   }, async (request) => {
-    const { tenant, caller } = callerOf(request);
+    const { tenant, caller } = callerOf(request, request.params);
     return draftShape(await askForm<Draft>(tenant, request.params.form_id, { op: 'get_draft', caller, draft_id: request.params.draft_id }, true));
   });
 
@@ -571,7 +587,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
       response: { 200: Type.Object({ submissions: Type.Array(SubmissionSchema), pagination: Pagination }), ...errorResponses(...bearerErrors, 403, 404) },
     },
   }, async (request) => {
-    const { tenant, caller } = callerOf(request);
+    const { tenant, caller } = callerOf(request, request.params);
     const { page, page_size } = pageOf(request.query);
     const query = { status: request.query.status ?? null, submitter: request.query.submitter ?? null, page, page_size, sort_by: request.query.sort_by ?? 'created_at', sort_order: request.query.sort_order ?? 'desc' } as const;
     const result = await askForm<Page<Submission>>(tenant, request.params.form_id, { op: 'list_submissions', caller, query }, true);
@@ -636,7 +652,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
       security: bearerSecurity, params: SubmissionParams, response: { 200: SubmissionSchema, ...errorResponses(...bearerErrors, 404) },
     },
   }, async (request) => {
-    const { tenant, caller } = callerOf(request);
+    const { tenant, caller } = callerOf(request, request.params);
     return submissionShape(await askForm<Submission>(tenant, request.params.form_id, { op: 'get_submission', caller, submission_id: request.params.submission_id }, true));
   });
 
@@ -653,7 +669,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
       },
     },
   }, async (request, reply) => {
-    const { tenant, caller } = callerOf(request);
+    const { tenant, caller } = callerOf(request, request.params);
     const { form_id, submission_id, blob_id } = request.params;
     // The submission's read decides who may have its files.
     const submission = await askForm<Submission>(tenant, form_id, { op: 'get_submission', caller, submission_id }, true);
@@ -680,13 +696,15 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   for (const decision of ['approve', 'reject'] as const) {
     app.post<{ Params: Static<typeof SubmissionParams>; Body: Static<typeof DecideBody> }>(`/api/v1/forms/:form_id/submissions/:submission_id/${decision}`, {
       onRequest: authenticate,
+      // The submission as its owners read it: encrypted fields in clear, never kept by the Idempotency-Key store.
+      config: { secretResponse: true },
       schema: {
         tags, summary: `${decision === 'approve' ? 'Approve' : 'Reject'} a pending_approval submission (approval.enabled): the approver role decides once.`,
         security: bearerSecurity, params: SubmissionParams, body: DecideBody,
         response: { 200: SubmissionSchema, ...errorResponses(...bearerErrors, 403, 404, 409) },
       },
     }, async (request) => {
-      const { tenant, caller } = callerOf(request);
+      const { tenant, caller } = callerOf(request, request.params);
       const message: FormMessage = { op: 'decide', caller, submission_id: request.params.submission_id, decision: decision === 'approve' ? 'approved' : 'rejected', note: request.body?.note ?? '' };
       return submissionShape(await askForm<Submission>(tenant, request.params.form_id, message));
     });
@@ -694,6 +712,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
 
   app.post<{ Params: Static<typeof SubmissionParams> }>('/api/v1/forms/:form_id/submissions/:submission_id/retry', {
     onRequest: authenticate,
+    config: { secretResponse: true },
     schema: {
       tags, summary: "Run the submission's failed hooks again (a new attempt each). No failed hook: 409 conflict. Owners and admins.",
       security: bearerSecurity, params: SubmissionParams,

@@ -254,8 +254,8 @@ const RecordsQuery = Type.Object({
   species_id: Type.Optional(ID),
   parent: Type.Optional(ID),
   requested_by: Type.Optional(Type.String({ minLength: 1, maxLength: policy.id_length_max })),
-  page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-  page_size: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+  page: Type.Optional(Type.Integer({ minimum: 0 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 0 })),
   sort_order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')], { description: 'By created_at; default desc.' })),
 });
 const PreviewBody = Type.Object({
@@ -275,8 +275,8 @@ const Preview = Type.Object(
   { title: 'Preview' },
 );
 const ListQuery = Type.Object({
-  page: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-  page_size: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+  page: Type.Optional(Type.Integer({ minimum: 0 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 0 })),
   sort_by: Type.Optional(Type.Union([Type.Literal('created_at'), Type.Literal('updated_at'), Type.Literal('name')])),
   sort_order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
 });

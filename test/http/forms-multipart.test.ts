@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -197,6 +198,36 @@ describe('downloads', () => {
     // An id the submission does not have: 404 in the error shape.
     const unknown = await t.request('GET', path('blob_nope'), { token: alice.token });
     expect([unknown.status, unknown.body.code]).toEqual([404, 'not_found']);
+  });
+
+  it('names a non-ASCII file in ASCII header bytes: a fallback with ? in filename, RFC 5987 UTF-8 in filename*', async () => {
+    // The raw header line as sent (node:http, whose header strings are latin1: one character per byte, nothing re-decoded).
+    const rawDisposition = (path: string) => new Promise<Buffer>((resolve, reject) => {
+      const url = new URL(`${t.url}${path}`);
+      const sent = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${alice.token}` } }, (response) => {
+        response.resume();
+        const index = response.rawHeaders.findIndex((name, at) => at % 2 === 0 && name.toLowerCase() === 'content-disposition');
+        resolve(Buffer.from(response.rawHeaders[index + 1] ?? '', 'latin1'));
+      });
+      sent.on('error', reject);
+      sent.end();
+    });
+    const id = await multipartForm({ allowed_content_types: ['text/plain'], max_files: 3 });
+    const names = ['ä.png', 'résumé 日本.txt', 'plain name.txt'];
+    const res = await send(id, { name: 'Ada' }, names.map((name, index) => ({ field: `f${index}`, name, type: 'text/plain', bytes: Buffer.from(`hello ${index}`) })));
+    expect(res.status, res.text).toBe(201);
+    const read = await t.request('GET', `${base}/${id}/submissions/${res.body.submission_id}`, { token: alice.token });
+    const blobOf = (field: string) => (read.body.attachments as { field: string; blob_id: string }[]).find((a) => a.field === field)!.blob_id;
+    const path = (field: string) => `${base}/${id}/submissions/${res.body.submission_id}/attachments/${blobOf(field)}`;
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+
+    // Every byte of the header is ASCII: a non-ASCII character is "?" in the fallback, its UTF-8 percent-encoded in filename*.
+    const umlaut = await rawDisposition(path('f0'));
+    expect(umlaut.toString('hex')).toBe(latin1(`attachment; filename="?.png"; filename*=UTF-8''%C3%A4.png`).toString('hex'));
+    const mixed = await rawDisposition(path('f1'));
+    expect(mixed.toString('hex')).toBe(latin1(`attachment; filename="r?sum? ??.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%E6%97%A5%E6%9C%AC.txt`).toString('hex'));
+    // A plain ASCII name needs no filename*.
+    expect((await rawDisposition(path('f2'))).toString('latin1')).toBe('attachment; filename="plain name.txt"');
   });
 
   it('does not serve a stored file whose size is not the recorded one', async () => {

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
@@ -269,5 +271,153 @@ describe('drafts', () => {
     const noDrafts = await createForm();
     expectError(await post(`/${noDrafts}/drafts`, { partial_data: {} }), 409, 'conflict');
     expectError(await post(`/${id}/drafts`, {}), 400, 'BAD_REQUEST');
+  });
+});
+
+describe('schema patterns (ReDoS)', () => {
+  // Lookahead (which RE2 lacks) around a nested repetition: it would run as a backtracking RegExp.
+  const REDOS = '^(?=a)(a+)+$';
+
+  it('runs a pattern RE2 reads in linear time: a nested repetition is accepted and a hostile submission answered at once', async () => {
+    const id = await createForm({}, alice.token, false);
+    const put1 = await put(`/${id}/schema`, { schema: { ...SCHEMA, properties: { ...SCHEMA.properties, state: { type: 'string', pattern: '^(a+)+$' }, name: { type: 'string', pattern: '^(\\w+\\s?)*$' } } } });
+    expect(put1.status, put1.text).toBe(200);
+    expect((await post(`/${id}/status`, { status: 'active' })).status).toBe(200);
+    // With JavaScript's engine, 40 characters already took a minute; this many would never end.
+    const hostile = await post(`/${id}/submissions`, { data: { email: 'a@example.com', state: `${'a'.repeat(20_000)}!` } });
+    expectError(hostile, 400, 'submission_invalid');
+    // Two patterns in one schema: each checks its own field.
+    expectError(await post(`/${id}/submissions`, { data: { email: 'a@example.com', state: 'aab', name: 'Ada' } }), 400, 'submission_invalid');
+    const fine = await post(`/${id}/submissions`, { data: { email: 'a@example.com', state: 'aaa', name: 'Ada Lovelace' } });
+    expect(fine.status, fine.text).toBe(201);
+  });
+
+  it('refuses, at create and PUT schema, a pattern RE2 cannot read that can backtrack catastrophically, naming where it is', async () => {
+    const refused = async (schema: object, field: string, pattern = REDOS) => {
+      const res = await post('', { name: 'x', title: 'x', schema });
+      expectError(res, 400, 'BAD_REQUEST');
+      expect(res.body.details).toContainEqual({ field, message: expect.stringContaining(JSON.stringify(pattern)) });
+      expect(res.body.message).toContain(field);
+    };
+    await refused({ type: 'object', properties: { a: { type: 'string', pattern: REDOS } } }, 'body.schema.properties.a.pattern');
+    await refused({ type: 'object', patternProperties: { [REDOS]: { type: 'string' } } }, `body.schema.patternProperties.${REDOS}`);
+    await refused({ type: 'object', propertyNames: { pattern: REDOS } }, 'body.schema.propertyNames.pattern');
+    await refused({ type: 'object', properties: { list: { type: 'array', items: { $ref: '#/$defs/word' } } }, $defs: { word: { type: 'string', pattern: REDOS } } }, 'body.schema.$defs.word.pattern');
+    await refused({ type: 'object', properties: { a: { anyOf: [{ type: 'string', pattern: '(\\w)\\1(\\w+\\s?)*$' }, { type: 'integer' }] } } }, 'body.schema.properties.a.anyOf[0].pattern', '(\\w)\\1(\\w+\\s?)*$');
+
+    // Ordinary patterns stay accepted, lookbehind and Unicode classes included; a `pattern` key inside `const` is data, not a pattern.
+    const fine = await post('', {
+      name: 'patterns', title: 'Patterns',
+      schema: {
+        type: 'object',
+        properties: {
+          phone: { type: 'string', pattern: '^\\d{3}-\\d{4}$' },
+          name: { type: 'string', pattern: "^[\\p{L} '-]+$" },
+          price: { type: 'string', pattern: '(?<=\\$)\\d+' },
+          shape: { const: { pattern: REDOS } },
+        },
+        patternProperties: { '^x-[a-z]+$': { type: 'string' } },
+      },
+    });
+    expect(fine.status, fine.text).toBe(201);
+
+    const id = await createForm();
+    const put1 = await put(`/${id}/schema`, { schema: { ...SCHEMA, properties: { ...SCHEMA.properties, state: { type: 'string', pattern: '(?!z)(x*)*y' } } } });
+    expectError(put1, 400, 'BAD_REQUEST');
+    expect(put1.body.details[0].field).toBe('body.schema.properties.state.pattern');
+    expect((await get(`/${id}`)).body.version).toBe(1);
+  });
+});
+
+describe('encrypted fields at rest', () => {
+  /** Whether `text` is in any LMDB file of the node's data directory. */
+  function inStore(text: string): boolean {
+    const needle = Buffer.from(text, 'utf8');
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (name.endsWith('.mdb')) files.push(path);
+      }
+    };
+    walk(t.dataDir);
+    expect(files.length).toBeGreaterThan(0);
+    return files.some((file) => readFileSync(file).includes(needle));
+  }
+
+  it("seal a draft's encrypted field as a submission's, and open it for the owner", async () => {
+    const id = await createForm({ fields: [{ name: 'state', encrypted: true }], drafts: { enabled: true } });
+    const secret = `DRAFT-SECRET-${Date.now()}`;
+    const saved = await post(`/${id}/drafts`, { partial_data: { email: 'half', state: secret } });
+    expect(saved.status, saved.text).toBe(201);
+    expect(saved.body.partial_data).toEqual({ email: 'half', state: secret });
+    const submitted = await post(`/${id}/submissions`, { data: { email: 'a@example.com', state: `${secret}-SUB` } });
+    expect(submitted.status, submitted.text).toBe(201);
+    // Committed before the replies left: neither clear value is in the store, the unencrypted field is.
+    expect(inStore('half')).toBe(true);
+    expect(inStore(secret)).toBe(false);
+    // The owner reads the draft in clear.
+    expect((await get(`/${id}/drafts/${saved.body.draft_id}`)).body.partial_data).toEqual({ email: 'half', state: secret });
+    // With an Idempotency-Key the answer (the clear value) is not kept for a replay either.
+    const keyed = `${secret}-KEYED`;
+    const headers = { 'idempotency-key': `draft-${Date.now()}` };
+    const first = await t.request('POST', `${base}/${id}/drafts`, { token: alice.token, body: { partial_data: { state: keyed } }, headers });
+    expect(first.status, first.text).toBe(201);
+    const again = await t.request('POST', `${base}/${id}/drafts`, { token: alice.token, body: { partial_data: { state: keyed } }, headers });
+    expectError(again, 409, 'idempotency_replay_withheld');
+    expect(inStore(keyed)).toBe(false);
+  });
+
+  it('a value that only looks sealed, in a field that is not encrypted, is read as stored', async () => {
+    const id = await createForm({ fields: [{ name: 'state', encrypted: true }], drafts: { enabled: true } });
+    const lookalike = 'enc:v1:AAAA';
+    const ack = await post(`/${id}/submissions`, { data: { email: 'a@example.com', country: lookalike, state: 'CA' } });
+    expect(ack.status, ack.text).toBe(201);
+    expect((await get(`/${id}/submissions/${ack.body.submission_id}`)).body.data).toEqual({ email: 'a@example.com', country: lookalike, state: 'CA' });
+    expect((await get(`/${id}/submissions`)).status).toBe(200);
+    const draft = await post(`/${id}/drafts`, { partial_data: { country: lookalike } });
+    expect((await get(`/${id}/drafts/${draft.body.draft_id}`)).body.partial_data).toEqual({ country: lookalike });
+  });
+});
+
+describe('approver_role "admin"', () => {
+  it("a personal form's submissions are read and decided by a platform admin; the owner is refused", async () => {
+    const owner = await t.newUser('personal');
+    const id = await createForm({ approval: { enabled: true, approver_role: 'admin' } }, owner.token);
+    const ack = await post(`/${id}/submissions`, { data: { email: 'a@example.com' } }, owner.token);
+    expect(ack.body.status).toBe('pending_approval');
+    const path = `/${id}/submissions/${ack.body.submission_id}`;
+    expectError(await post(`${path}/approve`, {}, owner.token), 403, 'forbidden');
+    // The admin is another tenant, and still reaches the form by its id.
+    expect((await get(`/${id}`, adminToken)).body.form_id).toBe(id);
+    expect((await get(path, adminToken)).body).toMatchObject({ submission_id: ack.body.submission_id, status: 'pending_approval' });
+    expect((await get(`/${id}/submissions`, adminToken)).body.pagination.total).toBe(1);
+    const approved = await post(`${path}/approve`, { note: 'ok' }, adminToken);
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body).toMatchObject({ status: 'approved', execution_status: { approval: { status: 'approved', note: 'ok' } } });
+    expect((await get(path, owner.token)).body.status).toBe('approved');
+    expectError(await post(`${path}/reject`, {}, adminToken), 409, 'conflict');
+    // Anyone else of another tenant still finds no such form.
+    expectError(await get(path, bob.token), 404, 'not_found');
+    expectError(await post(`${path}/reject`, {}, bob.token), 404, 'not_found');
+  });
+});
+
+describe('list bounds', () => {
+  it('page takes any safe integer (an empty page past the end), page_size above 100 is capped', async () => {
+    const id = await createForm();
+    await post(`/${id}/submissions`, { data: { email: 'a@example.com' } });
+    for (const path of ['', `/${id}/submissions`]) {
+      const far = await get(`${path}?page=9007199254740991`);
+      expect(far.status, far.text).toBe(200);
+      expect(far.body.pagination).toMatchObject({ page: 9007199254740991, page_size: 20, has_more: false });
+      expect(far.body[path === '' ? 'forms' : 'submissions']).toEqual([]);
+      const big = await get(`${path}?page_size=1000001`);
+      expect(big.status, big.text).toBe(200);
+      expect(big.body.pagination.page_size).toBe(100);
+      expectError(await get(`${path}?page=9007199254740992`), 400, 'BAD_REQUEST');
+      expectError(await get(`${path}?page=-1`), 400, 'BAD_REQUEST');
+    }
   });
 });

@@ -315,3 +315,23 @@ describe('genomes, breeding, pedigree, provenance, preview, records', () => {
     expect(exact.body.traits[1].exact).toMatchObject({ mean: expect.any(Number), stddev: 2 });
   });
 });
+
+describe('list bounds', () => {
+  it('page takes any safe integer (an empty page past the end), page_size above 100 is capped', async () => {
+    const owner = await t.newUser('pages');
+    await horseFor(owner.token);
+    for (const [path, items] of [['/traits', 'traits'], ['/species', 'species'], ['/records', 'records']] as const) {
+      const far = await get(`${path}?page=9007199254740991`, owner.token);
+      expect(far.status, far.text).toBe(200);
+      expect(far.body.pagination).toMatchObject({ page: 9007199254740991, page_size: 20, has_more: false });
+      expect(far.body[items]).toEqual([]);
+      const big = await get(`${path}?page_size=1000001`, owner.token);
+      expect(big.status, big.text).toBe(200);
+      expect(big.body.pagination.page_size).toBe(100);
+      expectError(await get(`${path}?page=9007199254740992`, owner.token), 400, 'BAD_REQUEST');
+      expectError(await get(`${path}?page_size=-1`, owner.token), 400, 'BAD_REQUEST');
+    }
+    // The first page still lists them.
+    expect((await get('/species?page_size=1000001', owner.token)).body.species).toHaveLength(1);
+  });
+});
