@@ -1,7 +1,7 @@
 import { isServiceError, ServiceError, type ActorSend, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
 import { addCosts, allocate, emptyAllocation, exclusiveSelections, highestTierUnlocked, migrate, nodeStatuses, respec, snapshotOf, type Allocation } from './allocation.js';
-import { levelForXp, pointsForLevels } from './curves.js';
+import { levelForXp, pointsForLevels, XP_TOTAL_MAX } from './curves.js';
 import {
   TALENT_ANALYTICS_KIND,
   TALENT_CURVE_KIND,
@@ -122,7 +122,7 @@ export function applyXp(state: TalentUserState, curve: Curve, message: { curve_i
   const replay = replayedEvent(state, message.event_id, message.curve_id, message.amount);
   if (replay) return { state, reply: replay };
   const before = state.xp[curve.curve_id] ?? { total_xp: 0, current_level: 1 };
-  const total_xp = Math.min(Number.MAX_SAFE_INTEGER, before.total_xp + message.amount);
+  const total_xp = Math.min(XP_TOTAL_MAX, before.total_xp + message.amount);
   const new_level = Math.max(before.current_level, levelForXp(curve, total_xp));
   const granted = pointsForLevels(curve, before.current_level, new_level);
   const result: XpResult = { granted, idempotent: false, new_level, old_level: before.current_level, curve_id: curve.curve_id, total_xp, event_id: message.event_id };

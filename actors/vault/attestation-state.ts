@@ -11,7 +11,9 @@ import {
   type AttestationMessage,
   type AttestationRecord,
   type AttestationSummaryEntry,
+  type EnterReply,
   type HistoryEvent,
+  type WitnessReply,
 } from './messages.js';
 
 /**
@@ -178,14 +180,32 @@ function witness(state: AttestationState, record: AttestationRecord, message: Ex
   }
   const earlier = record.witnesses.find((item) => item.signer === signer.signer);
   // A signer counts once; signing again answers the first signature's time.
-  if (earlier) return { state, reply: { record, signature_valid: true, witnessed_at_ms: earlier.signed_at_ms } };
+  if (earlier) return { state, reply: witnessReply(record, earlier.signed_at_ms, context) };
   record.witnesses.push({ signer: signer.signer, signed_at_ms: context.now, signature: message.signature });
   const writes: RecordWrite[] = [];
   record_event(state, record, writes, 'witnessed', signer.signer, { submitted_by: message.caller.user_id, collected: record.witnesses.length, required: witnesses.threshold }, context);
   const changed = settle(state, record, writes, signer.signer, context);
-  return finish(state, record, writes, changed, { record, signature_valid: true, witnessed_at_ms: context.now });
+  return finish(state, record, writes, changed, witnessReply(record, context.now, context));
 }
 
+/**
+ * The count and status as of this turn, copied: `record` is this actor's live
+ * state, and later turns of the same batch (other signers) change it before
+ * the reply is released after the batch's commit.
+ */
+function witnessReply(record: AttestationRecord, witnessed_at_ms: number, context: TurnContext): WitnessReply {
+  return { record, signature_valid: true, witnessed_at_ms, signatures_collected: record.witnesses.length, status: unlockProgress(record, context.now).status };
+}
+
+/**
+ * A lottery entry. Winning is one condition of the lock, like the time or the
+ * witnesses: the win is recorded (the winner becomes a reader), but the
+ * content key is revealed only when every condition holds in this turn
+ * (`revealed`, a `content_revealed` event). Otherwise the attestation opens
+ * later by the path that completes it (the unlock_at alarm, the last
+ * signature, or an unlock once the time has come), once, and the winner
+ * reads it with `unlock` like the tenant.
+ */
 function enter(state: AttestationState, record: AttestationRecord, caller: AttestationCaller, entry_count: number, context: TurnContext): Result {
   const lottery = record.lock.lottery;
   if (!lottery) throw new ServiceError('invalid_configuration', 'This attestation has no lottery.');
@@ -206,7 +226,11 @@ function enter(state: AttestationState, record: AttestationRecord, caller: Attes
     record_event(state, record, writes, 'lottery_won', caller.user_id, { winning_entry: winning }, context);
   }
   const changed = settle(state, record, writes, caller.user_id, context);
-  return finish(state, record, writes, changed || won, { record, entries_purchased: bought, won });
+  // Only the winning request may carry the key, and only if the lock holds now.
+  const revealed = won && record.unlocked_at_ms !== null;
+  if (revealed) record_event(state, record, writes, 'content_revealed', caller.user_id, null, context);
+  const reply: EnterReply = { record, entries_purchased: bought, won, revealed, total_entries: record.lottery_total_entries, status: record.status };
+  return finish(state, record, writes, changed || won, reply);
 }
 
 function unlock(state: AttestationState, record: AttestationRecord, caller: AttestationCaller, context: TurnContext): Result {

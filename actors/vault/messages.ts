@@ -139,14 +139,26 @@ export type AttestationMessage =
 export interface AttestationReply {
   record: AttestationRecord;
 }
+/**
+ * The reply's own fields are as of the request's turn; `record` is the
+ * actor's live record, which later turns of the same batch may have changed
+ * by the time the reply is released (after the batch's commit).
+ */
 export interface WitnessReply extends AttestationReply {
   signature_valid: boolean;
   witnessed_at_ms: number;
+  /** Signatures counted once this one was (or, signing again, at this turn). */
+  signatures_collected: number;
+  status: AttestationStatus;
 }
 export interface EnterReply extends AttestationReply {
   entries_purchased: number;
   /** True when this request bought the winning entry. */
   won: boolean;
+  /** True when this request won and every condition of the lock holds: only then may its answer carry the content key. */
+  revealed: boolean;
+  total_entries: number;
+  status: AttestationStatus;
 }
 export interface HistoryReply extends AttestationReply {
   events: HistoryEvent[];

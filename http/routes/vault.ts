@@ -418,31 +418,32 @@ export function vaultRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const principal = requirePrincipal(request);
     const result = await attestation<WitnessReply>(request.params.attestation_id, { op: 'witness', caller: callerOf(principal), signer: request.body.signer, signature: request.body.signature });
-    const progress = unlockProgress(result.record, services.clock.now());
+    // The count and status as of this signature's turn (the record may have moved on since, in the same batch).
     return {
       attestation_id: result.record.attestation_id,
-      current: progress.signatures_collected,
-      required: progress.signatures_required,
+      current: result.signatures_collected,
+      required: result.record.lock.witnesses?.threshold ?? 0,
       signature_valid: result.signature_valid,
       witness: request.body.signer,
       witnessed_at: isoTime(result.witnessed_at_ms)!,
-      status: progress.status,
+      status: result.status,
     };
   });
 
   app.post<{ Params: Static<typeof IdParams>; Body: { entry_count: number } }>(`${base}/:attestation_id/lottery/enter`, {
     onRequest: authenticate,
     schema: schema(
-      `Buy lottery entries (1..${policy.entries_per_request_max}; free: the service keeps no payment for them). The request that buys the winning entry gets the content key; the attestation then unlocks (when its other conditions hold).`,
+      `Buy lottery entries (1..${policy.entries_per_request_max}; free: the service keeps no payment for them). The request that buys the winning entry gets won: true; it gets the content key too (revealed: true) only when every other condition of the lock holds already. Otherwise the winner reads the content with unlock once the attestation opens.`,
       { params: IdParams, body: Type.Object({ entry_count: Type.Integer({ minimum: 1, maximum: policy.entries_per_request_max }) }) },
       {
         200: Type.Object(
           {
             attestation_id: Type.String(),
-            content_key: Type.Union([Type.String(), Type.Null()], { description: 'base64; only in the answer that bought the winning entry.' }),
+            content_key: Type.Union([Type.String(), Type.Null()], { description: 'base64; only in the answer that bought the winning entry, and only when every condition of the lock holds (revealed: true).' }),
             current_probability: Type.Number(),
             entries_purchased: Type.Integer(),
-            revealed: Type.Boolean(),
+            revealed: Type.Boolean({ description: 'True when this answer carries the content key.' }),
+            won: Type.Boolean({ description: 'True when this request bought the winning entry.' }),
             status: Status,
             total_entries: Type.Integer(),
           },
@@ -456,14 +457,17 @@ export function vaultRoutes(app: FastifyInstance, services: AppServices): void {
     const result = await attestation<EnterReply>(request.params.attestation_id, { op: 'enter', caller: callerOf(principal), entry_count: request.body.entry_count });
     const { record } = result;
     const lottery = record.lock.lottery!;
+    // The actor decides the reveal: a win alone is one condition, not the lock (docs/api/vault.md, "Lottery").
+    // Counts and status as of this request's turn; the lottery was open then, so it was won by this request or not yet.
     return {
       attestation_id: record.attestation_id,
-      content_key: result.won ? contentKeyOf(record).toString('base64') : null,
-      current_probability: record.lottery_winner !== null ? 1 : winProbability(lottery.odds_per_entry, record.lottery_total_entries),
+      content_key: result.revealed ? contentKeyOf(record).toString('base64') : null,
+      current_probability: result.won ? 1 : winProbability(lottery.odds_per_entry, result.total_entries),
       entries_purchased: result.entries_purchased,
-      revealed: result.won,
-      status: unlockProgress(record, services.clock.now()).status,
-      total_entries: record.lottery_total_entries,
+      revealed: result.revealed,
+      won: result.won,
+      status: result.status,
+      total_entries: result.total_entries,
     };
   });
 

@@ -172,6 +172,17 @@ describe('talent XP and wallet', () => {
     expect(await wallet(user.token)).toEqual({ user_id: user.user_id, balances: { tp: 13, gold: 50 }, xp: [{ curve_id: 'lvl', current_level: 6, total_xp: 550 }] });
   });
 
+  it('exponential steps past 10^9 are exact: {base 1e9, exponent 10} needs 1.1e10 XP for level 3', async () => {
+    const user = await t.newUser('xp');
+    const body = { curve_id: 'steep', kind: 'exponential', max_level: 10, points_per_level: tp(1), params: { base: 1_000_000_000, exponent: 10 } };
+    expectOk(await t.request('POST', `${base}/curves`, { token: user.token, body }), 201);
+    const levels: number[] = [];
+    for (let i = 0; i < 3; i++) levels.push(expectOk(await grantXp(user.token, 'steep', 1_000_000_000)).new_level);
+    expect(levels).toEqual([2, 2, 2]);
+    for (let i = 0; i < 8; i++) expectOk(await grantXp(user.token, 'steep', 1_000_000_000));
+    expect(await wallet(user.token)).toEqual({ user_id: user.user_id, balances: { tp: 2 }, xp: [{ curve_id: 'steep', current_level: 3, total_xp: 11_000_000_000 }] });
+  });
+
   it('bad XP events change nothing: unknown curve 404, zero or negative amounts 400, a bad key 400', async () => {
     const user = await t.newUser('xp');
     expectError(await grantXp(user.token, 'nope', 10), 404, 'talent_curve_not_found');

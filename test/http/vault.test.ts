@@ -139,10 +139,10 @@ describe('lottery lock', () => {
       total += res.body.entries_purchased;
       expect(res.body.total_entries).toBe(total);
       if (res.body.revealed) winning = res;
-      else expect(res.body.content_key).toBeNull();
+      else expect(res.body).toMatchObject({ content_key: null, won: false });
     }
     expect(winning).not.toBeNull();
-    expect(winning!.body).toMatchObject({ status: 'unlocked', current_probability: 1 });
+    expect(winning!.body).toMatchObject({ status: 'unlocked', current_probability: 1, won: true, revealed: true });
     const key = Buffer.from(winning!.body.content_key, 'base64');
     expect(openOffline(key, created.sealed_content, created.attestation_id)).toBe('the secret');
     expectError(await t.request('POST', `${base}/${created.attestation_id}/lottery/enter`, { token: bob.token, body: { entry_count: 1 } }), 409, 'lottery_closed');
@@ -152,6 +152,60 @@ describe('lottery lock', () => {
     const seed = Buffer.from(open.body.unlock_proof.lottery_seed, 'base64');
     expect(createHash('sha256').update(Buffer.concat([Buffer.from('vault-lottery-seed/v1'), Buffer.from([0]), seed])).digest('hex')).toBe(commitment);
     expect(open.body.unlock_proof.lottery_winning_entry).toBe(total - 1);
+  });
+});
+
+describe('combined locks', () => {
+  it('a lottery win before unlock_at reveals nothing (no key, no content): the alarm opens it, then the winner (another tenant) reads it', async () => {
+    const created = await create({ content: { data: 'sealed until next month', type: 'text/plain' }, lock_config: { type: 'lottery', unlock_at: inSeconds(3600), lottery: { odds_per_entry: 1 } } });
+    const id = created.attestation_id;
+    const entered = await t.request('POST', `${base}/${id}/lottery/enter`, { token: bob.token, body: { entry_count: 1 } });
+    expect(entered.status, entered.text).toBe(200);
+    expect(entered.body).toEqual({ attestation_id: id, content_key: null, current_probability: 1, entries_purchased: 1, revealed: false, won: true, status: 'partially_unlocked', total_entries: 1 });
+    const early = await t.request('POST', `${base}/${id}/unlock`, { token: bob.token });
+    expectError(early, 409, 'attestation_locked');
+    expect(early.body.details[0]).toMatchObject({ time_reached: false, lottery_won: true, status: 'partially_unlocked' });
+    const status = await t.request('GET', `${base}/${id}/status`, { token: bob.token });
+    expect(status.body).toMatchObject({ status: 'partially_unlocked', time_remaining_seconds: 3600, unlocked_at: null, lottery_status: { won: true } });
+
+    // (An hour, not the tester's 30 days: the tokens of this file live a day.)
+    clock().advance(3600 * 1000);
+    await until(async () => {
+      const res = await t.request('GET', `${base}/${id}/status`, { token: bob.token });
+      return res.body.status === 'unlocked';
+    }, 'the alarm to unlock');
+    const open = await t.request('POST', `${base}/${id}/unlock`, { token: bob.token });
+    expect(open.status, open.text).toBe(200);
+    expect(open.body).toMatchObject({ unlock_method: 'combined:time_lock+lottery', revealed: { data: 'sealed until next month' }, unlock_proof: { lottery_winning_entry: 0 } });
+    expect(openOffline(Buffer.from(open.body.unlock_proof.content_key, 'base64'), created.sealed_content, id)).toBe('sealed until next month');
+    const history = await t.request('GET', `${base}/${id}/history`, { token: bob.token });
+    expect(history.body.events.map((e: { event_type: string; actor: string }) => `${e.event_type}:${e.actor}`)).toEqual([
+      `created:${alice.user_id}`,
+      `lottery_entered:${bob.user_id}`,
+      `lottery_won:${bob.user_id}`,
+      'time_reached:system',
+      'unlocked:system',
+      `content_revealed:${bob.user_id}`,
+    ]);
+  });
+
+  it('signatures sent together each report the count as of their own turn', async () => {
+    const keys = [keypair(), keypair(), keypair()];
+    const signers = keys.map((key, i) => ({ signer: `w${i + 1}`, public_key: key.public_key }));
+    const created = await create({ lock_config: { type: 'witness', witnesses: { signers, threshold: 2 } } });
+    const sig = (i: number) => sign(null, Buffer.from(created.witness_message), keys[i].privateKey).toString('base64');
+    const witness = (i: number) => t.request('POST', `${base}/${created.attestation_id}/witness`, { token: alice.token, body: { signer: `w${i + 1}`, signature: sig(i) } });
+    expect((await witness(0)).body).toMatchObject({ current: 1, required: 2, status: 'partially_unlocked' });
+    const [w2, w3] = await Promise.all([witness(1), witness(2)]);
+    const byCount = [w2.body, w3.body].sort((a, b) => a.current - b.current);
+    expect(byCount.map((body) => [body.current, body.status])).toEqual([
+      [2, 'unlocked'],
+      [3, 'unlocked'],
+    ]);
+    // The turn order is the order the history records.
+    const history = await t.request('GET', `${base}/${created.attestation_id}/history`, { token: alice.token });
+    const order = history.body.events.filter((e: { event_type: string }) => e.event_type === 'witnessed').map((e: { actor: string }) => e.actor);
+    expect(byCount.map((body) => body.witness)).toEqual(order.slice(1));
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { levelForXp, normaliseCurve, pointsForLevels, stepXp } from '../../actors/talent/curves.js';
+import { levelForXp, normaliseCurve, pointsForLevels, stepXp, XP_TOTAL_MAX } from '../../actors/talent/curves.js';
 import { talentLimits, type CurveInput } from '../../actors/talent/messages.js';
 import { applyXp, initialTalentUserState } from '../../actors/talent/user-state.js';
 import { codeOf } from '../helpers/step.js';
@@ -23,6 +23,51 @@ describe('talent curves', () => {
     const c = curve({ kind: 'exponential', params: { base: 100, exponent: 1.5 } });
     expect([1, 2, 3, 4].map((k) => stepXp(c, k))).toEqual([100, 150, 225, 337]);
     expect(levelForXp(c, 100 + 150 + 225)).toBe(4);
+  });
+
+  it('exponential steps are exact past 10^9 (no cap): level 3 of {base 1e9, exponent 10} needs 1.1e10 XP', () => {
+    const c = curve({ kind: 'exponential', params: { base: 1_000_000_000, exponent: 10 } });
+    expect([1, 2, 3, 4, 7].map((k) => stepXp(c, k))).toEqual([1e9, 1e10, 1e11, 1e12, 1e15]);
+    expect([1e9, 2e9, 3e9, 1.1e10 - 1].map((xp) => levelForXp(c, xp))).toEqual([2, 2, 2, 2]);
+    expect(levelForXp(c, 1.1e10)).toBe(3);
+    expect(levelForXp(c, 1.11e11)).toBe(4);
+    // Three events of 1e9 (the tester's repro): level 2 only.
+    let state = initialTalentUserState();
+    for (let i = 0; i < 3; i++) state = applyXp(state, c, { curve_id: 'c', amount: 1e9, event_id: null }, 0).state;
+    expect(state.xp.c).toEqual({ total_xp: 3e9, current_level: 2 });
+  });
+
+  it('linear steps are exact past 10^9 too', () => {
+    const c = curve({ kind: 'linear', params: { base: 1_000_000_000, per_level: 1_000_000_000 } });
+    expect([1, 2, 3].map((k) => stepXp(c, k))).toEqual([1e9, 2e9, 3e9]);
+    expect(levelForXp(c, 3e9 - 1)).toBe(2);
+    expect(levelForXp(c, 3e9)).toBe(3);
+  });
+
+  it('fractional params: exact in decimal, as written, rounded down (not in binary floating point)', () => {
+    // In doubles 100 * 1.7 ** 2 is 288.99999999999994; in decimal it is 289.
+    const c = curve({ kind: 'exponential', params: { base: 100, exponent: 1.7 } });
+    expect([1, 2, 3].map((k) => stepXp(c, k))).toEqual([100, 170, 289]);
+    expect(stepXp(curve({ kind: 'exponential', params: { base: 2.5, exponent: 1.5 } }), 3)).toBe(5);
+    expect(stepXp(curve({ kind: 'exponential', params: { base: 1000, exponent: 1.1 } }), 4)).toBe(1331);
+  });
+
+  it('past 2^53 - 1: a step beyond it is Infinity, and a level whose total XP needed is beyond it is never reached', () => {
+    // Steps 1e9 * 2^(k-1): step 24 (8.39e15) is still exact, but level 25 needs 1e9 * (2^24 - 1) = 1.68e16 in total; step 25 is past 2^53 - 1.
+    const c = curve({ kind: 'exponential', max_level: 100, params: { base: 1_000_000_000, exponent: 2 } });
+    expect(stepXp(c, 24)).toBe(1e9 * 2 ** 23);
+    expect(stepXp(c, 25)).toBe(Number.POSITIVE_INFINITY);
+    expect(stepXp(c, 30)).toBe(Number.POSITIVE_INFINITY);
+    expect(levelForXp(c, 1e9 * (2 ** 23 - 1) - 1)).toBe(23);
+    expect(levelForXp(c, 1e9 * (2 ** 23 - 1))).toBe(24);
+    expect(levelForXp(c, XP_TOTAL_MAX)).toBe(24);
+    // total_xp saturates at 2^53 - 1 and the level stays at 24.
+    const saturated = { ...initialTalentUserState(), xp: { c: { total_xp: XP_TOTAL_MAX - 5, current_level: 24 } } };
+    expect(applyXp(saturated, c, { curve_id: 'c', amount: 1e9, event_id: null }, 0).state.xp.c).toEqual({ total_xp: XP_TOTAL_MAX, current_level: 24 });
+    // The largest exponent at the largest level stays cheap: one BigInt product per level, memoised per curve.
+    const steep = curve({ kind: 'exponential', max_level: talentLimits.curve_max_level_max, params: { base: 999_999_999.5, exponent: 1 + 2 ** -52 } });
+    expect(stepXp(steep, 1)).toBe(999_999_999);
+    expect(levelForXp(steep, XP_TOTAL_MAX)).toBe(talentLimits.curve_max_level_max);
   });
 
   it('table: table[k - 1]; the level stops at max_level while XP keeps counting', () => {
