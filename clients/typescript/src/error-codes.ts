@@ -46,6 +46,7 @@ export const errorCodes = [
   "lock_not_held", // 409
   "idempotency_in_progress", // 409
   "idempotency_key_reused", // 409
+  "idempotency_replay_withheld", // 409
   "waiting_room_exists", // 409
   "waiting_room_member_not_active", // 409
   "waiting_room_limit_reached", // 409

@@ -12176,6 +12176,25 @@ export interface paths {
          *     - Bids are paid from the bidder's ledger account **in the same tenant**, in
          *       the auction's `currency`; the seller is paid into theirs.
          *
+         *       ```
+         *       POST /api/v1/auth/api-keys          Idempotency-Key: key-create-1
+         *       {"name": "ci", "scopes": ["locks:read"]}
+         *       -> 201 {"api_key_id": "…", "key": "pk_…", …}
+         *       (the same request again)
+         *       -> 409 {"statusCode": 409, "code": "idempotency_replay_withheld", "error": "Conflict",
+         *               "message": "The request with this Idempotency-Key already ran (201). Its answer carried a secret shown only once, which is not stored: look the created resource up, or revoke it and create another."}
+         *       ```
+         *
+         *       Such routes are the ones whose answer has a `token`, `secret`,
+         *       `client_secret`, `access_token`, `refresh_token`, `backup_codes`,
+         *       `holder_shares`, `content_key`, `device_code` or `user_code` field, API
+         *       key creation, and the forms routes that answer with a submission's or
+         *       draft's data as its owners read it (encrypted fields in clear): saving a
+         *       draft, approve, reject and retry.
+         *     - Unauthenticated POSTs (register, login, refresh) ignore the header: register
+         *       is naturally safe to retry (a retry gets 409), and storing token responses
+         *       under a client-chosen key would be a liability.
+         *
          *     - A session belongs to the credential's tenant and domain. Members of an
          *       organization act with API keys made for it (`POST /api/v1/auth/api-keys`
          *       with `org_id`); `principal.user_id` is the party.
@@ -12194,7 +12213,7 @@ export interface paths {
          *     is then the organization and `user_id` the member. `parts[].assigned_to` is a
          *     `user_id`. Another tenant's definitions and attempts are `404 not_found`.
          *
-         *     *From docs/api/admin.md, docs/api/api-keys.md, docs/api/auctions.md, docs/api/handshake.md, docs/api/rituals.md. The area's model, rules and decisions: the **auth** section's description.*
+         *     *From docs/api/admin.md, docs/api/api-keys.md, docs/api/auctions.md, docs/api/common.md, docs/api/handshake.md, docs/api/rituals.md. The area's model, rules and decisions: the **auth** section's description.*
          */
         post: {
             parameters: {
@@ -21452,7 +21471,8 @@ export interface paths {
          *       actor, timestamp, details}], total_events}`, oldest first. Event types:
          *       `created`, `witnessed` (actor: the signer), `lottery_entered`,
          *       `lottery_won`, `time_reached` (actor `system`), `unlocked` (actor: who or
-         *       what completed the condition; `system` for the alarm), `content_revealed`.
+         *       what completed the condition; `system` for the alarm), `content_revealed`
+         *       (each unlock answer, and a winning entry that revealed the key).
          *       The first 1,000 events are kept; `total_events` counts all.
          *     - `GET /api/v1/vault/attestations?status=&page=&page_size=` -> `{attestations:
          *       [{attestation_id, content_type, created_at, lock_type, status, unlock_at,
@@ -21772,7 +21792,8 @@ export interface paths {
          *       actor, timestamp, details}], total_events}`, oldest first. Event types:
          *       `created`, `witnessed` (actor: the signer), `lottery_entered`,
          *       `lottery_won`, `time_reached` (actor `system`), `unlocked` (actor: who or
-         *       what completed the condition; `system` for the alarm), `content_revealed`.
+         *       what completed the condition; `system` for the alarm), `content_revealed`
+         *       (each unlock answer, and a winning entry that revealed the key).
          *       The first 1,000 events are kept; `total_events` counts all.
          *     - `GET /api/v1/vault/attestations?status=&page=&page_size=` -> `{attestations:
          *       [{attestation_id, content_type, created_at, lock_type, status, unlock_at,
@@ -21936,7 +21957,8 @@ export interface paths {
          *       actor, timestamp, details}], total_events}`, oldest first. Event types:
          *       `created`, `witnessed` (actor: the signer), `lottery_entered`,
          *       `lottery_won`, `time_reached` (actor `system`), `unlocked` (actor: who or
-         *       what completed the condition; `system` for the alarm), `content_revealed`.
+         *       what completed the condition; `system` for the alarm), `content_revealed`
+         *       (each unlock answer, and a winning entry that revealed the key).
          *       The first 1,000 events are kept; `total_events` counts all.
          *     - `GET /api/v1/vault/attestations?status=&page=&page_size=` -> `{attestations:
          *       [{attestation_id, content_type, created_at, lock_type, status, unlock_at,
@@ -22068,6 +22090,11 @@ export interface paths {
          *     {"attestation_id": "att_...", "current": 1, "required": 2, "signature_valid": true, "witness": "w1", "witnessed_at": "2026-11-25T12:01:00.000Z", "status": "partially_unlocked"}
          *     ```
          *
+         *     `current` and `status` are as of this signature's turn: signatures sent
+         *     together are counted one after another, and each answer says where the
+         *     count stood once its own was counted (2 and 3 for the 2nd and 3rd, in the
+         *     order the history shows), not where it stands when the answer leaves.
+         *
          *     Any authenticated caller may submit a signature (the signature is the
          *     credential: a witness need not be of the tenant). A signer counts once;
          *     signing again answers the first time. A signature that does not verify (wrong
@@ -22195,19 +22222,37 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Buy lottery entries (1..1000; free: the service keeps no payment for them). The request that buys the winning entry gets the content key; the attestation then unlocks (when its other conditions hold).
+         * Buy lottery entries (1..1000; free: the service keeps no payment for them). The request that buys the winning entry gets won: true; it gets the content key too (revealed: true) only when every other condition of the lock holds already. Otherwise the winner reads the content with unlock once the attestation opens.
          * @description `POST .../lottery/enter` `{"entry_count": 5}` (1..1000) -> 200
          *
          *     ```json
-         *     {"attestation_id": "att_...", "content_key": null, "current_probability": 0.40951, "entries_purchased": 5, "revealed": false, "status": "locked", "total_entries": 5}
+         *     {"attestation_id": "att_...", "content_key": null, "current_probability": 0.40951, "entries_purchased": 5, "revealed": false, "won": false, "status": "locked", "total_entries": 5}
          *     ```
          *
          *     - Entries are free (no payment is taken) and open to any authenticated
          *       caller who knows the id; a lottery sells at most `max_entries` (default
          *       10,000, at most 100,000). Nobody buys past the winning entry: the request
-         *       that buys it gets `entries_purchased` up to and including it,
-         *       `revealed: true` and the `content_key` (base64), and its caller may then
-         *       unlock and read the content like the tenant.
+         *       that buys it gets `entries_purchased` up to and including it and
+         *       `won: true`, and its caller becomes the **winner**, who may read the
+         *       status and history and unlock like the tenant.
+         *     - The key goes with the win only when the win completes the lock: when
+         *       every other condition the lock names holds already (no `unlock_at`, or it
+         *       has come; the signatures are in), the winning answer has `revealed: true`
+         *       and the `content_key` (base64), the attestation is `unlocked` and a
+         *       `content_revealed` event is recorded. Otherwise the answer has
+         *       `revealed: false`, `content_key: null` and `status: "partially_unlocked"`,
+         *       and nothing else reveals the key early: the winner's unlock answers 409
+         *       `attestation_locked` (`details[0].lottery_won: true`) until the rest holds.
+         *       The attestation then opens the usual way (the alarm at `unlock_at`, the
+         *       last signature), and the winner reads the content and the key with
+         *       `POST .../unlock`:
+         *
+         *     ```json
+         *     {"attestation_id": "att_...", "content_key": null, "current_probability": 1, "entries_purchased": 1, "revealed": false, "won": true, "status": "partially_unlocked", "total_entries": 1}
+         *     ```
+         *
+         *     - `status`, `total_entries` and `current_probability` are as of this
+         *       request's turn, like the witness count.
          *     - `current_probability` is the chance, before the result is known, that one
          *       of the entries sold so far wins: 1 − (1 − odds)^total_entries (1 once won).
          *     - After the win, or once all entries are sold: 409 `lottery_closed`. A lock
@@ -22240,11 +22285,14 @@ export interface paths {
                     content: {
                         "application/json": {
                             attestation_id: string;
-                            /** @description base64; only in the answer that bought the winning entry. */
+                            /** @description base64; only in the answer that bought the winning entry, and only when every condition of the lock holds (revealed: true). */
                             content_key: string | null;
                             current_probability: number;
                             entries_purchased: number;
+                            /** @description True when this answer carries the content key. */
                             revealed: boolean;
+                            /** @description True when this request bought the winning entry. */
+                            won: boolean;
                             status: "locked" | "partially_unlocked" | "unlocked";
                             total_entries: number;
                         };
@@ -22341,7 +22389,25 @@ export interface paths {
         put?: never;
         /**
          * Reveal the content once the lock condition holds (the tenant, platform admins, the lottery winner). Otherwise 409 attestation_locked with the progress in details.
-         * @description `POST .../unlock` (empty body) by a caller of the tenant, a platform admin
+         * @description - Entries are free (no payment is taken) and open to any authenticated
+         *       caller who knows the id; a lottery sells at most `max_entries` (default
+         *       10,000, at most 100,000). Nobody buys past the winning entry: the request
+         *       that buys it gets `entries_purchased` up to and including it and
+         *       `won: true`, and its caller becomes the **winner**, who may read the
+         *       status and history and unlock like the tenant.
+         *     - The key goes with the win only when the win completes the lock: when
+         *       every other condition the lock names holds already (no `unlock_at`, or it
+         *       has come; the signatures are in), the winning answer has `revealed: true`
+         *       and the `content_key` (base64), the attestation is `unlocked` and a
+         *       `content_revealed` event is recorded. Otherwise the answer has
+         *       `revealed: false`, `content_key: null` and `status: "partially_unlocked"`,
+         *       and nothing else reveals the key early: the winner's unlock answers 409
+         *       `attestation_locked` (`details[0].lottery_won: true`) until the rest holds.
+         *       The attestation then opens the usual way (the alarm at `unlock_at`, the
+         *       last signature), and the winner reads the content and the key with
+         *       `POST .../unlock`:
+         *
+         *     `POST .../unlock` (empty body) by a caller of the tenant, a platform admin
          *     or the lottery's winner:
          *
          *     - condition not met: 409 `attestation_locked`, `details[0]` = `{status,
@@ -26270,8 +26336,10 @@ export interface paths {
          *     `{"balance_atomic": 1000000, "balance_usd": "1", "credited_usd": "1", "transaction": "base-sepolia:0xabc…"}`.
          *
          *     - **A platform admin** credits without payment (support credits, refunds,
-         *       tests), to `principal` (a tenant id: a user id, an organization id, or an
-         *       `x402:<network>:<address>` payer) or, without it, to their own tenant;
+         *       tests), to `principal` (a tenant id: a user id `usr_…`, an organization id
+         *       `org_…`, or an `x402:<network>:<0x address>` payer, whose address is taken
+         *       in lower case, as payment proofs name it) or, without it, to their own
+         *       tenant; anything else is 400 `BAD_REQUEST` on `body.principal`.
          *       `transaction` is `admin:<request id>`. Use an `Idempotency-Key` to retry safely.
          *     - **Anyone else** pays for it: the request carries an x402 proof
          *       (`X-PAYMENT`, or `PAYMENT-SIGNATURE` for v2) paying exactly `amount_usd`
@@ -26614,6 +26682,19 @@ export interface paths {
          *     Each level reached credits `points_per_level` (several currencies allowed) to
          *     the user's wallet, plus the `extra` of a `bonus_levels` entry for that level
          *     (2..max_level). XP past max_level still counts in `total_xp`; the level stays.
+         *
+         *     Steps and totals are exact integers, with no cap on a step (a step may pass
+         *     the 10^9 of one XP event: `{"base": 1000000000, "exponent": 10}` needs 10^9
+         *     XP for level 2 and 1.1 × 10^10 in total for level 3). An exponential step is
+         *     computed exactly in decimal, with `base` and `exponent` as written (their
+         *     shortest decimal form, as `GET` shows them), then rounded down: `{"base":
+         *     100, "exponent": 1.7}` gives 100, 170, 289 (not the 288 of binary floating
+         *     point). `total_xp` counts up to 2^53 − 1 = 9,007,199,254,740,991 (the largest
+         *     integer a JSON number carries exactly) and stays there; a level whose total
+         *     XP needed is beyond it is never reached, and the level stays at the last one
+         *     within it. With `{"base": 1000000000, "exponent": 2}`, for instance, level 24
+         *     (8,388,607 × 10^9 in total) is the highest reachable. Levels already reached
+         *     never go down.
          *     A curve its kind cannot compute (missing params, a short table, a bonus level
          *     out of range or listed twice) is 400 `talent_curve_invalid`, `details` listing
          *     every problem. An existing curve_id: 409 `talent_curve_exists`.
@@ -26808,6 +26889,19 @@ export interface paths {
          *     Each level reached credits `points_per_level` (several currencies allowed) to
          *     the user's wallet, plus the `extra` of a `bonus_levels` entry for that level
          *     (2..max_level). XP past max_level still counts in `total_xp`; the level stays.
+         *
+         *     Steps and totals are exact integers, with no cap on a step (a step may pass
+         *     the 10^9 of one XP event: `{"base": 1000000000, "exponent": 10}` needs 10^9
+         *     XP for level 2 and 1.1 × 10^10 in total for level 3). An exponential step is
+         *     computed exactly in decimal, with `base` and `exponent` as written (their
+         *     shortest decimal form, as `GET` shows them), then rounded down: `{"base":
+         *     100, "exponent": 1.7}` gives 100, 170, 289 (not the 288 of binary floating
+         *     point). `total_xp` counts up to 2^53 − 1 = 9,007,199,254,740,991 (the largest
+         *     integer a JSON number carries exactly) and stays there; a level whose total
+         *     XP needed is beyond it is never reached, and the level stays at the last one
+         *     within it. With `{"base": 1000000000, "exponent": 2}`, for instance, level 24
+         *     (8,388,607 × 10^9 in total) is the highest reachable. Levels already reached
+         *     never go down.
          *     A curve its kind cannot compute (missing params, a short table, a bonus level
          *     out of range or listed twice) is 400 `talent_curve_invalid`, `details` listing
          *     every problem. An existing curve_id: 409 `talent_curve_exists`.
@@ -33017,7 +33111,11 @@ export interface paths {
          *
          *     A refund that does nothing is still 200, with `refunded: false`,
          *     `cost_refunded: 0` and `reason` (not in the spec): `already_refunded`,
-         *     `refund_window_passed`, or `nothing_consumed` (the token of a denied check).
+         *     `refund_window_passed`, `nothing_consumed` (the token of a denied check), or
+         *     `bucket_full` (the bucket is at capacity, so there is nothing to give back;
+         *     the token is not used up and may refund once the bucket has room). A refund
+         *     into a bucket with less room than the cost gives back what fits:
+         *     `cost_refunded` is what the bucket gained, and the token is then used.
          *     A token that is malformed, forged, or issued for another plan or subject:
          *     400 `throttle_consume_token_invalid`.
          *
@@ -33059,7 +33157,7 @@ export interface paths {
                         "application/json": {
                             refunded: boolean;
                             cost_refunded: number;
-                            reason: "refunded" | "already_refunded" | "refund_window_passed" | "nothing_consumed";
+                            reason: "refunded" | "already_refunded" | "refund_window_passed" | "nothing_consumed" | "bucket_full";
                         };
                     };
                 };
@@ -33546,7 +33644,7 @@ export interface paths {
                         delay_seconds?: number;
                         /** @description Default 5760 (4 days). */
                         message_retention_minutes?: number;
-                        /** @description Default: whether the name ends in .fifo. */
+                        /** @description Must agree with the name: true for a name ending in .fifo, false for any other (as SQS); absent: from the name. */
                         fifo?: boolean;
                         /** @description With dead_letter_queue: receives before a message moves there. */
                         max_receive_count?: number;
@@ -34029,7 +34127,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Move messages not in flight, oldest first (at most max_messages, default and at most 1000), to the destination queue: a dead-letter queue's redrive. Each arrives exactly once with receive_count 0; a destination that is missing or of the other type (FIFO, standard) sends it back. remaining: messages left in this queue.
+         * Move messages not in flight, oldest first (at most max_messages, default and at most 1000), to the destination queue: a dead-letter queue's redrive. A destination that does not exist: 404 mq_queue_not_found, nothing moves. Each arrives exactly once with receive_count 0; a destination deleted meanwhile, or of the other type (FIFO, standard), sends it back. remaining: messages left in this queue.
          * @description `POST /api/v1/mq/queues/orders-dlq/redrive` `{"destination": "orders", "max_messages": 1000}` → 200
          *     `{"moved": 3, "remaining": 1}`: a dead-letter queue's redrive (SQS's "start message move
          *     task", done in one call). The queue moves its messages that are not in flight (a message a
@@ -34038,11 +34136,20 @@ export interface paths {
          *     `destination`, a queue of the same tenant; `remaining` is what the queue still holds (call
          *     again while it is above the in-flight count). Each message moves as a dead-letter move does,
          *     through the outbox: exactly one copy arrives even across a crash, with its `message_id`,
-         *     body, attributes, `group_id` and `sent_at`, and `receive_count` from 0. If the destination
-         *     does not exist when the message arrives, or is of the other type (FIFO or standard), the
-         *     message comes back to the queue it left. `destination` equal to the queue itself: 400;
-         *     an unknown queue: 404 `mq_queue_not_found`. Any queue can be redriven, not only one named
-         *     as a `dead_letter_queue`.
+         *     body, attributes, `group_id` and `sent_at`, and `receive_count` from 0. A `destination`
+         *     that does not exist when the call is made (in the caller's tenant) answers 404
+         *     `mq_queue_not_found` and nothing moves:
+         *
+         *     ```json
+         *     {"statusCode":404,"code":"mq_queue_not_found","error":"Not Found","message":"The destination queue \"orders\" does not exist; nothing was moved.","details":[{"field":"body.destination","message":"does not exist"}]}
+         *     ```
+         *
+         *     The call is a flow of the redriven queue: it asks the destination, through the outbox,
+         *     whether it exists, and moves its messages in the turn that gets the answer. If the
+         *     destination is deleted after it answered and before a message arrives, or is of the other
+         *     type (FIFO or standard), the message comes back to the queue it left. `destination` equal to
+         *     the queue itself: 400; an unknown redriven queue: 404 `mq_queue_not_found`. Any queue can be
+         *     redriven, not only one named as a `dead_letter_queue`.
          *
          *     *From docs/api/mq.md. The area's model, rules and decisions: the **mq** section's description.*
          */
@@ -39851,7 +39958,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -40032,8 +40139,10 @@ export interface paths {
          *
          *     `collection_tags` are the collections the definition belonged to when the
          *     item was placed; `state` is `normal`, or `locked` while a trade or an
-         *     auction holds some of its units (below); `attributes` and `freshness`
-         *     (spec) are not built.
+         *     auction holds some of its units (below), in every answer that carries the
+         *     item (a container's contents, and the items a grant, craft or salvage
+         *     created or grew, as of the turn that placed them); `attributes` and
+         *     `freshness` (spec) are not built.
          *
          *     What a locked item looks like to its owner, in `GET /containers/{id}`:
          *
@@ -40097,7 +40206,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -40344,11 +40453,13 @@ export interface paths {
          *     is granted. Unknown definition or container: 404 (`details` names the field).
          *
          *     200 `{container_id, items: [Item], tier_events: [...]}`: `items` are the
-         *     stacks it created or grew, as they are now; `tier_events` as for crafts.
+         *     stacks it created or grew, as they are now; `tier_events` as for crafts. A
+         *     stack topped up while some of its units are locked (a trade, an auction)
+         *     shows `state: "locked"`: the locked units stay locked, the new ones are free.
          *
          *     | operation | answer |
          *     |---|---|
-         *     | `POST /grant` | may top the stack up (locked units stay locked) |
+         *     | `POST /grant` | may top the stack up (locked units stay locked; the grant's answer shows the stack `state: "locked"`, as do a craft's or salvage's outputs topping it up) |
          *
          *     *From docs/api/items.md. The area's model, rules and decisions: the **items** section's description.*
          */
@@ -40398,7 +40509,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -40520,8 +40631,8 @@ export interface paths {
          * Craft a blueprint: its inputs are consumed from the source container and its outputs produced into the target, atomically; refused with nothing changed.
          * @description `POST /craft` body `{blueprint_id, source_container_id, target_container_id, seed?}`.
          *     The blueprint's inputs are consumed from the source container and its
-         *     outputs produced into the target container (the two may be the same),
-         *     atomically:
+         *     outputs produced into the target container (the two may be the same:
+         *     **in place**, below), atomically:
          *
          *     1. The catalog resolves the craft's plan: the blueprint (its version is
          *        recorded), both containers, the outputs' definitions, and every output's
@@ -40529,8 +40640,8 @@ export interface paths {
          *        of the catalog; the plan is then handed to the source container, which
          *        coordinates the rest and checks its own rules in its turns.
          *     2. The source **reserves** the inputs in its turn (taken out of sight at
-         *        once, still counted in its usage). Missing: 409
-         *        `items_insufficient_inputs` with `details.missing [{definition_id,
+         *        once, still counted in its usage, so they free no room until step 4).
+         *        Missing: 409 `items_insufficient_inputs` with `details.missing [{definition_id,
          *        required, available}]`, nothing changed.
          *     3. The target **places** the produced outputs, all or nothing, as a grant
          *        does. Durable outputs start at `floor(default_durability * initial_durability_pct / 100)`.
@@ -40541,6 +40652,17 @@ export interface paths {
          *        gone), asks the first-claim actor of each produced output (unless the
          *        catalog already knows it is claimed) and the owner's collection progress,
          *        and the caller gets the result once those answer.
+         *
+         *     **In place.** When the source and the target are the same container,
+         *     steps 2 to 4 are one turn of it, all or nothing: the inputs leave and the
+         *     outputs are placed as a grant places them in the container as it is
+         *     without the inputs, so the room they free (slots, weight, volume) counts
+         *     (a 1-slot bag holding 10 ore crafts them into 1 ingot). Nothing is
+         *     reserved and there is no release. Missing inputs: 409
+         *     `items_insufficient_inputs`; no room even then: 409
+         *     `items_capacity_exceeded`; nothing changed either way. Locked units are not
+         *     consumed (only the free units count, below), and room held for a trade or
+         *     for another craft's reserved inputs stays held.
          *
          *     The placement and its answer travel through the outbox, and the flow is the
          *     source container's record, written in the turns that start and advance it, so
@@ -40581,7 +40703,8 @@ export interface paths {
          *      "tier_events": [{"collection_id": "col_...", "required": 2, "bonus_event": "smith_adept", "global_first": true}]}
          *     ```
          *
-         *     `produced` lists the target's stacks the outputs created or grew.
+         *     `produced` lists the target's stacks the outputs created or grew (`state:
+         *     "locked"` for a stack with locked units that an output topped up).
          *
          *     | operation | answer |
          *     |---|---|
@@ -40646,7 +40769,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -40857,7 +40980,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -40896,7 +41019,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -41103,7 +41226,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -41141,7 +41264,7 @@ export interface paths {
                                     max: number;
                                 } | null;
                                 collection_tags: string[];
-                                /** @description `normal`, or `locked` in a container's contents while a trade or an auction holds some of its units. */
+                                /** @description `normal`, or `locked` while a trade or an auction holds some of its units (in every answer that carries the item). */
                                 state: string;
                                 /** @description In a container's contents: units locked by trades or auctions (they cannot be merged, salvaged, crafted or locked again). */
                                 locked_quantity?: number;
@@ -41457,6 +41580,10 @@ export interface paths {
          *       it. So a **lowered limit** may admit requests under the old limit for up to
          *       2 s, plus one check's round trip, on other nodes (the documented margin of
          *       the rule cache); the count itself carries over (same scope, same window).
+         *       When a node sees a new version of the rules it drops its leases (their
+         *       unspent tokens go back) and its remembered refusals, which were decided
+         *       under the old limits: a **raised limit** lets a refused caller in on its
+         *       next request, not at its old retry time.
          *       `POST /admin/rate-limits/cache/clear` sent to a node makes it read the rules
          *       on its next request (test/cluster/rate-limits.test.ts does so on each node).
          *     - **cache/clear** bumps the rule set's epoch: every node drops its cached rules,
@@ -44460,8 +44587,10 @@ export interface paths {
          *     -> `{"pagination": {"page", "page_size", "total", "has_more"}, "queues": [JobQueue]}`.
          *     `search`: substring of the name, case-insensitive; `tag`: queues carrying
          *     that tag key; `sort`: `created_at`, `name`, `updated_at`, `-` for descending
-         *     (default `-created_at`); `page` 1-based (0 is 1), `limit` default 20, at
-         *     most 100.
+         *     (default `-created_at`); `page` 1-based (0 is 1), any safe integer (past
+         *     the last page: an empty `queues` list, e.g. `page=9007199254740991`);
+         *     `limit` default 20 (also for 0), at most 100 (larger values, up to
+         *     2^53 - 1, are capped: the answer's `page_size` says 100).
          *
          *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
          */
@@ -44474,8 +44603,9 @@ export interface paths {
                     auto_created?: boolean;
                     /** @description Queues that carry this tag key. */
                     tag?: string;
+                    /** @description 1-based; 0 or absent: 1. */
                     page?: number;
-                    /** @description Page size: default 20, at most 100. */
+                    /** @description Page size: 0 or absent: 20; larger than 100: 100. */
                     limit?: number;
                     /** @description Default -created_at. */
                     sort?: "created_at" | "-created_at" | "name" | "-name" | "updated_at" | "-updated_at";
@@ -44504,7 +44634,7 @@ export interface paths {
                                 name: string;
                                 owner_id: string;
                                 description: string;
-                                /** @description At most 20 tags. */
+                                /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                                 tags: {
                                     [key: string]: string;
                                 };
@@ -44617,7 +44747,16 @@ export interface paths {
          *     Every field but `name` is optional; the values shown are the defaults (also
          *     of an auto-created queue). A name in use (also by an auto-created queue):
          *     409 `job_queue_exists`; change it with PATCH instead. `tags`: at most 20,
-         *     keys and values at most 128 characters. `retention_days` 1-3,650;
+         *     keys 1-128 characters (an empty key is refused), values at most 128
+         *     characters; else 400 `BAD_REQUEST` naming `body.tags` (also on PATCH):
+         *
+         *     ```json
+         *     {"statusCode": 400, "code": "BAD_REQUEST", "error": "Bad Request",
+         *      "message": "body.tags key \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\"... (129 characters) must be 1-128 characters",
+         *      "details": [{"field": "body.tags", "message": "key \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\"... (129 characters) must be 1-128 characters"}]}
+         *     ```
+         *
+         *     `retention_days` 1-3,650;
          *     `dlq_config.max_entries` 1-100,000: past it the oldest entry leaves the DLQ
          *     (its job stays failed, no longer redrivable).
          *
@@ -44636,7 +44775,7 @@ export interface paths {
                         /** @description Letters, digits, - _ . : (1-100 characters, starting with a letter or digit). */
                         name: string;
                         description?: string;
-                        /** @description At most 20 tags. */
+                        /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                         tags?: {
                             [key: string]: string;
                         };
@@ -44798,7 +44937,7 @@ export interface paths {
                             name: string;
                             owner_id: string;
                             description: string;
-                            /** @description At most 20 tags. */
+                            /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                             tags: {
                                 [key: string]: string;
                             };
@@ -45034,7 +45173,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         description?: string;
-                        /** @description At most 20 tags. */
+                        /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                         tags?: {
                             [key: string]: string;
                         };
@@ -45073,7 +45212,7 @@ export interface paths {
                             name: string;
                             owner_id: string;
                             description: string;
-                            /** @description At most 20 tags. */
+                            /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                             tags: {
                                 [key: string]: string;
                             };
@@ -45226,7 +45365,7 @@ export interface paths {
                             name: string;
                             owner_id: string;
                             description: string;
-                            /** @description At most 20 tags. */
+                            /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                             tags: {
                                 [key: string]: string;
                             };
@@ -45374,7 +45513,7 @@ export interface paths {
                             name: string;
                             owner_id: string;
                             description: string;
-                            /** @description At most 20 tags. */
+                            /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                             tags: {
                                 [key: string]: string;
                             };
@@ -46066,6 +46205,12 @@ export interface paths {
          *     Bad input: 400 `BAD_REQUEST` with `details`, nothing stored. A queue holding
          *     1,000,000 jobs refuses more with 409 `job_queue_full` (cleanup frees room).
          *
+         *     So does an item that is not a valid schedule body (a wrong type, an unknown
+         *     `priority`, a bad `queue` name, no `webhook`): each item is checked alone
+         *     against the same schema as the body of `POST /api/v1/jobs/schedule`, and one
+         *     that fails it goes to `failed` with `BAD_REQUEST` while the others are
+         *     scheduled:
+         *
          *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
          */
         post: {
@@ -46206,7 +46351,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Schedule up to 1000 jobs; each item succeeds or fails on its own (failed: index and error).
+         * Schedule up to 1000 jobs; each item succeeds or fails on its own (failed: index, code and error), an item that is not a valid schedule body too.
          * @description `POST /api/v1/jobs/schedule-batch` -> 200, at most 1,000 jobs, each item as
          *     above; every item succeeds or fails on its own:
          *
@@ -46218,14 +46363,42 @@ export interface paths {
          *     {
          *       "total": 2, "success_count": 1, "failure_count": 1,
          *       "successful": [{"job_id": "job_YQ.x1...", "queue": "a", "scheduled_at": 1764072000, "status": "scheduled"}],
-         *       "failed": [{"index": 1, "error": "body.jobs[1].webhook.url must be an absolute URL"}]
+         *       "failed": [{"index": 1, "code": "BAD_REQUEST", "error": "body.jobs[1].webhook.url must be an absolute URL"}]
          *     }
          *     ```
          *
-         *     `successful` is in batch order; `failed[].error` is the message (prefixed
-         *     with its code when a queue refused the item, e.g. `job_queue_full: ...`).
-         *     The batch is one flow: the tenant's directory sends each queue named in it
-         *     one `schedule_many` through the outbox and answers when all have.
+         *     So does an item that is not a valid schedule body (a wrong type, an unknown
+         *     `priority`, a bad `queue` name, no `webhook`): each item is checked alone
+         *     against the same schema as the body of `POST /api/v1/jobs/schedule`, and one
+         *     that fails it goes to `failed` with `BAD_REQUEST` while the others are
+         *     scheduled:
+         *
+         *     ```json
+         *     {"jobs": [{"queue": "a", "webhook": {"url": "https://example.com/j"}}, {"webhook": {"url": "https://example.com/j"}, "priority": "urgent"}, {"payload": 1}, {"webhook": {"url": "https://example.com/j"}, "scheduled_at": "soon"}]}
+         *     ```
+         *
+         *     ```json
+         *     {
+         *       "total": 4, "success_count": 1, "failure_count": 3,
+         *       "successful": [{"job_id": "job_YQ.x2...", "queue": "a", "scheduled_at": 1764072000, "status": "scheduled"}],
+         *       "failed": [
+         *         {"index": 1, "code": "BAD_REQUEST", "error": "body.jobs[1].priority must be one of: \"critical\", \"high\", \"normal\", \"low\""},
+         *         {"index": 2, "code": "BAD_REQUEST", "error": "body.jobs[2].webhook must have required property 'webhook'"},
+         *         {"index": 3, "code": "BAD_REQUEST", "error": "body.jobs[3].scheduled_at must be integer"}
+         *       ]
+         *     }
+         *     ```
+         *
+         *     `successful` is in batch order; `failed` is in index order, each with the
+         *     item's `index`, a stable `code` (`BAD_REQUEST` for an item refused at the
+         *     edge; the queue's code when a queue refused it, e.g. `job_queue_full`) and
+         *     `error`, the message (naming the item's field as `body.jobs[i].<field>`;
+         *     prefixed with its code when a queue refused the item, e.g.
+         *     `job_queue_full: ...`). Only the envelope fails the whole request with 400
+         *     `BAD_REQUEST`: a body without `jobs`, `jobs` not an array of objects, empty,
+         *     or longer than 1,000 items. The batch is one flow: the tenant's directory
+         *     sends each queue named in it one `schedule_many` through the outbox and
+         *     answers when all have.
          *
          *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
          */
@@ -46239,6 +46412,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Each item as the body of POST /api/v1/jobs/schedule. An item that does not match it fails alone (failed[], code BAD_REQUEST); the others are scheduled. */
                         jobs: {
                             webhook: {
                                 /** @description http or https URL the job is POSTed to when due. */
@@ -46280,6 +46454,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             failed: {
+                                /** @description BAD_REQUEST for an item refused at the edge (its shape or a field), else the code its queue refused it with (e.g. job_queue_full). */
+                                code: string;
                                 error: string;
                                 index: number;
                             }[];
@@ -46372,7 +46548,9 @@ export interface paths {
          *     -> `{"jobs": [Job], "limit": 20, "offset": 0, "total": 3}`: the tenant's
          *     jobs, ordered by `scheduled_at` then id, across all its queues (or one);
          *     `scheduled_after`/`scheduled_before` are epoch-s, inclusive. `limit`
-         *     default 20, at most 100 (larger values are capped); `offset` at most 10,000.
+         *     default 20 (also for 0), at most 100 (larger values, up to 2^53 - 1, are
+         *     capped: `limit=1000000` answers `"limit": 100`); `offset` at most 10,000
+         *     (above: 400).
          *
          *     *From docs/api/jobs.md. The area's model, rules and decisions: the **jobs** section's description.*
          */
@@ -46386,7 +46564,7 @@ export interface paths {
                     scheduled_after?: number;
                     /** @description epoch-s, inclusive. */
                     scheduled_before?: number;
-                    /** @description Default 20, at most 100. */
+                    /** @description 0 or absent: 20; larger than 100: 100. */
                     limit?: number;
                     offset?: number;
                 };
@@ -47188,7 +47366,8 @@ export interface paths {
         };
         /**
          * Platform admin: every job queue of every tenant, ordered by tenant then name, each with its tenant and counters.
-         * @description `GET /admin/jobs/queues?limit=20&offset=0` (`limit` default 20, at most 100)
+         * @description `GET /admin/jobs/queues?limit=20&offset=0` (`limit` default 20, at most 100,
+         *     larger values capped; `offset` any safe integer)
          *     -> every queue of every tenant, ordered by tenant then name, each a JobQueue
          *     with its `tenant`. A queue appears a moment after its creation (the registry
          *     learns of it through the outbox).
@@ -47204,7 +47383,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Default 20, at most 100. */
+                    /** @description 0 or absent: 20; larger than 100: 100. */
                     limit?: number;
                     offset?: number;
                 };
@@ -47228,7 +47407,7 @@ export interface paths {
                                 name: string;
                                 owner_id: string;
                                 description: string;
-                                /** @description At most 20 tags. */
+                                /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                                 tags: {
                                     [key: string]: string;
                                 };
@@ -47386,7 +47565,7 @@ export interface paths {
                             name: string;
                             owner_id: string;
                             description: string;
-                            /** @description At most 20 tags. */
+                            /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                             tags: {
                                 [key: string]: string;
                             };
@@ -47555,7 +47734,7 @@ export interface paths {
                             name: string;
                             owner_id: string;
                             description: string;
-                            /** @description At most 20 tags. */
+                            /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                             tags: {
                                 [key: string]: string;
                             };
@@ -47715,7 +47894,7 @@ export interface paths {
                             name: string;
                             owner_id: string;
                             description: string;
-                            /** @description At most 20 tags. */
+                            /** @description At most 20 tags; keys 1-128 characters, values at most 128. */
                             tags: {
                                 [key: string]: string;
                             };
@@ -47848,7 +48027,7 @@ export interface paths {
          * Platform admin: the jobs of any tenant's queue, ordered by scheduled_at then id; filter status.
          * @description `GET /admin/jobs/queues/{tenant}/{queue_id}/jobs?status=failed&limit=20&offset=0`
          *     -> the queue's jobs, ordered by `scheduled_at` then id (`status` optional;
-         *     `limit` default 20, at most 100; `offset` at most 10,000):
+         *     `limit` default 20, at most 100, larger values capped; `offset` at most 10,000):
          *
          *     ```json
          *     {"jobs": [{"id": "job_ZW1haWxz.Qm9p...", "queue": "emails", "status": "failed", "attempts": 3, "error": "HTTP 500: failed with 500", "...": "the Job"}],
@@ -47861,7 +48040,7 @@ export interface paths {
             parameters: {
                 query?: {
                     status?: "scheduled" | "processing" | "completed" | "failed" | "cancelled";
-                    /** @description Default 20, at most 100. */
+                    /** @description 0 or absent: 20; larger than 100: 100. */
                     limit?: number;
                     offset?: number;
                 };
@@ -49893,7 +50072,7 @@ export interface paths {
         };
         put?: never;
         /**
-         * Bid exactly `amount`. The bidder's ledger holds `amount` first (409 insufficient_funds otherwise); accepted: true when the bid leads, false when a higher proxy answered at once (the price rose). At or above buy_it_now_price: wins and closed: true. Below the minimum: 409 bid_too_low; not open: 409 auction_not_open; the seller: 403.
+         * Bid exactly `amount`. The bidder's ledger holds `amount` first (409 insufficient_funds otherwise); accepted: true when the bid leads, false when a higher proxy answered at once (the price rose). At or above buy_it_now_price: wins and closed: true. Below the minimum: 409 bid_too_low; the high bidder: 409 already_high_bidder (details.minimum: the least max_amount of a proxy bid raising their maximum, that maximum + 1); not open: 409 auction_not_open; the seller: 403.
          * @description - `POST .../bids` `{"amount"}`: a **plain bid** of exactly `amount`.
          *     - `POST .../proxy-bid` `{"max_amount"}`: a **proxy bid**: the auction bids
          *       for you the least needed to lead, up to `max_amount`.
@@ -49901,7 +50080,8 @@ export interface paths {
          *     Rules:
          *     1. The minimum bid is `starting_price` for the first bid, then
          *        `current_price + bid_increment`. Below it: 409 `bid_too_low` with
-         *        `details: {minimum, current_price}`.
+         *        `details: {minimum, current_price}`. (The high bidder's own minimum is
+         *        different: rule 6.)
          *     2. A plain bid that beats the leader's maximum leads at its amount.
          *     3. A proxy that beats the leader's maximum leads at `min(max_amount, leader
          *        max + bid_increment)`; the two proxies' bids both enter the history.
@@ -49912,7 +50092,13 @@ export interface paths {
          *     5. A proxy whose maximum meets the reserve raises the price to the reserve at
          *        once (one below it bids its maximum).
          *     6. The leader may raise its own maximum with a higher proxy bid (the price
-         *        stays); a plain bid by the leader is 409 `already_high_bidder`.
+         *        stays, except to meet the reserve): its minimum is its **current maximum
+         *        + 1**, which may be below `current_price + bid_increment` (a leader whose
+         *        plain bid of 600 set the price of 600, increment 10, may raise to 601).
+         *        A plain bid by the leader, of any amount, is 409 `already_high_bidder`;
+         *        a proxy maximum not above the leader's own is 409 `bid_too_low`. Both
+         *        carry `details: {minimum, current_price}` with that minimum: the least
+         *        `max_amount` a `proxy-bid` raising it accepts.
          *     7. **Buy it now**: a plain bid at or above `buy_it_now_price`, while the
          *        price is below it, wins at `buy_it_now_price` (whatever proxies hold) and
          *        ends the auction: `closed: true`. A proxy maximum never triggers it.
@@ -49935,6 +50121,20 @@ export interface paths {
          *     200
          *     { "accepted": false, "closed": false, "current_price": 330, "your_bid": 320, "leading": false,
          *       "high_bidder": "usr_carol...", "message": "Outbid at once by the high bidder's maximum; the price is now 330." }
+         *     ```
+         *
+         *     ```http
+         *     POST /api/v1/auctions/auc_Zk1.../bids
+         *     { "amount": 700 }
+         *     ```
+         *
+         *     (by the high bidder, whose plain bid of 600 leads at 600, increment 10)
+         *
+         *     ```json
+         *     409
+         *     { "statusCode": 409, "code": "already_high_bidder", "error": "Conflict",
+         *       "message": "You are the high bidder with a maximum of 600; raise it with a proxy bid of max_amount at least 601.",
+         *       "details": { "minimum": 601, "current_price": 600 } }
          *     ```
          *
          *     *From docs/api/auctions.md. The area's model, rules and decisions: the **auctions** section's description.*
@@ -50081,7 +50281,8 @@ export interface paths {
          *     Rules:
          *     1. The minimum bid is `starting_price` for the first bid, then
          *        `current_price + bid_increment`. Below it: 409 `bid_too_low` with
-         *        `details: {minimum, current_price}`.
+         *        `details: {minimum, current_price}`. (The high bidder's own minimum is
+         *        different: rule 6.)
          *     2. A plain bid that beats the leader's maximum leads at its amount.
          *     3. A proxy that beats the leader's maximum leads at `min(max_amount, leader
          *        max + bid_increment)`; the two proxies' bids both enter the history.
@@ -50092,7 +50293,13 @@ export interface paths {
          *     5. A proxy whose maximum meets the reserve raises the price to the reserve at
          *        once (one below it bids its maximum).
          *     6. The leader may raise its own maximum with a higher proxy bid (the price
-         *        stays); a plain bid by the leader is 409 `already_high_bidder`.
+         *        stays, except to meet the reserve): its minimum is its **current maximum
+         *        + 1**, which may be below `current_price + bid_increment` (a leader whose
+         *        plain bid of 600 set the price of 600, increment 10, may raise to 601).
+         *        A plain bid by the leader, of any amount, is 409 `already_high_bidder`;
+         *        a proxy maximum not above the leader's own is 409 `bid_too_low`. Both
+         *        carry `details: {minimum, current_price}` with that minimum: the least
+         *        `max_amount` a `proxy-bid` raising it accepts.
          *     7. **Buy it now**: a plain bid at or above `buy_it_now_price`, while the
          *        price is below it, wins at `buy_it_now_price` (whatever proxies hold) and
          *        ends the auction: `closed: true`. A proxy maximum never triggers it.
@@ -53387,7 +53594,10 @@ export interface paths {
          *     are left out unless `include_inactive=true`, which is for platform admins
          *     (403 otherwise). `sort_by`: `created_at` (default), `updated_at`, `name`,
          *     `title`; `sort_order` `desc` by default; `page_size` default 20, capped at
-         *     100. The list is kept by a per-tenant index actor that each form tells of
+         *     100 (a larger value is answered with 100 in `pagination.page_size`, not
+         *     refused); `page` may be any safe integer (`docs/api/common.md`), a page past
+         *     the end being empty. The same holds for the list of submissions.
+         *     The list is kept by a per-tenant index actor that each form tells of
          *     every definition change through the outbox: it may trail a change by
          *     moments, and its `submission_count` is as of the form's last definition
          *     change (GET the form for the live count). At most 10,000 forms per tenant
@@ -53749,7 +53959,17 @@ export interface paths {
         };
         /**
          * A form with its current schema version.
-         * @description `GET /api/v1/forms/{form_id}` answers the Form: `form_id, name, title,
+         * @description Platform admins reach a form of **any** tenant by its id (the id names its
+         *     tenant), as they reach any tenant's agents and attestations: they read the
+         *     form (`GET /api/v1/forms/{form_id}`), its submissions (one, the list, their
+         *     files) and its drafts, and approve or reject its submissions. This is what
+         *     makes `approval.approver_role: "admin"` decidable on a personal user's form,
+         *     whose tenant no admin belongs to. Changing another tenant's form (PATCH, PUT
+         *     schema, status), submitting to it, keeping drafts in it and retrying its
+         *     hooks stay 404 for them; a platform admin's organization API key acts for
+         *     its organization only, like any organization key.
+         *
+         *     `GET /api/v1/forms/{form_id}` answers the Form: `form_id, name, title,
          *     status, version, schema` (the current version's), `fields,
          *     conditional_logic, drafts, spam, approval, execution, multipart,
          *     submission_count, created_by, created_at, updated_at`.
@@ -54200,6 +54420,32 @@ export interface paths {
          *     A **submission** is validated and committed in one turn of the form's actor;
          *     the reply leaves after the commit. A **draft** is unvalidated partial data
          *     that expires after `drafts.ttl_seconds`.
+         *
+         *     **Regular expressions.** `pattern` and the keys of `patternProperties` (so
+         *     also `propertyNames: {pattern}`) run on **RE2** (re2js, the pure-JavaScript
+         *     port), whose time is linear in the string whatever the pattern: `^(a+)+$`
+         *     or `^(\w+\s?)*$` are accepted and a crafted 20,000-character string is
+         *     answered at once. JavaScript's own engine backtracks, where such a pattern
+         *     and a 40-character string would hold the node for a minute, for every
+         *     tenant. RE2 reads ECMAScript's syntax except lookaround and backreferences;
+         *     a pattern with those runs on JavaScript's engine, and is checked when the
+         *     schema is accepted (create, `PUT .../schema`; a `PATCH` re-checks the
+         *     current schema; every subschema: `properties`, `items`, `$defs`, `anyOf`,
+         *     ...; not data keywords such as `const`, `enum`, `default`, `examples`): one
+         *     that may backtrack catastrophically is refused with **400 `BAD_REQUEST`**,
+         *     nothing stored, with one `details` entry per such pattern whose `field` is
+         *     its path in the body (`body.schema.properties.code.pattern`,
+         *     `body.schema.patternProperties.<the pattern>`,
+         *     `body.schema.propertyNames.pattern`) and whose message quotes it. That check
+         *     is safe-regex2's (the one Fastify's router uses): refused are a quantifier
+         *     inside a quantified group (star height above 1: `(?=x)(a+)+`), more than 25
+         *     quantifiers in one pattern, and syntax it cannot read. It is a heuristic, so
+         *     keep lookaround patterns simple and anchored; submission data is at most 64
+         *     KiB, which bounds the length of any string a pattern is tested on. A form
+         *     stored before this check whose current schema version holds such a pattern
+         *     takes no submissions (**409 `conflict`**, `details: {schema_version,
+         *     patterns: [{path, pattern}]}`) until its owner puts a new schema version. The
+         *     `regex` format of ajv-formats only compiles the value, never runs it.
          *
          *     `PUT /api/v1/forms/{form_id}/schema` (body `{schema}`; owners) answers the
          *     Form with `version` + 1. The settings stay (`PATCH` below changes them); the
@@ -54659,7 +54905,11 @@ export interface paths {
          *     everyone once `expires_at` has passed, gets 404. An expired draft is gone: a
          *     durable alarm of the form's actor deletes it at `expires_at` (reads refuse it
          *     from that instant even before the alarm has run). At most 10,000 drafts per
-         *     form.
+         *     form. The values of the form's encrypted fields are sealed in a draft as in
+         *     a submission (see "Encrypted fields"), and read the same way: in clear to
+         *     the form's owners and platform admins, `"[encrypted]"` to anyone else (the
+         *     draft's subject included), also in the answer to `POST .../drafts`. Drafts
+         *     saved before drafts were sealed keep their values as stored and read them so.
          *
          *     ```http
          *     POST .../drafts
@@ -54811,7 +55061,11 @@ export interface paths {
          *     everyone once `expires_at` has passed, gets 404. An expired draft is gone: a
          *     durable alarm of the form's actor deletes it at `expires_at` (reads refuse it
          *     from that instant even before the alarm has run). At most 10,000 drafts per
-         *     form.
+         *     form. The values of the form's encrypted fields are sealed in a draft as in
+         *     a submission (see "Encrypted fields"), and read the same way: in clear to
+         *     the form's owners and platform admins, `"[encrypted]"` to anyone else (the
+         *     draft's subject included), also in the answer to `POST .../drafts`. Drafts
+         *     saved before drafts were sealed keep their values as stored and read them so.
          *
          *     *From docs/api/forms.md. The area's model, rules and decisions: the **forms** section's description.*
          */
@@ -55725,8 +55979,11 @@ export interface paths {
          *     - **Headers.** `Content-Type` is the type sniffed at upload (never the
          *       declared one), with `X-Content-Type-Options: nosniff`; `Content-Length` the
          *       recorded size; `Content-Disposition: attachment` with the file's name (RFC
-         *       6266: an ISO-8859-1 fallback in `filename`, the UTF-8 name in `filename*`;
-         *       the blob id when the upload had no name).
+         *       6266: an ASCII fallback in `filename`, with `?` for every other character;
+         *       and, whenever the name is not plain ASCII, the UTF-8 name in `filename*`,
+         *       RFC 5987 percent-encoded, which browsers prefer; the blob id when the
+         *       upload had no name). The header is ASCII only. For `ä.png`:
+         *       `attachment; filename="?.png"; filename*=UTF-8''%C3%A4.png`.
          *     - **Caching.** The `ETag` is the file's SHA-256 (its content never changes).
          *       `If-None-Match` naming it (or `*`) gives 304 with no body.
          *       `Cache-Control: private, no-cache`: a client may keep the file, and
@@ -55879,7 +56136,8 @@ export interface paths {
          * @description With `approval.enabled`, submissions start `pending_approval`.
          *     `POST .../submissions/{submission_id}/approve` and `.../reject` (body
          *     `{note?}`, up to 2,000 characters) by the approver role (`owner`: the
-         *     form's owners and admins; `admin`: platform admins) answer the Submission
+         *     form's owners and admins; `admin`: platform admins, whatever tenant the form
+         *     is in, see Ownership above) answer the Submission
          *     with `status` `approved` or `rejected` and `execution_status.approval:
          *     {status, decided_by, decided_at, note}`. A submission that is not pending
          *     (already decided, or the form has no approval) is 409 `conflict`; anyone
