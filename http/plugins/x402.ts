@@ -112,9 +112,11 @@ export function registerX402(app: FastifyInstance, services: AppServices): void 
     const url = routeUrlOf(request);
     if (url === undefined || isExemptPath(url)) return;
     const method = request.method === 'HEAD' ? 'GET' : request.method;
-    const price = resolvePrice(await edge.rules(), method, url);
-    if (!price.payable) return;
     const query = request.url.indexOf('?');
+    // Priced by the concrete path: a rule's `:param` covers any segment of it, and a rule naming one
+    // resource (`/api/v1/things/premium`) applies to that resource, as the quote says it does.
+    const price = resolvePrice(await edge.rules(), method, query < 0 ? request.url : request.url.slice(0, query));
+    if (!price.payable) return;
     request.x402Payment = {
       price,
       priced: {

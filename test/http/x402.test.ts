@@ -137,6 +137,8 @@ describe('status, quote, catalog, preflight, cache', () => {
     expect((await quote('GET', '/api/v1/quoted/:other')).body.amount_usd).toBe('0.3');
     expect((await quote('POST', '/api/v1/quoted/42')).body.amount_usd).toBe('0.02');
     expect((await quote('GET', '/api/v1/elsewhere')).body.amount_usd).toBe('0.001');
+    // A query string names no route: quoted as the request is priced, by its path.
+    expect((await quote('GET', '/api/v1/quoted/42?x=1')).body.amount_usd).toBe('0.3');
     expect((await quote('POST', '/x402/session')).body).toEqual({ amount_usd: '0', payable: false, rule_id: null, settle_mode: 'verify_then_settle_after' });
     expectError(await quote('BREW', '/a'), 400, 'BAD_REQUEST');
     expectError(await t.request('GET', '/api/v1/x402/quote?method=GET&path=relative', { token: alice.token }), 400, 'BAD_REQUEST');
@@ -341,6 +343,25 @@ describe('enforcement from a prepaid balance', () => {
       expect(await balanceOf(user.token)).toBe('0.1');
     } finally {
       await t.request('DELETE', `/admin/x402/pricing/endpoints/POST${LOCK_TEMPLATE}`, { token: admin });
+    }
+  });
+
+  it('a rule naming one resource prices that resource, as its quote says, and not its neighbours', async () => {
+    const user = await t.newUser('oneres');
+    await credit(user.user_id, '1');
+    const premium = '/api/v1/distributed-state/pay/premium/lock';
+    const rule = await t.request('POST', '/admin/x402/pricing/endpoints', { token: admin, body: { method: 'GET', path: premium, amount_usd: '0.07' } });
+    expect(rule.status, rule.text).toBeLessThan(300);
+    try {
+      const quoted = await t.request('GET', `/api/v1/x402/quote?method=GET&path=${encodeURIComponent(premium)}`, { token: user.token });
+      expect(quoted.body.amount_usd).toBe('0.07');
+      const paid = await t.request('GET', premium, { token: user.token });
+      expect(paid.status, paid.text).toBe(200);
+      expect(paid.headers.get('x402-charged-usd')).toBe('0.07');
+      // The template's rule (0.05, from beforeAll) still prices the other keys.
+      expect((await t.request('GET', lockPath(), { token: user.token })).headers.get('x402-charged-usd')).toBe('0.05');
+    } finally {
+      await t.request('DELETE', `/admin/x402/pricing/endpoints/GET${premium}`, { token: admin });
     }
   });
 
