@@ -521,7 +521,7 @@ export class ClusterNode {
 
 /** The real ports: etcd at ETCD_ENDPOINTS, gRPC peers, LMDB in dataDir, the system clock. */
 export function productionPorts(options: ClusterNodeOptions): ClusterPorts {
-  mkdirSync(options.dataDir, { recursive: true });
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   return {
     clock: new SystemClusterClock(),
     coordination: EtcdCoordination.connect(options.cluster.etcdEndpoints),

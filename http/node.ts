@@ -44,7 +44,8 @@ export interface StartNodeOptions {
 }
 
 export async function startNode(options: StartNodeOptions): Promise<RunningNode> {
-  mkdirSync(options.config.dataDir, { recursive: true });
+  // Only the node's user reads what a data directory it creates holds (LMDB's files are 0644 inside it).
+  mkdirSync(options.config.dataDir, { recursive: true, mode: 0o700 });
   // Embedded: the store is opened first, as it knows its partition count. A cluster keeps its count in etcd.
   const embeddedStore = options.config.cluster ? undefined : new LmdbStore({ path: options.config.dataDir, sync: options.config.durability === 'sync' });
   const config: ResolvedNodeConfig = {

@@ -1,10 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
 
 /**
- * An Idempotency-Key on a POST whose answer carries a secret shown once (an
+ * Secrets at rest. An Idempotency-Key on a POST whose answer carries a secret shown once (an
  * API key, a TOTP secret): the store keeps that the request ran, never the
  * answer, so the secret is not on disk; a retry is told so (409
  * idempotency_replay_withheld) and the request does not run twice.
@@ -76,5 +77,19 @@ describe('Idempotency-Key on answers that carry a secret', () => {
     const retry = await t.request('POST', '/api/v1/auth/api-keys', { token: user.token, body, headers });
     expect(retry.status).toBe(400);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
+  });
+});
+
+describe('the data directory', () => {
+  it('is created readable by the node\'s user only', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'platform-mode-'));
+    const dataDir = join(parent, 'fresh', 'data');
+    const node = await startTestNode({ dataDir });
+    try {
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    } finally {
+      await node.destroy();
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });
