@@ -25901,7 +25901,8 @@ export interface paths {
          *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
          *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
          *       `method` is case-insensitive; `path` must start with `/` (a template or a
-         *       concrete path). Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
+         *       concrete path; a query string is ignored, as the edge ignores it).
+         *       Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
          *     - `GET /x402/catalog` (no credential): every route this node serves whose
          *       price is payable and whose rule is discoverable, with x402 payment
          *       requirements: `accepts` (v1 `PaymentRequirements`) and `accepts_v2` (v2).
@@ -25979,7 +25980,8 @@ export interface paths {
          *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
          *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
          *       `method` is case-insensitive; `path` must start with `/` (a template or a
-         *       concrete path). Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
+         *       concrete path; a query string is ignored, as the edge ignores it).
+         *       Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
          *     - `GET /x402/catalog` (no credential): every route this node serves whose
          *       price is payable and whose rule is discoverable, with x402 payment
          *       requirements: `accepts` (v1 `PaymentRequirements`) and `accepts_v2` (v2).
@@ -26074,7 +26076,8 @@ export interface paths {
          *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
          *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
          *       `method` is case-insensitive; `path` must start with `/` (a template or a
-         *       concrete path). Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
+         *       concrete path; a query string is ignored, as the edge ignores it).
+         *       Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
          *     - `GET /x402/catalog` (no credential): every route this node serves whose
          *       price is payable and whose rule is discoverable, with x402 payment
          *       requirements: `accepts` (v1 `PaymentRequirements`) and `accepts_v2` (v2).
