@@ -359,7 +359,11 @@ function inviteRules(state: OrganizationState, params: InviteParams, now: number
   const acting = actingRole(state, params.by);
   requireManager(acting);
   if (params.role === 'owner' && acting !== 'owner') throw new ServiceError('forbidden', 'Only an owner can invite an owner.');
-  requireInvitationRoom(state, normalizeEmail(params.email), now);
+  const email = normalizeEmail(params.email);
+  // A new invitation replaces the address's pending one: an admin must not undo an owner's grant of the owner role that way.
+  const pendingOwner = [...state.invitations.values()].some((invitation) => invitation.email === email && invitation.role === 'owner' && invitation.expires_at_ms > now);
+  if (pendingOwner && acting !== 'owner') throw new ServiceError('forbidden', 'This address has a pending invitation to the owner role; only an owner can replace it.');
+  requireInvitationRoom(state, email, now);
 }
 
 function startInvite(state: OrganizationState, message: Extract<OrganizationMessage, { op: 'invite' }>, context: TurnContext): Result {

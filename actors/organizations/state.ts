@@ -490,9 +490,12 @@ export function stepOrganization(state: OrganizationState, message: SingleTurnMe
 
     case 'revoke_invitation': {
       requireLive(state);
-      requireManager(actingRole(state, message.by));
+      const acting = actingRole(state, message.by);
+      requireManager(acting);
       const invitation = state.invitations.get(message.invitation_id);
       if (!invitation) throw new ServiceError('invitation_not_found', 'No such pending invitation.');
+      // Only an owner grants the owner role, so only an owner takes such a grant back.
+      if (invitation.role === 'owner' && acting !== 'owner') throw new ServiceError('forbidden', 'Only an owner can revoke an invitation to the owner role.');
       dropInvitation(state, effects, invitation);
       return done({ revoked: true, invitation: invitationView(state.meta!.org_id, invitation) }, true);
     }

@@ -1,5 +1,4 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject } from 'ajv';
 import type { FastifyInstance } from 'fastify';
 import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
 import {
@@ -39,6 +38,8 @@ import {
   type PresenceDirectoryView,
 } from '../../actors/presence/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
+import { bodyValidatorAjv } from '../plugins/validation.js';
+import { validationDetails } from '../validation-details.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { requireAdmin } from './admin.js';
@@ -103,7 +104,7 @@ const HeartbeatBody = Type.Object({
   observer: Type.Optional(Type.Boolean()),
 });
 /** Multiplex items are validated one by one (strict types, as route bodies are), so one bad item fails alone. */
-const itemValidator = new Ajv({ allErrors: false, coerceTypes: false, strict: false });
+const itemValidator = bodyValidatorAjv();
 const checkHeartbeat = itemValidator.compile(HeartbeatBody);
 const checkContextId = itemValidator.compile(CONTEXT_ID);
 
@@ -252,15 +253,6 @@ function heartbeatInput(body: Static<typeof HeartbeatBody>): HeartbeatInput {
   };
 }
 
-function itemErrors(errors: ErrorObject[] | null | undefined, prefix: string) {
-  return (errors ?? []).slice(0, 10).map((error) => {
-    let path = error.instancePath.replace(/\//g, '.');
-    const missing = (error.params as { missingProperty?: unknown }).missingProperty;
-    if (typeof missing === 'string') path += `.${missing}`;
-    return { field: prefix + path, message: error.message ?? 'is invalid' };
-  });
-}
-
 type ContextParamsT = Static<typeof ContextParams>;
 
 /** The administrators' list (GET /admin/presence/contexts): a tenant is a user id or an organization id. */
@@ -389,7 +381,7 @@ export function presenceRoutes(app: FastifyInstance, services: AppServices): voi
         }));
       }
       if (!checkHeartbeat(item.heartbeat)) {
-        const details = itemErrors(checkHeartbeat.errors, `body.items.${index}.heartbeat`);
+        const details = validationDetails(`body.items.${index}.heartbeat`, checkHeartbeat.errors ?? []);
         return failed(context_id, new ServiceError('BAD_REQUEST', details[0] ? `${details[0].field} ${details[0].message}` : 'invalid heartbeat', { details }));
       }
       return { context_id, heartbeat: heartbeatInput(item.heartbeat as Static<typeof HeartbeatBody>) };

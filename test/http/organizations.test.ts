@@ -145,6 +145,12 @@ describe('organizations (members)', () => {
     expectError(await as(adm.token)('PATCH', `/api/v1/orgs/${org.org_id}/members/${mem.user_id}`, { role: 'owner' }), 403, 'forbidden');
     expectError(await as(adm.token)('DELETE', `/api/v1/orgs/${org.org_id}/members/${owner.user_id}`), 403, 'forbidden');
     expectError(await as(adm.token)('DELETE', `/api/v1/orgs/${org.org_id}`), 403, 'forbidden');
+    // Nor an owner's invitation to the owner role: neither replaced by another invitation nor revoked.
+    const ownerInvite = await as(owner.token)('POST', `/api/v1/orgs/${org.org_id}/invitations`, { email: 'future-owner@example.com', role: 'owner' });
+    expect(ownerInvite.status, ownerInvite.text).toBe(201);
+    expectError(await as(adm.token)('POST', `/api/v1/orgs/${org.org_id}/invitations`, { email: 'future-owner@example.com', role: 'member' }), 403, 'forbidden');
+    expectError(await as(adm.token)('DELETE', `/api/v1/orgs/${org.org_id}/invitations/${ownerInvite.body.id}`), 403, 'forbidden');
+    expect((await as(owner.token)('DELETE', `/api/v1/orgs/${org.org_id}/invitations/${ownerInvite.body.id}`)).status).toBe(200);
     const promoted = await as(adm.token)('PATCH', `/api/v1/orgs/${org.org_id}/members/${mem.user_id}`, { role: 'admin' });
     expect(promoted.status, promoted.text).toBe(200);
     expect(promoted.body).toMatchObject({ user_id: mem.user_id, role: 'admin' });
