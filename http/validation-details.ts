@@ -66,10 +66,12 @@ const PARTS = ['body.', 'querystring.', 'params.', 'headers.'];
 /**
  * A handler's details name a field as the route's code knows it (`name`,
  * `custom_limits.gold`); the conventions name the request part too. A field
- * without one gets the part that holds its first segment: the path
- * parameters, else the query string, else the body.
+ * without one gets the part that holds its first segment (the path
+ * parameters, the body, the query string, in that order); one that none
+ * holds (a missing field) is the body's, or the query string's when the
+ * request has no body.
  */
-export function qualifiedDetails(details: unknown, request: { params?: unknown; query?: unknown }): unknown {
+export function qualifiedDetails(details: unknown, request: { params?: unknown; query?: unknown; body?: unknown }): unknown {
   if (!Array.isArray(details)) return details;
   const holds = (part: unknown, name: string) => part !== null && typeof part === 'object' && Object.hasOwn(part, name);
   return details.map((detail: unknown) => {
@@ -77,7 +79,8 @@ export function qualifiedDetails(details: unknown, request: { params?: unknown; 
     const field = (detail as { field?: unknown }).field;
     if (typeof field !== 'string' || field === '' || PARTS.some((part) => field.startsWith(part)) || ['body', 'querystring', 'params', 'headers'].includes(field)) return detail;
     const first = field.split(/[.[]/, 1)[0];
-    const part = holds(request.params, first) ? 'params' : holds(request.query, first) ? 'querystring' : 'body';
+    const hasBody = request.body !== undefined && request.body !== null;
+    const part = holds(request.params, first) ? 'params' : holds(request.body, first) ? 'body' : holds(request.query, first) ? 'querystring' : hasBody ? 'body' : 'querystring';
     return { ...detail, field: `${part}.${field}` };
   });
 }

@@ -45,7 +45,7 @@ describe('field names', () => {
   });
 
   it("qualifies a handler's bare field with the request part that holds it", () => {
-    const request = { params: { user_id: 'u1' }, query: { page: '2' } };
+    const request = { params: { user_id: 'u1' }, query: { page: '2' }, body: { name: 'n' } };
     const details = [{ field: 'user_id', message: 'x' }, { field: 'page', message: 'x' }, { field: 'custom_limits.nope', message: 'x' }, { field: 'body.name', message: 'x' }, { field: 'jobs[1].queue', message: 'x' }];
     expect(qualifiedDetails(details, request)).toEqual([
       { field: 'params.user_id', message: 'x' },
@@ -55,5 +55,8 @@ describe('field names', () => {
       { field: 'body.jobs[1].queue', message: 'x' },
     ]);
     expect(qualifiedDetails({ missing: [] }, request)).toEqual({ missing: [] });
+    // A field none holds (missing): the body's when there is one, else the query string's.
+    expect(qualifiedDetails([{ field: 'client_id', message: 'x' }], { query: {} })).toEqual([{ field: 'querystring.client_id', message: 'x' }]);
+    expect(qualifiedDetails([{ field: 'client_id', message: 'x' }], { query: {}, body: { other: 1 } })).toEqual([{ field: 'body.client_id', message: 'x' }]);
   });
 });
