@@ -39,6 +39,8 @@ export function redirectUriProblem(uri: string): string | null {
   } catch {
     return 'is not an absolute URL';
   }
+  // WHATWG URL reads `https:///cb` as host `cb`; the URI must name its host itself (RFC 3986 authority).
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#\\]/i.test(uri)) return 'must name its host (scheme://host/...)';
   if (url.hash !== '' || uri.includes('#')) return 'must not have a fragment';
   if (url.username !== '' || url.password !== '') return 'must not carry credentials';
   if (url.protocol === 'https:') return null;

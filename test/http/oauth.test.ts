@@ -208,6 +208,8 @@ describe('OAuth 2.0 errors', () => {
       { redirect_uris: ['http://example.com/cb'] },
       { redirect_uris: ['https://example.com/cb#frag'] },
       { redirect_uris: ['myapp://cb'] },
+      { redirect_uris: ['https:///cb'] },
+      { redirect_uris: ['https:cb.example/cb'] },
       { redirect_uris: [] },
       { grant_types: ['client_credentials'], token_endpoint_auth_method: 'none' },
       { grant_types: ['password'], redirect_uris: [REDIRECT] },
