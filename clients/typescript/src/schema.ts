@@ -825,7 +825,7 @@ export interface paths {
          *     - `username`: 3 to 32 of `A-Z a-z 0-9 _ . -`; unique, case-insensitive (the
          *       case given is kept for display).
          *     - `password`: 8 to 256 characters (shorter: 400).
-         *     - `display_name`: 1 to 100 characters; defaults to the username.
+         *     - `display_name`: 1 to 100 characters; absent or blank, the username.
          *
          *     201 `{user: User, access_token, refresh_token, token_type: "Bearer", expires_in}`.
          *     Duplicate e-mail: 409 `email_taken`; duplicate username: 409 `username_taken`.
@@ -1767,7 +1767,8 @@ export interface paths {
          *
          *       Reads stay allowed (`/api/v1/auth/me`, the API key list, two-factor status,
          *       linked accounts, sessions...), as do the user's ordinary actions and
-         *       `POST /api/v1/auth/logout`. There is no password-change route to refuse.
+         *       `POST /api/v1/auth/logout`. A password change is refused too (403
+         *       `impersonation_forbidden`, accounts.md).
          *
          *     - **User tokens** (authorization_code, refresh_token) belong to a real user session
          *       (EdDSA JWT, `typ: at+jwt`, `sub` = user id, `sid` = session id, like a login's token, so
@@ -4396,11 +4397,11 @@ export interface paths {
          *     | field | default | rules |
          *     |---|---|---|
          *     | `client_name` | `"Unnamed client"` | ≤ 200 characters |
-         *     | `redirect_uris` | `[]` | ≤ 10, each ≤ 2000 characters, absolute, no fragment, no user info; `https:` anywhere, `http:` only on `127.0.0.1`, `[::1]` or `localhost`. Required (≥ 1) with the `authorization_code` grant. |
+         *     | `redirect_uris` | `[]` | ≤ 10, each ≤ 2000 characters, absolute and naming its host (`https:///cb` is refused), no fragment, no user info; `https:` anywhere, `http:` only on `127.0.0.1`, `[::1]` or `localhost`. Required (≥ 1) with the `authorization_code` grant. |
          *     | `grant_types` | `["authorization_code"]` | any of `authorization_code`, `refresh_token`, `client_credentials` |
          *     | `response_types` | `["code"]` with `authorization_code`, else `[]` | only `code`, and only with `authorization_code` |
          *     | `token_endpoint_auth_method` | `client_secret_basic` | `none` (public client), `client_secret_basic`, `client_secret_post`. `none` cannot have `client_credentials`. |
-         *     | `scope` | every client scope | space-separated, from: `auth:read locks:read locks:write liveness:read liveness:write presence:read presence:write waiting_rooms:read waiting_rooms:write` (the API key catalog without `*`). `auth:read` (read the user's profile) is user-only: never granted to a client_credentials token. |
+         *     | `scope` | every client scope | space-separated, from the API key scope catalog without `*` (api-keys.md: `auth:read`, and `<area>:read` / `<area>:write` for locks, liveness, presence, waiting rooms, webhooks, jobs, mq, vault, ledger, auctions and the other areas; the metadata's `scopes_supported` lists them all). Ask for the scopes the client needs: without `scope`, a client is registered for all of them, and its users consent to all. `auth:read` (read the user's profile) is user-only: never granted to a client_credentials token. |
          *
          *     Reply (201, as RFC 7591 §3.2.1): `client_id` (`oc_` + 32 hex), `client_id_issued_at` (epoch
          *     seconds), `client_name`, `grant_types`, `redirect_uris`, `response_types`,
@@ -5154,7 +5155,8 @@ export interface paths {
          *       was sent to; the token is valid 24 hours and once. A new send replaces the
          *       previous token (the old link stops working).
          *     - Link: without `redirect_url`,
-         *       `<scheme>://<host>/api/v1/auth/email/verify/confirm?token=...` (the GET form
+         *       `<base>/api/v1/auth/email/verify/confirm?token=...`, `<base>` being
+         *       `PUBLIC_BASE_URL`, else the node's own URL, never the request's `Host` (the GET form
          *       below); with `redirect_url` (an absolute `http`/`https` URL, at most 2048
          *       characters, its own query kept), that URL with `token` added as a query
          *       parameter; the page there is expected to POST the token to the confirm
@@ -5442,7 +5444,8 @@ export interface paths {
          *       creating CLI knows; the server keeps its SHA-256.
          *     - `user_code`: `XXXX-XXXX` (consonants only), for the user to check that the
          *       browser page and the terminal show the same session.
-         *     - `verification_uri`: `<scheme>://<host>/api/v1/auth/cli/session/<id>/complete`,
+         *     - `verification_uri`: `<base>/api/v1/auth/cli/session/<id>/complete` (`<base>`:
+         *       `PUBLIC_BASE_URL`, else the node's own URL, never the request's `Host`),
          *       the endpoint a signed-in web client POSTs to (a web UI builds its confirmation
          *       page around `id` and `user_code`).
          *     - The session expires 10 minutes after creation (durable alarm; before the alarm
@@ -6911,7 +6914,8 @@ export interface paths {
          *
          *       Reads stay allowed (`/api/v1/auth/me`, the API key list, two-factor status,
          *       linked accounts, sessions...), as do the user's ordinary actions and
-         *       `POST /api/v1/auth/logout`. There is no password-change route to refuse.
+         *       `POST /api/v1/auth/logout`. A password change is refused too (403
+         *       `impersonation_forbidden`, accounts.md).
          *
          *     | status | code | when |
          *     |---|---|---|
@@ -13416,7 +13420,8 @@ export interface paths {
          * @description ## `PATCH` extend
          *
          *     Body `{lock_id, owner_id, ttl_seconds?}`. The lock's expiry becomes now +
-         *     `ttl_seconds` (default: the ttl it was acquired with). 200 `{lock_id, namespace,
+         *     `ttl_seconds` (default: the lock's current `ttl_seconds`, the one it was
+         *     acquired with or last extended with). 200 `{lock_id, namespace,
          *     key, owner_id, fence_token, expires_at, ttl_seconds}`. Not the current holder
          *     (or expired): 409 `lock_not_held`.
          *
