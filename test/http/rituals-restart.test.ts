@@ -1,7 +1,7 @@
-import { rmSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/index.js';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { startTestNode } from '../helpers/node.js';
+import { ok, restartedNodes } from '../helpers/restart.js';
 import { settle } from '../helpers/runtime.js';
 
 /**
@@ -10,18 +10,9 @@ import { settle } from '../helpers/runtime.js';
  * request, and the history and analytics (fed by the alarm's outbox deltas)
  * show it.
  */
-const nodes: TestNode[] = [];
+const nodes = restartedNodes();
 const base = '/api/v1/rituals';
 
-afterAll(async () => {
-  for (const node of nodes) await node.stop().catch(() => undefined);
-  if (nodes[0]) rmSync(nodes[0].dataDir, { recursive: true, force: true });
-});
-
-function ok(res: TestResponse, status = 200) {
-  expect(res.status, res.text).toBe(status);
-  return res.body;
-}
 
 describe('rituals across a restart', () => {
   it('the deadline alarm fires on the restarted node; definitions and the attempt are kept', async () => {

@@ -1,24 +1,15 @@
-import { rmSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
-import { startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { describe, expect, it } from 'vitest';
+import { startTestNode } from '../helpers/node.js';
+import { ok, restartedNodes } from '../helpers/restart.js';
 
 /**
  * Talent state survives a node restart (graceful stop, a new node on the same
  * data directory): curves, tree versions and the list, the wallet with its
  * remembered XP event ids, allocations with their tree version, analytics.
  */
-const nodes: TestNode[] = [];
+const nodes = restartedNodes();
 const base = '/api/v1/talent';
 
-afterAll(async () => {
-  for (const node of nodes) await node.stop().catch(() => undefined);
-  if (nodes[0]) rmSync(nodes[0].dataDir, { recursive: true, force: true });
-});
-
-function ok(res: TestResponse, status = 200) {
-  expect(res.status, res.text).toBe(status);
-  return res.body;
-}
 
 describe('talent across a restart', () => {
   it('keeps definitions, wallet, event ids, allocations and analytics', async () => {

@@ -1,7 +1,7 @@
-import { rmSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../runtime/index.js';
-import { expectError, startTestNode, type TestNode, type TestResponse } from '../helpers/node.js';
+import { expectError, startTestNode } from '../helpers/node.js';
+import { ok, restartedNodes } from '../helpers/restart.js';
 import { settle } from '../helpers/runtime.js';
 
 /**
@@ -9,18 +9,9 @@ import { settle } from '../helpers/runtime.js';
  * a new node on the same data directory): nothing is revealed before the
  * time, and the stored alarm opens the attestation once, after the restart.
  */
-const nodes: TestNode[] = [];
+const nodes = restartedNodes();
 const base = '/api/v1/vault/attestations';
 
-afterAll(async () => {
-  for (const node of nodes) await node.stop().catch(() => undefined);
-  if (nodes[0]) rmSync(nodes[0].dataDir, { recursive: true, force: true });
-});
-
-function ok(res: TestResponse, status = 200) {
-  expect(res.status, res.text).toBe(status);
-  return res.body;
-}
 
 describe('vault across a restart', () => {
   it('a lottery win plus the later time alarm opens a combined lock exactly once', async () => {
