@@ -799,7 +799,8 @@ export function itemRoutes(app: FastifyInstance, services: AppServices): void {
         consumed: result.consumed,
         // A salvaged item is never locked (refused: items_item_locked); an output may top up a locked stack.
         remaining: result.remaining ? itemView(domain, container_id, owner, result.remaining) : null,
-        produced: result.produced.map((entry) => itemView(domain, container_id, owner, entry, { locked_item_ids: result.locked_item_ids })),
+        // A node of the version before answers without locked_item_ids (a rolling upgrade).
+        produced: result.produced.map((entry) => itemView(domain, container_id, owner, entry, { locked_item_ids: result.locked_item_ids ?? [] })),
       };
     },
   );
