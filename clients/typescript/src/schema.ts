@@ -12190,7 +12190,7 @@ export interface paths {
          *       ```
          *
          *       Such routes are the ones whose answer has a `token`, `secret`,
-         *       `client_secret`, `access_token`, `refresh_token`, `backup_codes`,
+         *       `client_secret`, `access_token`, `refresh_token`, `id_token`, `backup_codes`,
          *       `holder_shares`, `content_key`, `device_code` or `user_code` field, API
          *       key creation, and the forms routes that answer with a submission's or
          *       draft's data as its owners read it (encrypted fields in clear): saving a
