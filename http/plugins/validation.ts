@@ -1,7 +1,9 @@
-import { Ajv, type Options } from 'ajv';
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
+import { ServiceError } from '../../runtime/index.js';
 import type { LazySchemas } from '../lazy-schemas.js';
+import { validationDetails } from '../validation-details.js';
 
 /**
  * Two validators: query strings, params and headers arrive as text and are
@@ -40,9 +42,29 @@ export function boundNumbers(schema: unknown): void {
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
 
-/** An ajv as the edge validates bodies with (strict types, formats): for a route that checks parts of its body itself (a batch's items). */
+/** An ajv as the edge validates bodies with (strict types, formats). */
 export function bodyValidatorAjv(): Ajv {
   return addFormats(new Ajv({ ...shared, coerceTypes: false }));
+}
+
+let partsAjv: Ajv | undefined;
+
+/**
+ * A check of a part of a body that a route validates itself, as the edge
+ * validates bodies (a batch's items, one by one, so one bad item fails
+ * alone). Compiled on first use: start-up is part of a restarted node's
+ * recovery (http/lazy-schemas.ts). Answers null, or the 400 the edge would
+ * give that part as a body, its fields named under `field`.
+ */
+export function bodyPartCheck(schema: object): (value: unknown, field: string) => ServiceError | null {
+  let validate: ValidateFunction | undefined;
+  return (value, field) => {
+    validate ??= (partsAjv ??= bodyValidatorAjv()).compile(schema);
+    if (validate(value)) return null;
+    const details = validationDetails(field, validate.errors ?? []);
+    const first = details[0] ?? { field, message: 'is invalid' };
+    return new ServiceError('BAD_REQUEST', `${first.field} ${first.message}`, { details });
+  };
 }
 
 export function registerValidation(app: FastifyInstance, lazy: LazySchemas): void {

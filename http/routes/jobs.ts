@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import type { ValidateFunction } from 'ajv';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { randomId, ServiceError } from '../../runtime/index.js';
 import {
@@ -40,8 +39,7 @@ import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { jobSettings, jobWorkerOf } from '../job-delivery.js';
-import { validationDetails } from '../validation-details.js';
-import { bodyValidatorAjv } from '../plugins/validation.js';
+import { bodyPartCheck, bodyValidatorAjv } from '../plugins/validation.js';
 import { blockedAddressReason } from '../webhook-guard.js';
 import { requireAdmin } from './admin.js';
 
@@ -310,26 +308,8 @@ function checkTags(tags: Record<string, string> | undefined): void {
   }
 }
 
-/**
- * Batch items are validated one by one in the handler, with the body validator's options (strict
- * types, http/plugins/validation.ts), so one bad item fails alone. Compiled on first use: start-up
- * is part of a restarted node's recovery (http/lazy-schemas.ts).
- */
-const itemValidator = bodyValidatorAjv();
-function compiledOnFirstUse(schema: TSchema): () => ValidateFunction {
-  let compiled: ValidateFunction | undefined;
-  return () => (compiled ??= itemValidator.compile(schema));
-}
-const jobBodyValidator = compiledOnFirstUse(JobBody);
-
 /** A batch item against the schedule body's schema: the 400 a single schedule of it would get, else null. */
-function checkJobItem(item: unknown, field: string): ServiceError | null {
-  const validate = jobBodyValidator();
-  if (validate(item)) return null;
-  const details = validationDetails(field, validate.errors ?? []);
-  const first = details[0] ?? { field, message: 'is invalid' };
-  return new ServiceError('BAD_REQUEST', `${first.field} ${first.message}`, { details });
-}
+const checkJobItem = bodyPartCheck(JobBody);
 
 /** One job of a schedule or batch body, checked and completed (id, secret, time). */
 function jobRequest(body: Static<typeof JobBody>, user_id: string, now_ms: number, field: string, allowPrivateTargets: boolean): { queue: string; job: JobRequest } {
@@ -619,7 +599,7 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
       }),
     }),
     // The schema above documents the items; the route validates the envelope only, and each item in the handler.
-    validatorCompiler: () => app.lazySchemas.validator(() => itemValidator.compile(BatchEnvelope)),
+    validatorCompiler: () => app.lazySchemas.validator(() => bodyValidatorAjv().compile(BatchEnvelope)),
   }, async (request) => {
     const principal = requirePrincipal(request);
     const now = services.clock.now();

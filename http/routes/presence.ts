@@ -38,8 +38,7 @@ import {
   type PresenceDirectoryView,
 } from '../../actors/presence/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
-import { bodyValidatorAjv } from '../plugins/validation.js';
-import { validationDetails } from '../validation-details.js';
+import { bodyPartCheck } from '../plugins/validation.js';
 import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 import { requireAdmin } from './admin.js';
@@ -104,9 +103,8 @@ const HeartbeatBody = Type.Object({
   observer: Type.Optional(Type.Boolean()),
 });
 /** Multiplex items are validated one by one (strict types, as route bodies are), so one bad item fails alone. */
-const itemValidator = bodyValidatorAjv();
-const checkHeartbeat = itemValidator.compile(HeartbeatBody);
-const checkContextId = itemValidator.compile(CONTEXT_ID);
+const checkHeartbeat = bodyPartCheck(HeartbeatBody);
+const checkContextId = bodyPartCheck(CONTEXT_ID);
 
 const StateBody = Type.Object({ session_id: Type.String({ minLength: 1, maxLength: 64 }), state: CognitiveState });
 const LeaveBody = Type.Object({
@@ -375,15 +373,13 @@ export function presenceRoutes(app: FastifyInstance, services: AppServices): voi
     // Invalid items fail here; the flow applies the others, each in its own context, and answers when all have.
     const items = request.body.items.map((item, index): MultiplexItem => {
       const context_id = item.context_id;
-      if (!checkContextId(context_id)) {
+      if (checkContextId(context_id, `body.items.${index}.context_id`)) {
         return failed(context_id, new ServiceError('BAD_REQUEST', `items[${index}].context_id is not a valid context id`, {
           details: [{ field: `body.items.${index}.context_id`, message: 'must be 1-128 characters of A-Z a-z 0-9 . _ : @ ~ -' }],
         }));
       }
-      if (!checkHeartbeat(item.heartbeat)) {
-        const details = validationDetails(`body.items.${index}.heartbeat`, checkHeartbeat.errors ?? []);
-        return failed(context_id, new ServiceError('BAD_REQUEST', details[0] ? `${details[0].field} ${details[0].message}` : 'invalid heartbeat', { details }));
-      }
+      const invalid = checkHeartbeat(item.heartbeat, `body.items.${index}.heartbeat`);
+      if (invalid) return failed(context_id, invalid);
       return { context_id, heartbeat: heartbeatInput(item.heartbeat as Static<typeof HeartbeatBody>) };
     });
     const start = { op: 'start', items } satisfies MultiplexMessage;
