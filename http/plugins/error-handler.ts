@@ -27,12 +27,17 @@ function wireOf(code: ErrorCode): string | undefined {
   return (errorCodes[code] as { wire?: string }).wire;
 }
 
-export function sendError(reply: FastifyReply, code: ErrorCode, message: string, extra: { details?: unknown; retryAfterSeconds?: number } = {}): FastifyReply {
+/** The conventions' error body of a code: {statusCode, code, error (the reason phrase), message, details?}. */
+export function errorBodyOf(code: ErrorCode, message: string, details?: unknown): Record<string, unknown> {
   const statusCode = errorCodes[code].status;
-  if (extra.retryAfterSeconds !== undefined) reply.header('retry-after', String(extra.retryAfterSeconds));
   const body: Record<string, unknown> = { statusCode, code, error: STATUS_CODES[statusCode] ?? 'Error', message };
-  if (extra.details !== undefined) body.details = extra.details;
-  return reply.code(statusCode).type('application/json; charset=utf-8').send(JSON.stringify(body));
+  if (details !== undefined) body.details = details;
+  return body;
+}
+
+export function sendError(reply: FastifyReply, code: ErrorCode, message: string, extra: { details?: unknown; retryAfterSeconds?: number } = {}): FastifyReply {
+  if (extra.retryAfterSeconds !== undefined) reply.header('retry-after', String(extra.retryAfterSeconds));
+  return reply.code(errorCodes[code].status).type('application/json; charset=utf-8').send(JSON.stringify(errorBodyOf(code, message, extra.details)));
 }
 
 /** Fastify's own client-error codes, mapped onto ours. */

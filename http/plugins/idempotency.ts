@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { errorCodes, ServiceError } from '../../runtime/index.js';
 import { IDEMPOTENCY_KIND, type BeginReply, type StoredResponse } from '../../actors/idempotency/state.js';
 import type { AppServices } from '../services.js';
 import { routeConfigOf } from '../route-config.js';
+import { errorBodyOf } from './error-handler.js';
 import { responseHoldsSecret } from '../secret-responses.js';
 
 /**
@@ -15,7 +16,8 @@ import { responseHoldsSecret } from '../secret-responses.js';
  * response leaves, so a retry can never run the request a second time.
  * 5xx responses are not stored: the request may be retried.
  */
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** An Idempotency-Key: 1 to 255 visible ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 interface IdempotencyContext {
   actorKey: string;
@@ -26,13 +28,12 @@ interface IdempotencyContext {
 
 /** What a replay of a request whose answer carried a secret gets: the fact that it ran, not the answer. */
 function withheldResponse(status_code: number): StoredResponse {
-  const body = {
-    statusCode: 409,
-    code: 'idempotency_replay_withheld',
-    error: 'Conflict',
-    message: `The request with this Idempotency-Key already ran (${status_code}). Its answer carried a secret shown only once, which is not stored: look the created resource up, or revoke it and create another.`,
+  const message = `The request with this Idempotency-Key already ran (${status_code}). Its answer carried a secret shown only once, which is not stored: look the created resource up, or revoke it and create another.`;
+  return {
+    status_code: errorCodes.idempotency_replay_withheld.status,
+    content_type: 'application/json; charset=utf-8',
+    body: JSON.stringify(errorBodyOf('idempotency_replay_withheld', message)),
   };
-  return { status_code: 409, content_type: 'application/json; charset=utf-8', body: JSON.stringify(body) };
 }
 
 declare module 'fastify' {
@@ -68,7 +69,7 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
   // Both hooks run on every request: a plain callback with an early exit costs
   // nothing when there is no Idempotency-Key; the work happens only when there is.
   async function begin(request: FastifyRequest, reply: FastifyReply, header: unknown): Promise<void> {
-    if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+    if (typeof header !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(header)) {
       throw new ServiceError('BAD_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
     }
     const context: IdempotencyContext = {

@@ -10,6 +10,7 @@ import {
   type ResolvedPrice,
 } from '../../actors/x402/messages.js';
 import { bearerAuthentication } from './authenticate.js';
+import { IDEMPOTENCY_KEY_PATTERN } from './idempotency.js';
 import { publicBase } from '../public-base.js';
 import type { AppServices } from '../services.js';
 import { x402Edge, type X402Edge } from '../x402-edge.js';
@@ -61,8 +62,6 @@ declare module 'fastify' {
   }
 }
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
 /**
  * A POST retried under the same Idempotency-Key (scoped, like the idempotency
  * store, to the caller's user) is charged once: its retry is answered from the
@@ -72,7 +71,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
  */
 function chargeIdOf(request: FastifyRequest): string {
   const key = request.headers['idempotency-key'];
-  if (request.method === 'POST' && typeof key === 'string' && IDEMPOTENCY_KEY.test(key)) return `idem ${request.principal?.user_id ?? ''} POST ${request.url} ${key}`;
+  if (request.method === 'POST' && typeof key === 'string' && IDEMPOTENCY_KEY_PATTERN.test(key)) return `idem ${request.principal?.user_id ?? ''} POST ${request.url} ${key}`;
   return `req ${request.id}`;
 }
 
