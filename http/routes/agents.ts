@@ -377,8 +377,8 @@ export function agentRoutes(app: FastifyInstance, services: AppServices): void {
     ),
   }, async (request) => {
     const principal = requirePrincipal(request);
-    // The schema's fields only: Fastify keeps a body's unknown fields (agent_id, tenant, owner_id), which must change nothing.
-    const changes = Object.fromEntries(Object.entries(request.body).filter(([name]) => name in UpdateBody.properties)) as AgentChanges;
+    // A body's unknown fields (agent_id, tenant, owner_id) are Fastify's to keep and the step's to ignore (changeableOf).
+    const changes: AgentChanges = { ...request.body };
     checkPayloads(changes);
     const caller: AgentCaller = { user_id: principal.user_id, tenant: principal.tenant, admin: principal.role === 'admin' };
     return fullShape(await agent<AgentView>(request.params.agent_id, { op: 'update', caller, changes }));

@@ -302,9 +302,8 @@ export function throttleRoutes(app: FastifyInstance, services: AppServices): voi
     ),
   }, async (request) => {
     const principal = requirePrincipal(request);
-    // The schema's fields only: Fastify keeps a body's unknown fields (plan_id, owner_id), which must change nothing.
-    const { limits, actions, default_enforcement, description, headers_mode, refund_window_seconds, subject_namespaces, tags } = request.body;
-    const changes: PlanChanges = { limits, actions, default_enforcement, description, headers_mode, refund_window_seconds, subject_namespaces, tags };
+    // A body's unknown fields (plan_id, owner_id) are Fastify's to keep and the step's to ignore (CHANGEABLE).
+    const changes: PlanChanges = { ...request.body };
     const answer = await changePlans(principal.tenant, { op: 'update', plan_id: request.params.plan_id, changes });
     return planShape(answer.plan!);
   });
