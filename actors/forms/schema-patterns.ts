@@ -71,7 +71,7 @@ export function unsafePatterns(root: unknown): UnsafePattern[] {
     for (const keyword of SCHEMA_KEYWORDS) pending.push({ node: schema[keyword], path: at(keyword) });
     for (const keyword of SCHEMA_LIST_KEYWORDS) {
       const list = schema[keyword];
-      if (Array.isArray(list)) list.forEach((child, index) => pending.push({ node: child, path: at(`${keyword}[${index}]`) }));
+      if (Array.isArray(list)) list.forEach((child, index) => pending.push({ node: child, path: at(`${keyword}.${index}`) }));
     }
     for (const keyword of SCHEMA_MAP_KEYWORDS) {
       const map = schema[keyword];

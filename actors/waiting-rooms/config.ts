@@ -103,7 +103,7 @@ export function buildConfig(base: RoomConfig | null, room_id: string, input: Roo
       }
       const seen = new Set<string>();
       groups.forEach((group, i) => {
-        const field = `body.priority_groups[${i}]`;
+        const field = `body.priority_groups.${i}`;
         const name = group?.name;
         if (typeof name !== 'string' || name.length === 0 || name.length > waitingRoomLimits.group_name_length_max || !GROUP_NAME_PATTERN.test(name)) {
           issues.push({ field: `${field}.name`, message: `must be 1-${waitingRoomLimits.group_name_length_max} characters of A-Z a-z 0-9 . _ : -` });

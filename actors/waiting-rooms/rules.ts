@@ -68,7 +68,7 @@ function checkList(value: unknown, field: string, issues: RuleIssue[]): void {
     issues.push({ field, message: `must have at most ${ruleLimits.values_per_list_max} values` });
     return;
   }
-  value.forEach((item, i) => checkScalar(item, `${field}[${i}]`, issues));
+  value.forEach((item, i) => checkScalar(item, `${field}.${i}`, issues));
 }
 
 function checkCondition(condition: unknown, field: string, issues: RuleIssue[]): void {
@@ -114,7 +114,7 @@ export function validateMatchRules(rules: unknown, field: string): RuleIssue[] {
       issues.push({ field, message: `must have at most ${ruleLimits.alternatives_max} conditions` });
       return issues;
     }
-    rules.forEach((condition, i) => checkCondition(condition, `${field}[${i}]`, issues));
+    rules.forEach((condition, i) => checkCondition(condition, `${field}.${i}`, issues));
   } else checkCondition(rules, field, issues);
   return issues;
 }

@@ -249,7 +249,7 @@ function refuse(field: string, message: string): never {
 /** Execution hooks from the body, checked and normalised (create and PATCH). */
 function hooksOf(hooks: NonNullable<NonNullable<SettingsBodyType['execution']>['on_valid_submission']>, attempt_timeout_ms: number): ExecutionHook[] {
   return hooks.map((hook, index) => {
-    const field = `execution.on_valid_submission[${index}]`;
+    const field = `execution.on_valid_submission.${index}`;
     if (hook.kind === 'job') {
       if (!hook.queue || !isQueueName(hook.queue)) refuse(`${field}.queue`, 'is required for a job hook: a queue name (letters, digits, - _ . :, 1-100 characters)');
       if (!hook.target) refuse(`${field}.target`, 'is required for a job hook: {url, secret, headers?}');
@@ -464,7 +464,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   const tags = ['forms'];
   /** A webhook hook must name a webhook of the tenant that the creator may manage (read-only ask). */
   const checkWebhook = async (tenant: string, caller: FormCaller, webhook_id: string, index: number) => {
-    const field = `body.execution.on_valid_submission[${index}].webhook_id`;
+    const field = `body.execution.on_valid_submission.${index}.webhook_id`;
     const refused = () => new ServiceError('BAD_REQUEST', `${field} names no webhook of yours.`, { details: [{ field, message: 'names no webhook of yours' }] });
     if (webhook_id.length > 128) throw refused();
     const view = await services.actors.ask<WebhookView>(WEBHOOK_KIND, webhook_id, { op: 'get', caller } satisfies WebhookMessage, { readOnly: true }).catch((error: unknown) => {

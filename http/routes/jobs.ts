@@ -606,7 +606,7 @@ export function jobRoutes(app: FastifyInstance, services: AppServices): void {
     const failed: Static<typeof BatchFailure>[] = [];
     const accepted: { index: number; item: { queue: string; job: JobRequest } }[] = [];
     request.body.jobs.forEach((body, index) => {
-      const field = `body.jobs[${index}]`;
+      const field = `body.jobs.${index}`;
       try {
         const invalid = checkJobItem(body, field);
         if (invalid) throw invalid;

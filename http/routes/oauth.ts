@@ -177,7 +177,7 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     const redirect_uris = [...new Set(body.redirect_uris ?? [])];
     redirect_uris.forEach((uri, index) => {
       const problem = redirectUriProblem(uri);
-      if (problem) throw badRequest(`redirect_uris[${index}]`, problem);
+      if (problem) throw badRequest(`redirect_uris.${index}`, problem);
     });
     if (usesCode && redirect_uris.length === 0) throw badRequest('redirect_uris', 'must hold at least one URI with the authorization_code grant');
     const scope = body.scope === undefined ? [...OAUTH_SCOPES] : parseScope(body.scope);

@@ -127,8 +127,8 @@ describe('room CRUD', () => {
     [{ anti_gaming: { rejoin_cooldown_seconds: -1 } }, 'body.anti_gaming.rejoin_cooldown_seconds'],
     [{ queue_strategy: 'random' }, 'body.queue_strategy'],
     [{ priority_groups: [{ name: 'vip', boost: -3 }] }, 'body.priority_groups.0.boost'],
-    [{ priority_groups: [{ name: 'vip', match_rules: { tier: { regex: '.*' } } }] }, 'body.priority_groups[0].match_rules.tier.regex'],
-    [{ priority_groups: [{ name: 'vip' }, { name: 'vip' }] }, 'body.priority_groups[1].name'],
+    [{ priority_groups: [{ name: 'vip', match_rules: { tier: { regex: '.*' } } }] }, 'body.priority_groups.0.match_rules.tier.regex'],
+    [{ priority_groups: [{ name: 'vip' }, { name: 'vip' }] }, 'body.priority_groups.1.name'],
     [{ room_id: 'global-bans' }, 'body.room_id'],
     [{ room_id: 'has space' }, 'body.room_id'],
   ])('create refuses %j with 400 naming %s', async (overrides, field) => {

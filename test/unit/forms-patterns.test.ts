@@ -23,17 +23,17 @@ describe('schema patterns', () => {
     };
     expect(unsafePatterns(schema).map((found) => found.path)).toEqual([
       '$defs.d.contains.pattern',
-      'additionalProperties.allOf[0].pattern',
-      'additionalProperties.oneOf[0].else.pattern',
-      'additionalProperties.oneOf[0].if.pattern',
-      'additionalProperties.oneOf[0].then.pattern',
+      'additionalProperties.allOf.0.pattern',
+      'additionalProperties.oneOf.0.else.pattern',
+      'additionalProperties.oneOf.0.if.pattern',
+      'additionalProperties.oneOf.0.then.pattern',
       'definitions.e.dependentSchemas.x.pattern',
       'dependencies.g.pattern',
       `patternProperties.${bad}`,
       `patternProperties.${bad}.not.pattern`,
       'properties.a.pattern',
       'properties.b.items.pattern',
-      'properties.b.prefixItems[0].pattern',
+      'properties.b.prefixItems.0.pattern',
       'propertyNames.pattern',
     ]);
   });

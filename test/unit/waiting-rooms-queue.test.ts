@@ -175,7 +175,7 @@ describe('match rules', () => {
     expect(validateMatchRules('gold', 'r')[0].field).toBe('r');
     expect(validateMatchRules([], 'r')[0].field).toBe('r');
     expect(validateMatchRules({ tier: { nested: true } }, 'r').length).toBe(1);
-    expect(validateMatchRules({ tier: [{}] }, 'r')[0].field).toBe('r.tier[0]');
+    expect(validateMatchRules({ tier: [{}] }, 'r')[0].field).toBe('r.tier.0');
     expect(validateMatchRules({ age: { gt: true } }, 'r')[0].field).toBe('r.age.gt');
     expect(validateMatchRules({ tier: 'gold', n: { in: [1, 2] } }, 'r')).toEqual([]);
   });

@@ -35,10 +35,10 @@ describe('room configuration', () => {
     [{ anti_gaming: { rejoin_cooldown_seconds: -3 } }, 'body.anti_gaming.rejoin_cooldown_seconds'],
     [{ queue_strategy: 'lifo' }, 'body.queue_strategy'],
     [{ status: 'closed' }, 'body.status'],
-    [{ priority_groups: [{ name: 'vip', boost: -1 }] }, 'body.priority_groups[0].boost'],
-    [{ priority_groups: [{ name: 'vip' }, { name: 'vip' }] }, 'body.priority_groups[1].name'],
-    [{ priority_groups: [{ name: 'vip', match_rules: { tier: { like: 'g' } } }] }, 'body.priority_groups[0].match_rules.tier.like'],
-    [{ priority_groups: [{ name: 'default', match_rules: { a: 1 } }] }, 'body.priority_groups[0].match_rules'],
+    [{ priority_groups: [{ name: 'vip', boost: -1 }] }, 'body.priority_groups.0.boost'],
+    [{ priority_groups: [{ name: 'vip' }, { name: 'vip' }] }, 'body.priority_groups.1.name'],
+    [{ priority_groups: [{ name: 'vip', match_rules: { tier: { like: 'g' } } }] }, 'body.priority_groups.0.match_rules.tier.like'],
+    [{ priority_groups: [{ name: 'default', match_rules: { a: 1 } }] }, 'body.priority_groups.0.match_rules'],
   ])('refuses %j with 400 naming %s', (overrides, field) => {
     const d = new RoomDriver();
     const error = d.error({ op: 'create', room_id: 'room-1', input: { capacity: 10, admission_rate: { batch_size: 1, interval_seconds: 1 }, ...overrides }, by: 'u' });

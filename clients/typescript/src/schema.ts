@@ -46371,7 +46371,7 @@ export interface paths {
          *     {
          *       "total": 2, "success_count": 1, "failure_count": 1,
          *       "successful": [{"job_id": "job_YQ.x1...", "queue": "a", "scheduled_at": 1764072000, "status": "scheduled"}],
-         *       "failed": [{"index": 1, "code": "BAD_REQUEST", "error": "body.jobs[1].webhook.url must be an absolute URL"}]
+         *       "failed": [{"index": 1, "code": "BAD_REQUEST", "error": "body.jobs.1.webhook.url must be an absolute URL"}]
          *     }
          *     ```
          *
@@ -46390,9 +46390,9 @@ export interface paths {
          *       "total": 4, "success_count": 1, "failure_count": 3,
          *       "successful": [{"job_id": "job_YQ.x2...", "queue": "a", "scheduled_at": 1764072000, "status": "scheduled"}],
          *       "failed": [
-         *         {"index": 1, "code": "BAD_REQUEST", "error": "body.jobs[1].priority must be one of: \"critical\", \"high\", \"normal\", \"low\""},
-         *         {"index": 2, "code": "BAD_REQUEST", "error": "body.jobs[2].webhook must have required property 'webhook'"},
-         *         {"index": 3, "code": "BAD_REQUEST", "error": "body.jobs[3].scheduled_at must be integer"}
+         *         {"index": 1, "code": "BAD_REQUEST", "error": "body.jobs.1.priority must be one of: \"critical\", \"high\", \"normal\", \"low\""},
+         *         {"index": 2, "code": "BAD_REQUEST", "error": "body.jobs.2.webhook must have required property 'webhook'"},
+         *         {"index": 3, "code": "BAD_REQUEST", "error": "body.jobs.3.scheduled_at must be integer"}
          *       ]
          *     }
          *     ```
