@@ -1,6 +1,12 @@
 import type { Options } from 'ajv';
 import { RE2JS } from 're2js';
 
+/** Compiled patterns (null: RE2 cannot read it), the oldest dropped first; an RE2JS is immutable, so one serves every schema. */
+const compiled = new Map<string, RE2JS | null>();
+/** At most this many kept, none longer than the length below: a bounded few MB at worst, whatever tenants send. */
+const COMPILED_MAX = 256;
+const COMPILED_PATTERN_LENGTH_MAX = 1024;
+
 /**
  * The regular-expression engine a form's JSON Schema runs with. ajv would use
  * JavaScript's RegExp, which backtracks: one `pattern` like `^(a+)+$` and a
@@ -14,11 +20,19 @@ import { RE2JS } from 're2js';
  * checked before a form is stored).
  */
 export function linearRegExp(pattern: string): RE2JS | null {
+  // A schema's patterns are compiled twice when it is accepted (the safety check, then ajv): the second is this lookup.
+  const known = compiled.get(pattern);
+  if (known !== undefined) return known;
+  let linear: RE2JS | null;
   try {
-    return RE2JS.compile(pattern);
+    linear = RE2JS.compile(pattern);
   } catch {
-    return null;
+    linear = null;
   }
+  if (pattern.length > COMPILED_PATTERN_LENGTH_MAX) return linear;
+  if (compiled.size >= COMPILED_MAX) compiled.delete(compiled.keys().next().value!);
+  compiled.set(pattern, linear);
+  return linear;
 }
 
 type RegExpEngine = NonNullable<NonNullable<Options['code']>['regExp']>;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { linearRegExp } from '../../actors/forms/pattern-engine.js';
 import { isSafePattern, unsafePatterns } from '../../actors/forms/schema-patterns.js';
 
 /** The ReDoS check of a form schema's regular expressions (actors/forms/schema-patterns.ts; docs/api/forms.md, "Schema"). */
@@ -42,5 +43,22 @@ describe('schema patterns', () => {
     let schema: Record<string, unknown> = { pattern: '(?=x)(a+)+' };
     for (let depth = 0; depth < 20_000; depth++) schema = { not: schema };
     expect(unsafePatterns(schema)).toHaveLength(1);
+  });
+});
+
+describe('the pattern engine', () => {
+  it('compiles a pattern once for the safety check and ajv, and remembers what RE2 cannot read', () => {
+    const pattern = `^(ab|cd)+[0-9]{2}$-${Math.random()}`;
+    const first = linearRegExp(pattern);
+    expect(first).not.toBeNull();
+    expect(linearRegExp(pattern)).toBe(first);
+    expect(first!.matcher('abcd12').find()).toBe(false);
+    expect(linearRegExp('^(ab|cd)+[0-9]{2}$')!.matcher('abcd12').find()).toBe(true);
+    expect(linearRegExp('(?<=a)b')).toBeNull();
+    expect(linearRegExp('(?<=a)b')).toBeNull();
+    // A long pattern is compiled, not kept: still answered.
+    const long = `^a{1}${'b'.repeat(2_000)}$`;
+    expect(linearRegExp(long)).not.toBe(linearRegExp(long));
+    expect(linearRegExp(long)!.matcher(`a${'b'.repeat(2_000)}`).find()).toBe(true);
   });
 });
