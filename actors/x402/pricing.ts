@@ -27,6 +27,15 @@ export function isExemptPath(path: string): boolean {
   return EXEMPT_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 }
 
+/**
+ * The path a URL is priced by: its query string and fragment name no route
+ * (a request's URL carries no fragment; a path given to the quote may).
+ */
+export function pricedPath(url: string): string {
+  const end = url.search(/[?#]/);
+  return end < 0 ? url : url.slice(0, end);
+}
+
 const FREE: ResolvedPrice = { rule: null, amount_atomic: 0, payable: false, settle_mode: SETTLE_MODE_DEFAULT };
 
 export function resolvePrice(rules: readonly PriceRule[], method: string, path: string): ResolvedPrice {

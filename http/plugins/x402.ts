@@ -4,6 +4,7 @@ import {
   X402_BALANCE_KIND,
   formatUsd,
   isExemptPath,
+  pricedPath,
   resolvePrice,
   x402BalanceKey,
   type ChargeReply,
@@ -111,16 +112,16 @@ export function registerX402(app: FastifyInstance, services: AppServices): void 
     const url = routeUrlOf(request);
     if (url === undefined || isExemptPath(url)) return;
     const method = request.method === 'HEAD' ? 'GET' : request.method;
-    const query = request.url.indexOf('?');
+    const path = pricedPath(request.url);
     // Priced by the concrete path: a rule's `:param` covers any segment of it, and a rule naming one
     // resource (`/api/v1/things/premium`) applies to that resource, as the quote says it does.
-    const price = resolvePrice(await edge.rules(), method, query < 0 ? request.url : request.url.slice(0, query));
+    const price = resolvePrice(await edge.rules(), method, path);
     if (!price.payable) return;
     request.x402Payment = {
       price,
       priced: {
         amount_atomic: price.amount_atomic,
-        resource: publicBase(request) + (query < 0 ? request.url : request.url.slice(0, query)),
+        resource: publicBase(request) + path,
         description: price.rule!.description || `${method} ${url}`,
         method,
         discoverable: price.rule!.discoverable,

@@ -14,6 +14,7 @@ import {
   normalizeTemplate,
   parseUsd,
   principalFrom,
+  pricedPath,
   resolvePrice,
   serviceOf,
   x402BalanceKey,
@@ -479,9 +480,8 @@ export function x402Routes(app: FastifyInstance, services: AppServices): void {
     if (!['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) {
       throw new ServiceError('BAD_REQUEST', 'method must be GET, POST, PUT, PATCH or DELETE.', { details: [{ field: 'querystring.method', message: 'is not an HTTP method' }] });
     }
-    // A path's query string and fragment name no route: priced as the request itself is, by its path.
-    const path = request.query.path.replace(/[?#].*$/s, '');
-    const price = resolvePrice((await readRules()).rules, method === 'HEAD' ? 'GET' : method, path);
+    // Priced as the request itself is, by its path (pricedPath, the edge's).
+    const price = resolvePrice((await readRules()).rules, method === 'HEAD' ? 'GET' : method, pricedPath(request.query.path));
     return { amount_usd: formatUsd(price.amount_atomic), payable: price.payable, rule_id: price.rule?.id ?? null, settle_mode: price.settle_mode };
   });
 

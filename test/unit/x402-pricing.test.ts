@@ -5,6 +5,7 @@ import {
   compareSpecificity,
   isPathTemplate,
   normalizeTemplate,
+  pricedPath,
   resolvePrice,
   serviceOf,
   templateMatches,
@@ -126,6 +127,16 @@ describe('x402 price resolution', () => {
   it('uses the rule\'s settle mode, else the default', () => {
     const modes = [rule({ rule_type: 'default', amount_atomic: 1, settle_mode: 'settle_before' })];
     expect(resolvePrice(modes, 'GET', '/a').settle_mode).toBe('settle_before');
+  });
+});
+
+describe('x402 priced path', () => {
+  it('is the URL up to its query string or fragment, whichever comes first', () => {
+    expect(pricedPath('/api/v1/things/special')).toBe('/api/v1/things/special');
+    expect(pricedPath('/api/v1/things/special?x=1#y')).toBe('/api/v1/things/special');
+    expect(pricedPath('/api/v1/things/special#y?x=1')).toBe('/api/v1/things/special');
+    expect(pricedPath('/api/v1/things/a\nb?x')).toBe('/api/v1/things/a\nb');
+    expect(pricedPath('?only')).toBe('');
   });
 });
 
