@@ -374,7 +374,7 @@ export function presenceRoutes(app: FastifyInstance, services: AppServices): voi
     const items = request.body.items.map((item, index): MultiplexItem => {
       const context_id = item.context_id;
       if (checkContextId(context_id, `body.items.${index}.context_id`)) {
-        return failed(context_id, new ServiceError('BAD_REQUEST', `items[${index}].context_id is not a valid context id`, {
+        return failed(context_id, new ServiceError('BAD_REQUEST', `body.items.${index}.context_id is not a valid context id`, {
           details: [{ field: `body.items.${index}.context_id`, message: 'must be 1-128 characters of A-Z a-z 0-9 . _ : @ ~ -' }],
         }));
       }

@@ -268,7 +268,7 @@ function checkTreeBody(body: Static<typeof TreeBody>): TreeInput {
   }
   body.nodes.forEach((node, index) => {
     if (node.grants !== undefined && JSON.stringify(node.grants).length > GRANTS_BYTES_MAX) {
-      throw new ServiceError('BAD_REQUEST', `nodes[${index}].grants must serialise to at most ${GRANTS_BYTES_MAX} bytes.`, { details: [{ field: `body.nodes.${index}.grants`, message: 'is too large' }] });
+      throw new ServiceError('BAD_REQUEST', `body.nodes.${index}.grants must serialise to at most ${GRANTS_BYTES_MAX} bytes.`, { details: [{ field: `body.nodes.${index}.grants`, message: 'is too large' }] });
     }
   });
   return body as TreeInput;

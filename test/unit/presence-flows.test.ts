@@ -45,7 +45,7 @@ function heartbeatReply(session_id: string): HeartbeatReply {
 }
 
 const ok = (session_id: string): MultiplexItemResult => ({ success: true, heartbeat: heartbeatReply(session_id) });
-const invalid: MultiplexItemResult = { success: false, error: 'BAD_REQUEST', message: 'items[1].context_id is not a valid context id', status: 400 };
+const invalid: MultiplexItemResult = { success: false, error: 'BAD_REQUEST', message: 'body.items.1.context_id is not a valid context id', status: 400 };
 
 function start(items: MultiplexItem[], context = flowContext()) {
   return stepMultiplexFlow(initialMultiplexFlow(), { op: 'start', items }, context);
