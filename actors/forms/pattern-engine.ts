@@ -3,8 +3,12 @@ import { RE2JS } from 're2js';
 
 /** Compiled patterns (null: RE2 cannot read it), the oldest dropped first; an RE2JS is immutable, so one serves every schema. */
 const compiled = new Map<string, RE2JS | null>();
-/** At most this many kept, none longer than the length below: a bounded few MB at worst, whatever tenants send. */
-const COMPILED_MAX = 256;
+/**
+ * At most this many kept, none longer than the length below. The cache only has to span one
+ * schema's acceptance (its check, then ajv's compile), so it is small: what a tenant's patterns
+ * compile to stays bounded by the forms that use them, as it was without it.
+ */
+const COMPILED_MAX = 64;
 const COMPILED_PATTERN_LENGTH_MAX = 1024;
 
 /**
