@@ -6,7 +6,8 @@
  * a value outside one as an issue per constant ("must be equal to constant")
  * plus one for the union ("must match a schema in anyOf"), none naming what
  * is allowed. Those collapse into one entry per field, "must be one of: ...",
- * listing the allowed values; any other issue is kept once.
+ * listing the allowed values; any other issue is kept once. A missing field
+ * "is required", an unknown one where none may be "is not allowed".
  */
 export interface ValidationIssue {
   keyword?: string;
@@ -35,6 +36,14 @@ export function fieldOf(context: string | undefined, instancePath: string, param
 
 const UNION_KEYWORDS = new Set(['anyOf', 'oneOf']);
 
+/**
+ * ajv words these about the object that holds the field ("must have required
+ * property 'owner_id'"); the detail names the field itself, so its message is
+ * about the field: `body.owner_id is required`, not `body.owner_id must have
+ * required property 'owner_id'`.
+ */
+const FIELD_MESSAGES: Record<string, string> = { required: 'is required', additionalProperties: 'is not allowed' };
+
 export function validationDetails(context: string | undefined, issues: readonly ValidationIssue[]): ValidationDetail[] {
   // The values each field may take, from its const and enum issues.
   const allowed = new Map<string, unknown[]>();
@@ -52,7 +61,7 @@ export function validationDetails(context: string | undefined, issues: readonly 
     const field = fieldOf(context, issue.instancePath, issue.params);
     const values = allowed.get(field);
     const enumeration = values !== undefined && (issue.keyword === 'const' || issue.keyword === 'enum' || UNION_KEYWORDS.has(issue.keyword ?? ''));
-    const message = enumeration ? `must be one of: ${values.map((v) => JSON.stringify(v)).join(', ')}` : (issue.message ?? 'is invalid');
+    const message = enumeration ? `must be one of: ${values.map((v) => JSON.stringify(v)).join(', ')}` : (FIELD_MESSAGES[issue.keyword ?? ''] ?? issue.message ?? 'is invalid');
     const key = `${field}\n${message}`;
     if (seen.has(key)) continue;
     seen.add(key);

@@ -500,7 +500,7 @@ describe('schedule-batch', () => {
     expect(res.body.failed).toEqual([
       { index: 1, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\.1\.priority must be one of: "critical", "high", "normal", "low"$/) },
       { index: 2, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\.2\.queue must match pattern/) },
-      { index: 3, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\.3\.webhook must have required property 'webhook'$/) },
+      { index: 3, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\.3\.webhook is required$/) },
       { index: 4, code: 'BAD_REQUEST', error: expect.stringMatching(/^body\.jobs\.4\.scheduled_at must be integer$/) },
     ]);
     const listed = await t.request('GET', `/api/v1/jobs?queue=${queue}`, { token: alice.token });

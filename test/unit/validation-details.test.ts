@@ -31,8 +31,8 @@ describe('validationDetails', () => {
       { keyword: 'type', instancePath: '/ttl_seconds', params: { type: 'integer' } },
     ];
     expect(validationDetails(undefined, issues)).toEqual([
-      { field: 'body.owner_id', message: "must have required property 'owner_id'" },
-      { field: 'body.meta.x', message: 'must NOT have additional properties' },
+      { field: 'body.owner_id', message: 'is required' },
+      { field: 'body.meta.x', message: 'is not allowed' },
       { field: 'body.ttl_seconds', message: 'is invalid' },
     ]);
   });

@@ -46391,7 +46391,7 @@ export interface paths {
          *       "successful": [{"job_id": "job_YQ.x2...", "queue": "a", "scheduled_at": 1764072000, "status": "scheduled"}],
          *       "failed": [
          *         {"index": 1, "code": "BAD_REQUEST", "error": "body.jobs.1.priority must be one of: \"critical\", \"high\", \"normal\", \"low\""},
-         *         {"index": 2, "code": "BAD_REQUEST", "error": "body.jobs.2.webhook must have required property 'webhook'"},
+         *         {"index": 2, "code": "BAD_REQUEST", "error": "body.jobs.2.webhook is required"},
          *         {"index": 3, "code": "BAD_REQUEST", "error": "body.jobs.3.scheduled_at must be integer"}
          *       ]
          *     }
