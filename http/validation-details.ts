@@ -45,29 +45,62 @@ const UNION_KEYWORDS = new Set(['anyOf', 'oneOf']);
 const FIELD_MESSAGES: Record<string, string> = { required: 'is required', additionalProperties: 'is not allowed' };
 
 export function validationDetails(context: string | undefined, issues: readonly ValidationIssue[]): ValidationDetail[] {
-  // The values each field may take, from its const and enum issues.
+  // Per field: the values it may take (its const and enum issues), the types its union's branches
+  // wanted, and whether a branch of the right type refused it for something else (a format, a length).
   const allowed = new Map<string, unknown[]>();
+  const unionTypes = new Map<string, string[]>();
+  const specific = new Set<string>();
   for (const issue of issues) {
-    const values = issue.keyword === 'const' ? [issue.params?.allowedValue] : issue.keyword === 'enum' ? (issue.params?.allowedValues as unknown[] | undefined) : undefined;
-    if (!values) continue;
     const field = fieldOf(context, issue.instancePath, issue.params);
-    const list = allowed.get(field) ?? [];
-    for (const value of values) if (!list.includes(value)) list.push(value);
-    allowed.set(field, list);
+    const values = issue.keyword === 'const' ? [issue.params?.allowedValue] : issue.keyword === 'enum' ? (issue.params?.allowedValues as unknown[] | undefined) : undefined;
+    if (values) {
+      const list = allowed.get(field) ?? [];
+      for (const value of values) if (!list.includes(value)) list.push(value);
+      allowed.set(field, list);
+    } else if (UNION_KEYWORDS.has(issue.keyword ?? '')) {
+      if (!unionTypes.has(field)) unionTypes.set(field, []);
+    } else if (issue.keyword !== 'type') specific.add(field);
+  }
+  for (const issue of issues) {
+    if (issue.keyword !== 'type') continue;
+    const types = unionTypes.get(fieldOf(context, issue.instancePath, issue.params));
+    const type = issue.params?.type;
+    for (const name of Array.isArray(type) ? type : [type]) if (typeof name === 'string' && types && !types.includes(name)) types.push(name);
   }
   const details: ValidationDetail[] = [];
   const seen = new Set<string>();
   for (const issue of issues) {
     const field = fieldOf(context, issue.instancePath, issue.params);
-    const values = allowed.get(field);
-    const enumeration = values !== undefined && (issue.keyword === 'const' || issue.keyword === 'enum' || UNION_KEYWORDS.has(issue.keyword ?? ''));
-    const message = enumeration ? `must be one of: ${values.map((v) => JSON.stringify(v)).join(', ')}` : (FIELD_MESSAGES[issue.keyword ?? ''] ?? issue.message ?? 'is invalid');
+    const message = messageOf(issue, allowed.get(field), unionTypes.get(field), specific.has(field));
+    if (message === undefined) continue;
     const key = `${field}\n${message}`;
     if (seen.has(key)) continue;
     seen.add(key);
     details.push({ field, message });
   }
   return details;
+}
+
+/**
+ * One issue's message, or undefined when another issue of its field says it
+ * better. A union's branches each report why they refused the value ("must be
+ * string", "must be null", then "must match a schema in anyOf"): a field of
+ * a union gets one message, naming the constants or the types it may take,
+ * unless a branch of the value's type refused it for a reason of its own (a
+ * date that is not a date-time), which is then what the field's detail says.
+ */
+function messageOf(issue: ValidationIssue, values: unknown[] | undefined, unionTypes: string[] | undefined, hasSpecific: boolean): string | undefined {
+  const keyword = issue.keyword ?? '';
+  const shape = keyword === 'const' || keyword === 'enum' || keyword === 'type' || UNION_KEYWORDS.has(keyword);
+  if (values !== undefined && (shape && (keyword !== 'type' || unionTypes !== undefined))) {
+    const nullable = unionTypes?.includes('null') ? ', null' : '';
+    return `must be one of: ${values.map((v) => JSON.stringify(v)).join(', ')}${nullable}`;
+  }
+  if (unionTypes !== undefined && shape) {
+    if (hasSpecific || unionTypes.length === 0) return hasSpecific ? undefined : (issue.message ?? 'is invalid');
+    return `must be ${unionTypes.join(' or ')}`;
+  }
+  return FIELD_MESSAGES[keyword] ?? issue.message ?? 'is invalid';
 }
 
 const PARTS = ['body.', 'querystring.', 'params.', 'headers.'];

@@ -11,15 +11,40 @@ describe('validationDetails', () => {
     expect(validationDetails('body', issues)).toEqual([{ field: 'body.status', message: 'must be one of: "open", "closed"' }]);
   });
 
-  it('takes enum issues too, and keeps a union branch of another type as its own entry', () => {
+  it('takes enum issues too, and a null branch joins the allowed values', () => {
     const issues = [
       { keyword: 'type', instancePath: '/mode', params: { type: 'null' }, message: 'must be null' },
       { keyword: 'enum', instancePath: '/mode', params: { allowedValues: [1, 2] }, message: 'must be equal to one of the allowed values' },
       { keyword: 'anyOf', instancePath: '/mode', params: {}, message: 'must match a schema in anyOf' },
     ];
-    expect(validationDetails('querystring', issues)).toEqual([
-      { field: 'querystring.mode', message: 'must be null' },
-      { field: 'querystring.mode', message: 'must be one of: 1, 2' },
+    expect(validationDetails('querystring', issues)).toEqual([{ field: 'querystring.mode', message: 'must be one of: 1, 2, null' }]);
+  });
+
+  it('names the types a union takes in one entry, or only the reason a branch of the right type gave', () => {
+    const wrongType = [
+      { keyword: 'type', instancePath: '/expires_at', params: { type: 'string' }, message: 'must be string' },
+      { keyword: 'type', instancePath: '/expires_at', params: { type: 'null' }, message: 'must be null' },
+      { keyword: 'anyOf', instancePath: '/expires_at', params: {}, message: 'must match a schema in anyOf' },
+    ];
+    expect(validationDetails('body', wrongType)).toEqual([{ field: 'body.expires_at', message: 'must be string or null' }]);
+    const badDate = [
+      { keyword: 'format', instancePath: '/expires_at', params: { format: 'date-time' }, message: 'must match format "date-time"' },
+      { keyword: 'type', instancePath: '/expires_at', params: { type: 'null' }, message: 'must be null' },
+      { keyword: 'anyOf', instancePath: '/expires_at', params: {}, message: 'must match a schema in anyOf' },
+    ];
+    expect(validationDetails('body', badDate)).toEqual([{ field: 'body.expires_at', message: 'must match format "date-time"' }]);
+    // Outside a union, a type issue is its own entry, as before.
+    expect(validationDetails('body', [{ keyword: 'type', instancePath: '/n', params: { type: 'integer' }, message: 'must be integer' }])).toEqual([{ field: 'body.n', message: 'must be integer' }]);
+    // A union of objects whose branches fail inside them: the inner issues stay, and the union's own line after them.
+    const objects = [
+      { keyword: 'required', instancePath: '/target', params: { missingProperty: 'url' }, message: "must have required property 'url'" },
+      { keyword: 'required', instancePath: '/target', params: { missingProperty: 'queue' }, message: "must have required property 'queue'" },
+      { keyword: 'oneOf', instancePath: '/target', params: {}, message: 'must match exactly one schema in oneOf' },
+    ];
+    expect(validationDetails('body', objects)).toEqual([
+      { field: 'body.target.url', message: 'is required' },
+      { field: 'body.target.queue', message: 'is required' },
+      { field: 'body.target', message: 'must match exactly one schema in oneOf' },
     ]);
   });
 
