@@ -113,7 +113,7 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
   });
   app.addSchema(ErrorBody);
   // Descriptions, examples and bearerAuth in /openapi.json, and the interactive reference at /docs (DOCS_UI).
-  await registerApiReference(app, services.config.docsUi);
+  await registerApiReference(app, services.config.docsUi, { rateLimits: services.config.rateLimitsEnabled, x402: services.config.x402Enabled });
 
   const debugEnabled = (logger as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('debug') ?? true;
   app.addHook('onResponse', (request, reply, done) => {

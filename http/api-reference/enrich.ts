@@ -1,7 +1,9 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { isExemptPath } from '../../actors/x402/messages.js';
 import { isBearerAuthentication } from '../plugins/authenticate.js';
+import { isProbeRoute } from '../rate-limits/resolve.js';
 import { bearerSecurity } from '../schemas.js';
 import { COMMON_PAGE, docsApiDir, pagesOfTag, readDocPages } from './doc-pages.js';
 import { assignDocs, operationKey, type DocOperation } from './operation-docs.js';
@@ -47,10 +49,23 @@ function isBodyExample(value: unknown, body: JsonSchema, validate: ValidateFunct
 interface RouteFacts {
   bearer: boolean;
   body: JsonSchema | undefined;
+  /** The rate limiter counts its requests (all but probes and scrapes). */
+  counted: boolean;
+  /** An x402 price rule may cover it (outside the exempt paths). */
+  priceable: boolean;
 }
+
+/** Which refusals of the edge's own this node gives: rate limits (429) and x402 (402) can be off. */
+export interface EdgeRefusals {
+  rateLimits: boolean;
+  x402: boolean;
+}
+
+type OpenApiResponse = { description: string; content?: Record<string, { schema?: unknown }> };
 
 interface OpenApiOperation {
   tags?: string[];
+  responses?: Record<string, OpenApiResponse>;
   description?: string;
   security?: unknown[];
   requestBody?: { content?: Record<string, { schema?: JsonSchema; example?: unknown; examples?: Record<string, { summary?: string; value: unknown }> }> };
@@ -58,6 +73,7 @@ interface OpenApiOperation {
 
 interface OpenApiDocument {
   info: { description?: string };
+  components?: { schemas?: Record<string, { title?: string }> };
   tags?: { name: string; description?: string }[];
   paths: Record<string, Record<string, OpenApiOperation>>;
 }
@@ -65,6 +81,33 @@ interface OpenApiDocument {
 /** A route's URL as @fastify/swagger writes it: `:id` becomes `{id}`, a wildcard `{*}`. */
 function openApiPath(url: string): string {
   return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*/g, '{*}');
+}
+
+/** The document's reference to ErrorBody (app.ts adds it as a shared schema; @fastify/swagger names it `def-N`). */
+function errorBodyRef(doc: OpenApiDocument): unknown {
+  const name = Object.entries(doc.components?.schemas ?? {}).find(([, schema]) => schema.title === 'Error')?.[0];
+  return name === undefined ? { type: 'object' } : { $ref: `#/components/schemas/${name}` };
+}
+
+/** The x402 refusal's body (http/x402-protocol.ts, paymentRequiredBody): not ErrorBody. */
+const PAYMENT_REQUIRED_BODY = {
+  type: 'object',
+  required: ['x402Version', 'error', 'accepts'],
+  properties: { x402Version: { type: 'integer' }, error: { type: 'string' }, accepts: { type: 'array', items: { type: 'object' } } },
+};
+
+/**
+ * The answers the edge gives before a route's handler runs, on every route they apply to, where
+ * the route's schema does not list them: 403 on bearer routes (an API key or OAuth token without
+ * the scope, or a route that takes no API key), 429 where the rate limiter counts, and 402 where an
+ * x402 price rule may apply (with X402_ENABLED). A client built from the document then knows them.
+ */
+function addEdgeRefusals(op: OpenApiOperation, route: RouteFacts, edge: EdgeRefusals, errorBody: unknown): void {
+  const responses = (op.responses ??= {});
+  const json = (schema: unknown) => ({ 'application/json': { schema } });
+  if (route.bearer) responses['403'] ??= { description: 'Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource.', content: json(errorBody) };
+  if (edge.rateLimits && route.counted) responses['429'] ??= { description: 'Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry.', content: json(errorBody) };
+  if (edge.x402 && route.priceable) responses['402'] ??= { description: 'Payment required (x402): a price rule covers this request; the body lists the accepted payments (docs/api/x402.md).', content: json(PAYMENT_REQUIRED_BODY) };
 }
 
 /**
@@ -76,12 +119,13 @@ function openApiPath(url: string): string {
  *   (operation-docs.ts), after the schema's own; each tag's description: the rest of its pages
  *   (the area's model and "not shown" decisions); docs/api/common.md joins the document's description;
  * - request body examples: the JSON its docs page shows for it, when that JSON is a valid body,
- *   and one built from the body schema (request-example.ts).
+ *   and one built from the body schema (request-example.ts);
+ * - the edge's own refusals where the route's schema does not list them (addEdgeRefusals).
  * `app.swagger()` is wrapped: every reader of the JSON document (/openapi.json, /docs/json) gets
  * it enriched, whatever transforms the swagger registration has (the YAML form, /docs/yaml, is
  * not). Registered before the routes: the onRoute hook sees only the routes added after it.
  */
-export function registerOpenApiEnrichment(app: FastifyInstance): void {
+export function registerOpenApiEnrichment(app: FastifyInstance, edge: EdgeRefusals = { rateLimits: true, x402: false }): void {
   const facts = new Map<string, RouteFacts>();
   const enriched = new WeakSet<object>();
   const ajv = bodyValidator();
@@ -91,7 +135,7 @@ export function registerOpenApiEnrichment(app: FastifyInstance): void {
     const bearer = onRequestHooks(route).some(isBearerAuthentication);
     const body = typeof schema.body === 'object' && schema.body !== null ? (schema.body as JsonSchema) : undefined;
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
-      facts.set(operationKey(method, openApiPath(route.url)), { bearer, body });
+      facts.set(operationKey(method, openApiPath(route.url)), { bearer, body, counted: !isProbeRoute(route.url), priceable: !isExemptPath(route.url) });
     }
   });
 
@@ -127,6 +171,7 @@ export function registerOpenApiEnrichment(app: FastifyInstance): void {
       op.description = [op.description, ...parts.map((part) => part.text), footer].filter(Boolean).join('\n\n');
       const route = facts.get(key);
       if (route?.bearer && op.security === undefined) op.security = bearerSecurity;
+      if (route) addEdgeRefusals(op, route, edge, errorBodyRef(doc));
       for (const media of Object.values(op.requestBody?.content ?? {})) {
         const schema = route?.body ?? media.schema;
         if (!schema) continue;

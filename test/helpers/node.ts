@@ -8,6 +8,7 @@ import { ManualClock, type Clock } from '../../runtime/index.js';
 import { loadConfig, type NodeConfig } from '../../http/config.js';
 import { startNode, type RunningNode } from '../../http/node.js';
 import type { DomainResolver } from '../../http/domain-resolver.js';
+import { contractOf, type ResponseContract } from './response-contract.js';
 
 /**
  * The one harness for HTTP tests: a real node (real LMDB in a temp dir, real
@@ -84,6 +85,9 @@ export async function startTestNode(
   // One connection pool per started node, closed with it: a node restarted on the same port must
   // never be sent a request down a kept-alive socket of its previous run ("other side closed").
   const dispatcher = new Agent();
+  // Every answer is checked against the node's /openapi.json (response-contract.ts); RESPONSE_CONTRACT=0 turns it off.
+  const checkContract = process.env.RESPONSE_CONTRACT !== '0';
+  let contract: Promise<ResponseContract> | undefined;
 
   async function request(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
     const headers: Record<string, string> = { ...opts.headers };
@@ -101,6 +105,13 @@ export async function startTestNode(
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
       parsed = undefined;
+    }
+    if (checkContract) {
+      contract ??= fetch(url + '/openapi.json', { dispatcher })
+        .then((r) => r.text())
+        .then(contractOf);
+      const problem = (await contract).check(method, path, response.status, response.headers.get('content-type'), parsed, text);
+      if (problem) throw new Error(`the answer is not what /openapi.json declares: ${problem}`);
     }
     return { status: response.status, headers: response.headers, body: parsed, text };
   }

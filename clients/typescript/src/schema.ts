@@ -1730,6 +1730,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -1833,6 +1842,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2480,6 +2498,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -2932,6 +2959,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5040,6 +5076,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5086,6 +5131,15 @@ export interface paths {
                                 [key: string]: unknown;
                             }[];
                         };
+                    };
+                };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
                     };
                 };
             };
@@ -5330,6 +5384,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -5402,6 +5465,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5510,6 +5582,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -5581,6 +5662,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -13152,6 +13242,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -13266,6 +13365,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 409: {
                     headers: {
@@ -13359,6 +13467,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -13476,6 +13593,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -13636,6 +13762,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -13747,6 +13882,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -14077,6 +14221,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -14167,6 +14320,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -14317,6 +14479,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -14451,6 +14622,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -14577,6 +14757,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -14723,6 +14912,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -14909,6 +15107,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -15285,6 +15492,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -15453,6 +15669,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -15632,6 +15857,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -15749,6 +15983,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -15880,6 +16123,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -16069,6 +16321,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -16193,6 +16454,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -16360,6 +16630,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -16500,6 +16779,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -16653,6 +16941,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -16798,6 +17095,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -16934,6 +17240,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -17098,6 +17413,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -17405,6 +17729,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -17537,6 +17870,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -17700,6 +18042,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -17786,6 +18137,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -17926,6 +18286,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -18049,6 +18418,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -18208,6 +18586,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -18331,6 +18718,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -18442,6 +18838,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -18577,6 +18982,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -18673,6 +19087,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -18801,6 +19224,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -19076,6 +19508,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -19206,6 +19647,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -19345,6 +19795,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -19460,6 +19919,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -19590,6 +20058,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -19701,6 +20178,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -19859,6 +20345,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -19997,6 +20492,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -21542,6 +22046,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -21732,6 +22245,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -21888,6 +22410,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -22015,6 +22546,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -22157,6 +22697,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -22314,6 +22863,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -22506,6 +23064,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -22662,6 +23229,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -22803,6 +23379,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -22968,6 +23553,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -23102,6 +23696,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -23258,6 +23861,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -25962,6 +26574,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
             };
         };
         put?: never;
@@ -26047,6 +26668,15 @@ export interface paths {
                                 service: string;
                             }[];
                         };
+                    };
+                };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
                     };
                 };
                 /** @description Default Response */
@@ -26822,6 +27452,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 409: {
                     headers: {
@@ -26978,6 +27617,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -27179,6 +27827,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -27413,6 +28070,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 409: {
                     headers: {
@@ -27619,6 +28285,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -27791,6 +28466,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -28049,6 +28733,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -28179,6 +28872,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -28297,6 +28999,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -28440,6 +29151,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -28620,6 +29340,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -28781,6 +29510,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -28931,6 +29669,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -29238,6 +29985,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -29371,6 +30127,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -29525,6 +30290,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -29763,6 +30537,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 409: {
                     headers: {
@@ -29898,6 +30681,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -30086,6 +30878,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -30186,6 +30987,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -30345,6 +31155,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -30532,6 +31351,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 409: {
                     headers: {
@@ -30666,6 +31494,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -30838,6 +31675,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -30938,6 +31784,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -31119,6 +31974,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -31420,6 +32284,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -31555,6 +32428,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -31733,6 +32615,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -32055,6 +32946,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -32207,6 +33107,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -32350,6 +33259,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 409: {
                     headers: {
@@ -32481,6 +33399,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -32575,6 +33502,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -32727,6 +33663,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -32915,6 +33860,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -33032,6 +33986,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -33187,6 +34150,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -33316,6 +34288,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -33430,6 +34411,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -33579,6 +34569,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -33715,6 +34714,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -33866,6 +34874,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -33956,6 +34973,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -34065,6 +35091,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -34211,6 +35246,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -34336,6 +35380,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -34497,6 +35550,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -34598,6 +35660,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -34714,6 +35785,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -34852,6 +35932,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -34980,6 +36069,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 409: {
                     headers: {
@@ -35100,6 +36198,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -35187,6 +36294,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -35302,6 +36418,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -35477,6 +36602,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -35593,6 +36727,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -35721,6 +36864,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -35909,6 +37061,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -36067,6 +37228,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -36251,6 +37421,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -36792,6 +37971,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -36906,6 +38094,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -37069,6 +38266,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -37699,6 +38905,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -37847,6 +39062,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -38024,6 +39248,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -38172,6 +39405,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -38306,6 +39548,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -38408,6 +39659,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -38563,6 +39823,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -38700,6 +39969,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -38828,6 +40106,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -38971,6 +40258,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -39059,6 +40355,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -39191,6 +40496,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -39333,6 +40647,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -39461,6 +40784,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -39580,6 +40912,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -39668,6 +41009,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -39795,6 +41145,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -40004,6 +41363,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -40259,6 +41627,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -40373,6 +41750,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -40557,6 +41943,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -40826,6 +42221,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -41061,6 +42465,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -41306,6 +42719,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -44703,6 +46125,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -44834,6 +46265,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -45005,6 +46445,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -45095,6 +46544,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -45280,6 +46738,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -45433,6 +46900,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -45574,6 +47050,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -45759,6 +47244,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -45886,6 +47380,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -45982,6 +47485,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -46108,6 +47620,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -46289,6 +47810,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -46499,6 +48029,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -46659,6 +48198,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -46786,6 +48334,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -46962,6 +48519,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -47053,6 +48619,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -48622,6 +50197,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -48754,6 +50338,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -49282,6 +50875,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -49429,6 +51031,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -49602,6 +51213,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -49763,6 +51383,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -50024,6 +51653,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -50851,6 +52489,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -50991,6 +52638,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -51098,6 +52754,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -51277,6 +52942,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -51706,6 +53380,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -51835,6 +53518,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -52011,6 +53703,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -52208,6 +53909,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -52420,6 +54130,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -53199,6 +54918,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -53385,6 +55113,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -53536,6 +55273,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -53914,6 +55660,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -54079,6 +55834,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -54989,6 +56753,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -55122,6 +56895,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -55430,6 +57212,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -55585,6 +57376,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -55914,6 +57714,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -56068,6 +57877,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -56718,6 +58536,15 @@ export interface paths {
                         "application/json": components["schemas"]["def-0"];
                     };
                 };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -57134,6 +58961,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
             };
         };
         put?: never;
@@ -57196,6 +59032,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
             };
         };
         put?: never;
@@ -57254,6 +59099,15 @@ export interface paths {
                             scimType?: string;
                             detail: string;
                         };
+                    };
+                };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
                     };
                 };
             };
@@ -57318,6 +59172,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
             };
         };
         put?: never;
@@ -57376,6 +59239,15 @@ export interface paths {
                             scimType?: string;
                             detail: string;
                         };
+                    };
+                };
+                /** @description Too many requests (rate_limited); Retry-After and the RateLimit headers say when to retry. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
                     };
                 };
             };
@@ -58853,6 +60725,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Forbidden: the credential lacks the scope this operation needs (insufficient_scope), or may not act on the resource. */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
