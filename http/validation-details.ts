@@ -92,12 +92,14 @@ export function validationDetails(context: string | undefined, issues: readonly 
 function messageOf(issue: ValidationIssue, values: unknown[] | undefined, unionTypes: string[] | undefined, hasSpecific: boolean): string | undefined {
   const keyword = issue.keyword ?? '';
   const shape = keyword === 'const' || keyword === 'enum' || keyword === 'type' || UNION_KEYWORDS.has(keyword);
-  if (values !== undefined && (shape && (keyword !== 'type' || unionTypes !== undefined))) {
+  if (values !== undefined && shape && (keyword !== 'type' || unionTypes !== undefined)) {
     const nullable = unionTypes?.includes('null') ? ', null' : '';
     return `must be one of: ${values.map((v) => JSON.stringify(v)).join(', ')}${nullable}`;
   }
   if (unionTypes !== undefined && shape) {
-    if (hasSpecific || unionTypes.length === 0) return hasSpecific ? undefined : (issue.message ?? 'is invalid');
+    if (hasSpecific) return undefined;
+    // A union of objects or arrays wants no plain type: ajv's own words ("must match a schema in anyOf").
+    if (unionTypes.length === 0) return issue.message ?? 'is invalid';
     return `must be ${unionTypes.join(' or ')}`;
   }
   return FIELD_MESSAGES[keyword] ?? issue.message ?? 'is invalid';

@@ -26,7 +26,7 @@ const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).
 
 export class ResponseContract {
   private operations: Operation[] = [];
-  private readonly validators = new Map<string, ValidateFunction | null>();
+  private readonly validators = new Map<string, ValidateFunction>();
   private readonly ajv: Ajv;
 
   constructor(doc: Doc) {
@@ -56,17 +56,16 @@ export class ResponseContract {
     if (!text || method === 'HEAD') return undefined;
     const content = declared.content?.['application/json'] ?? Object.values(declared.content ?? {})[0];
     if (!content?.schema || !contentType?.includes('json')) return undefined;
-    const key = `${where}`;
-    let validate = this.validators.get(key);
+    let validate = this.validators.get(where);
     if (validate === undefined) {
       try {
         validate = this.ajv.compile(rewriteRefs(content.schema) as object) as ValidateFunction;
       } catch (error) {
         return `${where}: its schema does not compile (${(error as Error).message})`;
       }
-      this.validators.set(key, validate ?? null);
+      this.validators.set(where, validate);
     }
-    if (validate && !validate(body)) {
+    if (!validate(body)) {
       const first = validate.errors?.[0];
       return `${where}: the body does not match its schema at ${first?.instancePath || '/'}: ${first?.message ?? ''} ${JSON.stringify(first?.params ?? {})} (${text.slice(0, 200)})`;
     }
