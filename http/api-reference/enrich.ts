@@ -1,8 +1,8 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import formatsPlugin from 'ajv-formats';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { isExemptPath } from '../../actors/x402/messages.js';
 import { isBearerAuthentication } from '../plugins/authenticate.js';
+import { addFormats } from '../plugins/validation.js';
 import { isProbeRoute } from '../rate-limits/resolve.js';
 import { bearerSecurity } from '../schemas.js';
 import { COMMON_PAGE, docsApiDir, pagesOfTag, readDocPages } from './doc-pages.js';
@@ -12,7 +12,6 @@ import { exampleFor, type JsonSchema } from './request-example.js';
 /** The validator the node applies to bodies (http/plugins/validation.ts), without defaults filled in. */
 function bodyValidator(): Ajv {
   const ajv = new Ajv({ allErrors: false, useDefaults: false, removeAdditional: false, strict: false, coerceTypes: false });
-  const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
   addFormats(ajv);
   return ajv;
 }
@@ -163,6 +162,7 @@ export function registerOpenApiEnrichment(app: FastifyInstance, edge: EdgeRefusa
       tags.push(folded ? { name: tag, description: folded } : { name: tag });
     }
 
+    const errorBody = errorBodyRef(doc);
     for (const { method, path, tags: opTags, op } of operations) {
       const key = operationKey(method, path);
       const parts = docs.operations.get(key) ?? [];
@@ -171,7 +171,7 @@ export function registerOpenApiEnrichment(app: FastifyInstance, edge: EdgeRefusa
       op.description = [op.description, ...parts.map((part) => part.text), footer].filter(Boolean).join('\n\n');
       const route = facts.get(key);
       if (route?.bearer && op.security === undefined) op.security = bearerSecurity;
-      if (route) addEdgeRefusals(op, route, edge, errorBodyRef(doc));
+      if (route) addEdgeRefusals(op, route, edge, errorBody);
       for (const media of Object.values(op.requestBody?.content ?? {})) {
         const schema = route?.body ?? media.schema;
         if (!schema) continue;

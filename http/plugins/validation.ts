@@ -39,8 +39,8 @@ export function boundNumbers(schema: unknown): void {
   if (node.items) boundNumbers(node.items);
 }
 
-// ajv-formats is CommonJS; under NodeNext its default import is the module object.
-const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
+/** ajv-formats' plugin. It is CommonJS; under NodeNext its default import is the module object. */
+export const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
 
 /** An ajv as the edge validates bodies with (strict types, formats). */
 export function bodyValidatorAjv(): Ajv {

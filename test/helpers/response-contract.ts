@@ -1,5 +1,5 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import formatsPlugin from 'ajv-formats';
+import { addFormats } from '../../http/plugins/validation.js';
 
 /**
  * The contract check of startTestNode's request(): every answer a test gets is
@@ -21,8 +21,6 @@ interface Operation {
   statics: number;
   responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
 }
-
-const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
 
 export class ResponseContract {
   private operations: Operation[] = [];

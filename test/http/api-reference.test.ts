@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import formatsPlugin from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocBlocks } from '../../http/api-reference/doc-blocks.js';
 import { docsApiDir, readDocPages } from '../../http/api-reference/doc-pages.js';
+import { addFormats } from '../../http/plugins/validation.js';
 import { startTestNode, type TestNode } from '../helpers/node.js';
 
 /**
@@ -49,7 +49,6 @@ describe('request examples', () => {
   it('every operation with a request body has examples, and each one validates against its schema', () => {
     // The node's body validator (http/plugins/validation.ts): ajv, ajv-formats, no coercion.
     const ajv = new Ajv({ strict: false, coerceTypes: false, useDefaults: false });
-    const addFormats = (formatsPlugin as unknown as { default: (ajv: Ajv) => Ajv }).default ?? formatsPlugin;
     addFormats(ajv);
     const failures: string[] = [];
     let checked = 0;
