@@ -50,8 +50,9 @@ export function validationDetails(context: string | undefined, issues: readonly 
   const allowed = new Map<string, unknown[]>();
   const unionTypes = new Map<string, string[]>();
   const specific = new Set<string>();
-  for (const issue of issues) {
-    const field = fieldOf(context, issue.instancePath, issue.params);
+  const fields = issues.map((issue) => fieldOf(context, issue.instancePath, issue.params));
+  issues.forEach((issue, i) => {
+    const field = fields[i]!;
     const values = issue.keyword === 'const' ? [issue.params?.allowedValue] : issue.keyword === 'enum' ? (issue.params?.allowedValues as unknown[] | undefined) : undefined;
     if (values) {
       const list = allowed.get(field) ?? [];
@@ -60,24 +61,22 @@ export function validationDetails(context: string | undefined, issues: readonly 
     } else if (UNION_KEYWORDS.has(issue.keyword ?? '')) {
       if (!unionTypes.has(field)) unionTypes.set(field, []);
     } else if (issue.keyword !== 'type') specific.add(field);
-  }
-  for (const issue of issues) {
-    if (issue.keyword !== 'type') continue;
-    const types = unionTypes.get(fieldOf(context, issue.instancePath, issue.params));
+  });
+  issues.forEach((issue, i) => {
+    const types = issue.keyword === 'type' ? unionTypes.get(fields[i]!) : undefined;
     const type = issue.params?.type;
-    for (const name of Array.isArray(type) ? type : [type]) if (typeof name === 'string' && types && !types.includes(name)) types.push(name);
-  }
+    if (types) for (const name of Array.isArray(type) ? type : [type]) if (typeof name === 'string' && !types.includes(name)) types.push(name);
+  });
   const details: ValidationDetail[] = [];
   const seen = new Set<string>();
-  for (const issue of issues) {
-    const field = fieldOf(context, issue.instancePath, issue.params);
+  issues.forEach((issue, i) => {
+    const field = fields[i]!;
     const message = messageOf(issue, allowed.get(field), unionTypes.get(field), specific.has(field));
-    if (message === undefined) continue;
     const key = `${field}\n${message}`;
-    if (seen.has(key)) continue;
+    if (message === undefined || seen.has(key)) return;
     seen.add(key);
     details.push({ field, message });
-  }
+  });
   return details;
 }
 
