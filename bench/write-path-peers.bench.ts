@@ -60,12 +60,14 @@ function plan(urls: string[], token: string, mode: WritePathMode, duration_s: nu
 }
 
 async function etcdLocks(etcd: EtcdProcess, mode: EtcdLockPlan['mode']): Promise<{ result: EtcdLockResult; others: string }> {
-  let stopMeter: (() => ReturnType<ReturnType<typeof startCpuMeter>>) | undefined;
+  let stopMeter: ReturnType<typeof startCpuMeter> | undefined;
+  let generatorSeconds = 0;
   const result = await runEtcdLocksInChild(
     { endpoints: etcd.endpoints, mode, concurrency: ETCD_CONCURRENCY, duration_s: SECONDS, prefix: `bench-lock/${planCount++}-` },
     (pid) => (stopMeter = startCpuMeter([etcd.child.pid ?? 0, pid])),
+    (done) => (generatorSeconds = done.cpu_seconds),
   );
-  return { result, others: othersMean([{ cpu: stopMeter?.() }]) };
+  return { result, others: othersMean([{ cpu: stopMeter?.(generatorSeconds) }]) };
 }
 
 /** `count` embedded nodes of their own; if one fails to start, the others are stopped. */

@@ -40,15 +40,20 @@ function processTicks(pid: number): number {
   }
 }
 
-export function startCpuMeter(pids: number[]): () => CpuUsage | undefined {
+/**
+ * Starts a meter over `pids`. A participant that has exited by the time the
+ * meter stops has no /proc entry left: pass what it reported of its own CPU
+ * (ChildDone.cpu_seconds) as `exitedSeconds`, or it lands in `others_cores`.
+ */
+export function startCpuMeter(pids: number[]): (exitedSeconds?: number) => CpuUsage | undefined {
   const machineStart = machineBusyTicks();
   const participantsStart = pids.reduce((sum, pid) => sum + processTicks(pid), 0);
   const started_ms = performance.now();
-  return () => {
+  return (exitedSeconds = 0) => {
     const machineEnd = machineBusyTicks();
     if (machineStart === undefined || machineEnd === undefined) return undefined;
     const seconds = (performance.now() - started_ms) / 1000;
-    const participants = pids.reduce((sum, pid) => sum + processTicks(pid), 0) - participantsStart;
+    const participants = pids.reduce((sum, pid) => sum + processTicks(pid), 0) - participantsStart + exitedSeconds * TICKS_PER_SECOND;
     const machine = machineEnd - machineStart;
     const cores = (ticks: number) => Math.round((ticks / TICKS_PER_SECOND / seconds) * 100) / 100;
     return { participants_cores: cores(participants), others_cores: cores(Math.max(0, machine - participants)), machine_cores: cores(machine), seconds };

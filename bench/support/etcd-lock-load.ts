@@ -1,4 +1,4 @@
-import { runInChild, serveInChild } from './child-run.js';
+import { runInChild, serveInChild, type ChildDone } from './child-run.js';
 import { fileURLToPath } from 'node:url';
 import { Etcd3, EtcdLockFailedError } from 'etcd3';
 import { percentile } from './stats.js';
@@ -82,8 +82,8 @@ async function runPlan(plan: EtcdLockPlan): Promise<EtcdLockResult> {
   }
 }
 
-export function runEtcdLocksInChild(plan: EtcdLockPlan, onStart?: (pid: number) => void): Promise<EtcdLockResult> {
-  return runInChild<EtcdLockPlan, EtcdLockResult>(fileURLToPath(import.meta.url), plan, (plan.duration_s + 60) * 1000, 'etcd lock load', onStart);
+export function runEtcdLocksInChild(plan: EtcdLockPlan, onStart?: (pid: number) => void, onDone?: (done: ChildDone) => void): Promise<EtcdLockResult> {
+  return runInChild<EtcdLockPlan, EtcdLockResult>(fileURLToPath(import.meta.url), plan, (plan.duration_s + 60) * 1000, 'etcd lock load', onStart, onDone);
 }
 
 serveInChild<EtcdLockPlan, EtcdLockResult>(runPlan);

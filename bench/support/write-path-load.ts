@@ -1,4 +1,4 @@
-import { runInChild, serveInChild } from './child-run.js';
+import { runInChild, serveInChild, type ChildDone } from './child-run.js';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { runLoad, type LoadRequest, type LoadResult } from './load.js';
@@ -208,9 +208,9 @@ async function hotPlan(plan: WritePathPlan): Promise<WritePathResult> {
   };
 }
 
-/** Forks this file, sends it the plan, resolves with its result. `onStart` gets the child's pid (for the CPU meter). */
-export function runLoadInChild(plan: WritePathPlan, onStart?: (pid: number) => void): Promise<WritePathResult> {
-  return runInChild<WritePathPlan, WritePathResult>(fileURLToPath(import.meta.url), plan, (plan.duration_s + 60) * 1000, 'load generator', onStart);
+/** Forks this file, sends it the plan, resolves with its result. `onStart` gets the child's pid, `onDone` its own CPU time (for the CPU meter). */
+export function runLoadInChild(plan: WritePathPlan, onStart?: (pid: number) => void, onDone?: (done: ChildDone) => void): Promise<WritePathResult> {
+  return runInChild<WritePathPlan, WritePathResult>(fileURLToPath(import.meta.url), plan, (plan.duration_s + 60) * 1000, 'load generator', onStart, onDone);
 }
 
 serveInChild<WritePathPlan, WritePathResult>((plan) => (plan.mode === 'hot' ? hotPlan(plan) : autocannonPlan(plan)));

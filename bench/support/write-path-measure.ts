@@ -16,16 +16,21 @@ export interface Measured {
 /** Runs the plan in a load-generator child; the CPU meter covers the given server pids and the child. */
 export async function measure(serverPids: (number | undefined)[], plan: WritePathPlan): Promise<Measured> {
   const servers = serverPids.filter((p): p is number => typeof p === 'number');
-  let stopMeter: (() => CpuUsage | undefined) | undefined;
+  let stopMeter: ((exitedSeconds?: number) => CpuUsage | undefined) | undefined;
+  let generatorSeconds = 0;
   let stopServerMeter: (() => CpuUsage | undefined) | undefined;
   let flushesAtStart: number | undefined;
-  const result = await runLoadInChild(plan, (pid) => {
-    stopMeter = startCpuMeter([...servers, pid]);
-    stopServerMeter = startCpuMeter(servers);
-    flushesAtStart = diskFlushes();
-  });
+  const result = await runLoadInChild(
+    plan,
+    (pid) => {
+      stopMeter = startCpuMeter([...servers, pid]);
+      stopServerMeter = startCpuMeter(servers);
+      flushesAtStart = diskFlushes();
+    },
+    (done) => (generatorSeconds = done.cpu_seconds),
+  );
   const flushesAtEnd = diskFlushes();
-  const cpu = stopMeter?.();
+  const cpu = stopMeter?.(generatorSeconds);
   const serverUsage = stopServerMeter?.();
   const serverCpuSeconds = serverUsage ? serverUsage.participants_cores * serverUsage.seconds : undefined;
   const flushes = flushesAtStart === undefined || flushesAtEnd === undefined ? undefined : flushesAtEnd - flushesAtStart;
