@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCpuMeter } from './support/cpu-meter.js';
+import { WRITE_PATH_ROUNDS } from './support/write-path-rounds.js';
 import type { RunOneMessage } from './support/run-one.js';
 import { FILE_POSITION_ENV, formatRunProgress, type Position } from './support/progress-format.js';
 import { isFailedRow, progress } from './support/scenarios.js';
@@ -20,7 +21,7 @@ import type { BenchRow } from './types.js';
  * or scenario is reported and the run goes on; the exit code is then 1.
  *
  * Env: BENCH_FILE_TIMEOUT_SECONDS bounds each file (default 300 s, more for
- * the files in LONG_FILES);
+ * the files in LONG_FILES, and scaled by BENCH_WRITE_PATH_ROUNDS / 3 for the write-path files);
  * BENCH_CPU_PROF=1 writes a V8 CPU profile of each bench process to
  * .bench-data/profiles (servers started by a bench are not profiled).
  */
@@ -34,8 +35,12 @@ const runOne = join(benchDir, 'support', 'run-one.js');
  * (2026-11-28), the write-path peers file 260 s with its clusters' warm-up.
  */
 const LONG_FILES: Record<string, number> = { 'cluster-scale': 900, 'write-path-peers': 450 };
+/** The write-path files' run time grows with their rounds (BENCH_WRITE_PATH_ROUNDS, default 3): so does their bound. */
+const ROUNDS_FILES = new Set(['write-path', 'write-path-peers']);
 function fileTimeout_ms(area: string): number {
-  return Number(process.env.BENCH_FILE_TIMEOUT_SECONDS ?? LONG_FILES[area] ?? 300) * 1000;
+  const base = Number(process.env.BENCH_FILE_TIMEOUT_SECONDS ?? LONG_FILES[area] ?? 300);
+  const scale = process.env.BENCH_FILE_TIMEOUT_SECONDS === undefined && ROUNDS_FILES.has(area) ? Math.max(1, WRITE_PATH_ROUNDS / 3) : 1;
+  return base * scale * 1000;
 }
 
 /** The bench process of the file being run. */

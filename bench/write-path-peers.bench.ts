@@ -7,7 +7,8 @@ import { runEtcdLocksInChild, type EtcdLockPlan, type EtcdLockResult } from './s
 import { startProjectCluster, startProjectServer, type ProjectCluster, type ProjectServer } from './support/project-servers.js';
 import { progress, runScenarios } from './support/scenarios.js';
 import { runLoadInChild, type WritePathMode, type WritePathPlan } from './support/write-path-load.js';
-import { flushesPerRequest, measure, median, medianRun, othersMean, round3, serverCpuPerRequest, statusText, verdict, type Measured } from './support/write-path-measure.js';
+import { flushesPerRequest, measure, median, medianRun, othersMean, perRoundRatios, round3, serverCpuPerRequest, statusText, verdict, type Measured } from './support/write-path-measure.js';
+import { WRITE_PATH_ROUNDS } from './support/write-path-rounds.js';
 import type { BenchRow } from './types.js';
 
 /**
@@ -48,7 +49,7 @@ const WARM_UP_SECONDS = Math.min(2, SECONDS);
  */
 const CLUSTER_WARM_UP_SECONDS = Number(process.env.BENCH_WRITE_PATH_CLUSTER_WARM_UP_SECONDS ?? 15);
 const ETCD_CONCURRENCY = Number(process.env.BENCH_WRITE_PATH_ETCD_CONCURRENCY ?? 32);
-const ROUNDS = 3;
+const ROUNDS = WRITE_PATH_ROUNDS;
 const CLUSTER_TARGET = 0.4;
 const BODY = JSON.stringify({ owner_id: 'owner-12345', ttl_seconds: 30 });
 /** The cluster and its single-node reference run with the same partition count. */
@@ -277,7 +278,7 @@ export async function run(): Promise<BenchRow[]> {
               scenario: 'fresh keys: 3 nodes RF 2 / one node',
               value: ratio,
               unit: 'ratio',
-              note: `${three} / ${one} acquires/s (medians, alternating rounds); all 4 node processes share this machine's cores; target >= ${CLUSTER_TARGET}: ${verdict(ratio >= CLUSTER_TARGET)}`,
+              note: `${three} / ${one} acquires/s (medians, alternating rounds); ${perRoundRatios(runs.cluster.map(rate), runs.single.map(rate))}; all 4 node processes share this machine's cores; target >= ${CLUSTER_TARGET}: ${verdict(ratio >= CLUSTER_TARGET)}`,
             },
             ...costRows('3 nodes, REPLICATION_FACTOR=2', runs),
           ];

@@ -5,7 +5,8 @@ import { progress, runScenarios } from './support/scenarios.js';
 import { startServerProcess, type ServerProcess } from './support/server-process.js';
 import { startProjectServer, type ProjectServer } from './support/project-servers.js';
 import { runLoadInChild, type WritePathMode, type WritePathPlan, type WritePathTarget } from './support/write-path-load.js';
-import { measure, median, medianRun, othersMean, round3, statusText, verdict, type Measured } from './support/write-path-measure.js';
+import { measure, median, medianRun, othersMean, perRoundRatios, round3, statusText, verdict, type Measured } from './support/write-path-measure.js';
+import { WRITE_PATH_ROUNDS } from './support/write-path-rounds.js';
 import type { BenchRow } from './types.js';
 
 /**
@@ -21,7 +22,7 @@ import type { BenchRow } from './types.js';
  * warm (keys w0..w999 in turn; the project acquires and releases, each a
  * durable write), hot (one key, one owner, one connection, sequential).
  * Fresh and warm: 100 connections, BENCH_WRITE_PATH_SECONDS (default 8) per
- * run, three rounds, each round runs every server once (the order rotates),
+ * run, BENCH_WRITE_PATH_ROUNDS (default 3) rounds, each round runs every server once (the order rotates),
  * so a change in the machine's load hits all; figures are the medians.
  * Targets: project / durable put >= 0.7 (fresh), >= 0.8 (warm); hot p50 <= 1 ms.
  * The peers (etcd's lock, a 3-node cluster) are in write-path-peers.bench.ts.
@@ -30,7 +31,7 @@ const AREA = 'write path';
 const CONNECTIONS = 100;
 const SECONDS = Number(process.env.BENCH_WRITE_PATH_SECONDS ?? 8);
 const WARM_UP_SECONDS = Math.min(2, SECONDS);
-const ROUNDS = 3;
+const ROUNDS = WRITE_PATH_ROUNDS;
 const FRESH_TARGET = 0.7;
 const WARM_TARGET = 0.8;
 const HOT_P50_TARGET_MS = 1;
@@ -97,15 +98,17 @@ function rateRows(mode: string, runs: Map<WritePathTarget, Measured[]>): BenchRo
 }
 
 function ratioRow(mode: string, runs: Map<WritePathTarget, Measured[]>, over: WritePathTarget, target: number | undefined): BenchRow {
-  const project = median(runs.get('lock')!.map((m) => m.result.requests_per_s));
-  const other = median(runs.get(over)!.map((m) => m.result.requests_per_s));
+  const projectRates = runs.get('lock')!.map((m) => m.result.requests_per_s);
+  const otherRates = runs.get(over)!.map((m) => m.result.requests_per_s);
+  const project = median(projectRates);
+  const other = median(otherRates);
   const ratio = round3(project / other);
   return {
     area: AREA,
     scenario: `${mode}: project / ${over === 'put' ? 'durable put' : 'echo'}`,
     value: ratio,
     unit: 'ratio',
-    note: `${project} / ${other} req/s (medians, same rounds); ${target === undefined ? 'no target in the issue (reference)' : `target >= ${target}: ${verdict(ratio >= target)}`}`,
+    note: `${project} / ${other} req/s (medians, same rounds); ${perRoundRatios(projectRates, otherRates)}; ${target === undefined ? 'no target in the issue (reference)' : `target >= ${target}: ${verdict(ratio >= target)}`}`,
   };
 }
 

@@ -56,6 +56,16 @@ export function flushesPerRequest(m: Measured): number | undefined {
   return round3(m.flushes / answered);
 }
 
+/**
+ * "per round 0.71, 0.84, 0.66 (median 0.71)": the ratio of each round's pair.
+ * The two runs of a round are seconds apart, so a change in the machine's
+ * speed between rounds, which moves both, cancels out of these.
+ */
+export function perRoundRatios(numerators: number[], denominators: number[]): string {
+  const ratios = numerators.map((n, i) => round3(n / denominators[i]));
+  return `per round ${ratios.join(', ')} (median ${median(ratios)})`;
+}
+
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
