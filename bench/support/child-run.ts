@@ -15,7 +15,6 @@ type ChildMessage<Result> = { result: Result; cpu_seconds: number } | { error: s
  * meter reading it there would count nothing for it.
  */
 export interface ChildDone {
-  pid: number;
   cpu_seconds: number;
 }
 
@@ -36,10 +35,9 @@ export function runInChild<Plan, Result>(
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       if (answer && 'result' in answer) {
-        onDone?.({ pid: child.pid ?? 0, cpu_seconds: answer.cpu_seconds });
+        onDone?.({ cpu_seconds: answer.cpu_seconds });
         resolve(answer.result);
-      }
-      else if (answer && 'error' in answer) reject(new Error(answer.error));
+      } else if (answer && 'error' in answer) reject(new Error(answer.error));
       else reject(new Error(`${label} exited with ${signal ?? `code ${code}`} and no result`));
     });
     child.send(plan as object);
