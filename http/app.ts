@@ -5,7 +5,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { lazyChildLoggerFactory } from './request-logger.js';
 import { serializerFactory } from './serializer.js';
 import { LazySchemas } from './lazy-schemas.js';
-import { randomId } from '../runtime/index.js';
+import { requestIdGenerator } from './request-ids.js';
 import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
 import { registerGracefulClose } from './plugins/graceful-close.js';
@@ -66,7 +66,7 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
     trustProxy: trustProxyOption(services.config.trustProxy),
     // Node checks those deadlines on this period (default 30 s, far longer than the deadlines themselves).
     http: { connectionsCheckingInterval: Math.min(1000, Math.ceil(services.config.httpHeadersTimeoutMs / 2)) },
-    genReqId: () => randomId('req_'),
+    genReqId: requestIdGenerator(),
     requestIdHeader: 'x-request-id',
     // One log line per request at debug level (below); the default two lines
     // at info would cost more than a lock turn.
