@@ -33,6 +33,8 @@ abstract class FastMetric<Series extends { readonly labels: Labels }> {
   readonly aggregator = 'sum';
   protected readonly series = new Map<string, Series>();
   private overflow?: Series;
+  /** Counts resets: a caller holding a series (seriesOf's result) finds it again once this changed. */
+  generation = 0;
 
   constructor(
     readonly name: string,
@@ -63,6 +65,7 @@ abstract class FastMetric<Series extends { readonly labels: Labels }> {
   reset(): void {
     this.series.clear();
     this.overflow = undefined;
+    this.generation++;
   }
 }
 

@@ -1,9 +1,9 @@
 import client from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import type { RuntimeObserver } from '../../runtime/index.js';
-import { FastCounter, FastHistogram } from '../fast-metrics.js';
+import { FastCounter, FastHistogram, type CounterSeries, type HistogramSeries } from '../fast-metrics.js';
 import { MetricsHistory, type MetricsHistoryOptions } from '../metrics-history.js';
-import { routeUrlOf } from '../route-config.js';
+import { routeConfigOf, type RouteConfig } from '../route-config.js';
 
 /**
  * Prometheus metrics: HTTP requests by route and status, and the runtime's
@@ -35,6 +35,8 @@ export class Metrics implements RuntimeObserver {
     this.registry,
   );
   private readonly commitOps = new FastCounter('storage_commit_ops_total', 'Record writes committed.', this.registry);
+  /** Each route's HTTP series, by its config object (routeSeriesOf). */
+  private readonly routeSeries = new WeakMap<RouteConfig, RouteSeries>();
   private readonly commits = this.commitDuration.seriesOf('', () => ({}));
   private readonly committedOps = this.commitOps.seriesOf('', () => ({}));
   private readonly overloads = new client.Counter({
@@ -87,13 +89,49 @@ export class Metrics implements RuntimeObserver {
   /** Records each response against its route template (not the raw URL: bounded labels). */
   register(app: FastifyInstance): void {
     app.addHook('onResponse', (request, reply, done) => {
-      const route = routeUrlOf(request) ?? 'unmatched';
-      const method = request.method;
+      const series = this.routeSeriesOf(routeConfigOf(request), request.method);
       const status_code = reply.statusCode;
-      const key = `${method} ${route}`;
-      this.httpRequests.seriesOf(`${key} ${status_code}`, () => ({ method, route, status_code })).value++;
-      this.httpDuration.observe(this.httpDuration.seriesOf(key, () => ({ method, route })), reply.elapsedTime / 1000);
+      let requests = series.byStatus.get(status_code);
+      if (requests === undefined) {
+        const { method, route } = series;
+        requests = this.httpRequests.seriesOf(`${method} ${route} ${status_code}`, () => ({ method, route, status_code }));
+        series.byStatus.set(status_code, requests);
+      }
+      requests.value++;
+      this.httpDuration.observe(series.duration, reply.elapsedTime / 1000);
       done();
     });
   }
+
+  /**
+   * The series of a route and method, found by their label strings once per
+   * route: a response then builds and hashes no string (two per response
+   * were most of this hook's cost). Found again after a reset of either
+   * metric; a request no route matched is counted under `unmatched`.
+   */
+  private routeSeriesOf(config: RouteConfig | undefined, method: string): RouteSeries {
+    const held = config === undefined ? undefined : this.routeSeries.get(config);
+    const generation = this.httpRequests.generation + this.httpDuration.generation;
+    if (held !== undefined && held.method === method && held.generation === generation) return held;
+    const route = config?.url ?? 'unmatched';
+    const series: RouteSeries = {
+      method,
+      route,
+      generation,
+      duration: this.httpDuration.seriesOf(`${method} ${route}`, () => ({ method, route })),
+      byStatus: new Map(),
+    };
+    // A route of several methods keeps the one seen last; the others find theirs by their strings.
+    if (config !== undefined) this.routeSeries.set(config, series);
+    return series;
+  }
+}
+
+/** What the response hook keeps per route (Metrics.routeSeriesOf). */
+interface RouteSeries {
+  readonly method: string;
+  readonly route: string;
+  readonly generation: number;
+  readonly duration: HistogramSeries;
+  readonly byStatus: Map<number, CounterSeries>;
 }
