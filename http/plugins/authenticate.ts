@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../runtime/index.js';
 import { USER_KIND } from '../../actors/accounts/messages.js';
-import { type PublicUser } from '../../actors/accounts/messages.js';
+import { type PublicUser, type SessionPrincipal } from '../../actors/accounts/messages.js';
 import { looksLikeApiKey, parseApiKey, requiredScope, scopeAllows } from '../auth/api-keys.js';
 import type { Principal } from '../auth/principal.js';
-import { CLIENT_SUBJECT_PREFIX, oauthTokens } from '../auth/tokens.js';
+import { CLIENT_SUBJECT_PREFIX, oauthTokens, type AccessClaims } from '../auth/tokens.js';
 import { OAUTH_CLIENT_KIND } from '../../actors/oauth/messages.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import type { AppServices } from '../services.js';
@@ -111,16 +111,60 @@ export function isBearerAuthentication(hook: unknown): boolean {
   return typeof hook === 'function' && bearerHooks.has(hook);
 }
 
-export function bearerAuthentication(services: AppServices) {
-  bearerHooks.add(authenticate);
-  return authenticate;
-  async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const header = request.headers.authorization;
-    if (typeof header !== 'string' || !/^Bearer\s+\S/i.test(header)) {
-      throw new ServiceError('unauthorized', 'Missing bearer token: send Authorization: Bearer <token>.');
+type HookDone = (error?: Error) => void;
+
+/**
+ * The bearer check, as an onRequest hook or called by hand. Fastify calls it
+ * with (request, reply, done): a request whose token and session checks are
+ * both in this node's caches (nearly every request) is authenticated there
+ * and then, with no promise and no turn of the microtask queue; any other
+ * goes on asynchronously and calls done when settled. Called with two
+ * arguments, it returns a promise to await.
+ */
+export interface BearerAuthentication {
+  (request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  (request: FastifyRequest, reply: FastifyReply, done: HookDone): void;
+}
+
+export function bearerAuthentication(services: AppServices): BearerAuthentication {
+  function authenticate(request: FastifyRequest, _reply: FastifyReply, done?: HookDone): Promise<void> | void {
+    if (done === undefined) return authenticateAsync(request);
+    let principal: Principal | undefined;
+    try {
+      principal = principalFromCaches(request);
+    } catch (error) {
+      done(error as Error);
+      return;
     }
-    const token = header.slice(header.indexOf(' ') + 1).trim();
-    if (token.length > 4096) throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
+    if (principal !== undefined) {
+      request.principal = principal;
+      done();
+      return;
+    }
+    authenticateAsync(request).then(() => done(), done);
+  }
+  bearerHooks.add(authenticate);
+  return authenticate as BearerAuthentication;
+
+  /**
+   * The principal of an access token whose signature and session this node
+   * has checked recently; undefined when anything is not in the caches (an API
+   * key, a client or payment-session token, an unverified or impersonation
+   * token): then authenticateAsync decides. Throws what it would throw.
+   */
+  function principalFromCaches(request: FastifyRequest): Principal | undefined {
+    const token = bearerTokenOf(request);
+    if (looksLikeApiKey(token) || isX402SessionToken(token) || isClientAccessToken(services, token)) return undefined;
+    const claims = services.tokens.verifiedClaims(token);
+    if (claims === undefined) return undefined;
+    requireGrantedScope(request, claims);
+    const session = cachedSession(services.sessionCache, services.clock, claims.sub, claims.sid);
+    if (session === undefined || session.impersonated_by) return undefined;
+    return sessionPrincipal(session, claims);
+  }
+
+  async function authenticateAsync(request: FastifyRequest): Promise<void> {
+    const token = bearerTokenOf(request);
     if (looksLikeApiKey(token)) {
       const principal = await authenticateApiKey(services, token, request);
       const requirement = requiredScope(routeUrlOf(request) ?? request.url, request.method);
@@ -146,14 +190,8 @@ export function bearerAuthentication(services: AppServices) {
       request.principal = await authenticateOAuthClient(services, token, request);
       return;
     }
-    // Both checks are answered from this node's caches for nearly every request: tried synchronously first,
-    // so such a request makes no promise for them.
     const claims = services.tokens.verifiedClaims(token) ?? (await services.tokens.verifyAccessToken(token));
-    // OAuth user tokens carry the scope granted to the client: enforced like an API key's.
-    // Logout is the one credential route they may call: it ends the grant's own session.
-    if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(routeUrlOf(request) ?? request.url, request.method)) && !isLogout(request)) {
-      throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
-    }
+    requireGrantedScope(request, claims);
     // The session check: from this node's cache, else from the user actor (then cached), else, while
     // the user's partition is unavailable, from this node's last positive check (session-check.ts).
     const fresh = cachedSession(services.sessionCache, services.clock, claims.sub, claims.sid);
@@ -163,19 +201,44 @@ export function bearerAuthentication(services: AppServices) {
     // The cache never keeps impersonation sessions (see SessionCache.put), so
     // this check runs on every request with such a token.
     if (session.impersonated_by) await requireLiveAdmin(services, session.impersonated_by);
-    const principal: Principal = {
-      user_id: session.user_id,
-      session_id: session.session_id,
-      role: session.role,
-      org_id: null,
-      tenant: session.user_id,
-      credential: 'access_token',
-      scopes: claims.scopes ?? ['*'],
-      api_key_id: null,
-      impersonated_by: session.impersonated_by ?? null,
-    };
-    request.principal = principal;
+    request.principal = sessionPrincipal(session, claims);
   }
+}
+
+/** The bearer token of the request, or a 401. */
+function bearerTokenOf(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string' || !/^Bearer\s+\S/i.test(header)) {
+    throw new ServiceError('unauthorized', 'Missing bearer token: send Authorization: Bearer <token>.');
+  }
+  const token = header.slice(header.indexOf(' ') + 1).trim();
+  if (token.length > 4096) throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
+  return token;
+}
+
+/**
+ * OAuth user tokens carry the scope granted to the client: enforced like an
+ * API key's. Logout is the one credential route they may call: it ends the
+ * grant's own session.
+ */
+function requireGrantedScope(request: FastifyRequest, claims: AccessClaims): void {
+  if (claims.scopes && !scopeAllows(claims.scopes, requiredScope(routeUrlOf(request) ?? request.url, request.method)) && !isLogout(request)) {
+    throw new ServiceError('insufficient_scope', 'This OAuth access token was not granted the scope this endpoint needs.');
+  }
+}
+
+function sessionPrincipal(session: SessionPrincipal, claims: AccessClaims): Principal {
+  return {
+    user_id: session.user_id,
+    session_id: session.session_id,
+    role: session.role,
+    org_id: null,
+    tenant: session.user_id,
+    credential: 'access_token',
+    scopes: claims.scopes ?? ['*'],
+    api_key_id: null,
+    impersonated_by: session.impersonated_by ?? null,
+  };
 }
 
 function isLogout(request: FastifyRequest): boolean {
