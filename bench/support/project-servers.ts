@@ -38,13 +38,51 @@ export async function register(url: string): Promise<string> {
   }
 }
 
-/** One standalone node (no etcd), data in a temporary directory (on disk: fsync is part of the figure). */
+/** The line a node logs (at info) once its route schemas are compiled (http/server.ts, http/lazy-schemas.ts). */
+const SCHEMAS_COMPILED = '"msg":"route schemas compiled"';
+const SCHEMAS_COMPILED_WAIT_MS = 60_000;
+
+/**
+ * One standalone node (no etcd), data in a temporary directory (on disk: fsync is part of the figure).
+ *
+ * Resolves once the node has also compiled its route schemas. A node is ready
+ * before that and compiles them in the background, one per turn of its event
+ * loop (http/lazy-schemas.ts): 5,106 compilations, 1.4 s on an idle node of
+ * 2026-11-30, 5.2 s under load. A load started sooner measures that
+ * compilation too (a profile of a run started 2 s after ready had ajv and
+ * fast-json-stringify at 23% of the node's time); the floors it is compared
+ * with have nothing of the kind. So the node logs at info (it logs nothing
+ * per request at that level) and the line that says so is waited for.
+ */
 export async function startProjectServer(env: Record<string, string> = {}): Promise<ProjectServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-write-path-'));
   let server: ServerProcess | undefined;
   try {
-    server = await startServerProcess(projectServerScript, { ...projectEnv, ...env, DATA_DIR: dataDir }, { readyPath: '/health/ready' });
+    // A caller's LOG_LEVEL above info hides the line: then the node is not waited for.
+    const logsLine = ['info', 'debug', 'trace'].includes(env.LOG_LEVEL ?? 'info');
+    let seen = false;
+    let tail = '';
+    let compiled!: () => void;
+    const schemasCompiled = new Promise<void>((resolve) => (compiled = resolve));
+    const onStdout = (chunk: Buffer) => {
+      if (seen) return;
+      // The line may straddle two chunks: the end of the one before is kept.
+      const text = tail + chunk.toString('utf8');
+      if (text.includes(SCHEMAS_COMPILED)) {
+        seen = true;
+        compiled();
+      }
+      tail = text.slice(-SCHEMAS_COMPILED.length);
+    };
+    server = await startServerProcess(projectServerScript, { ...projectEnv, LOG_LEVEL: 'info', ...env, DATA_DIR: dataDir }, { readyPath: '/health/ready', onStdout });
     const token = await register(server.url);
+    if (logsLine) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the node did not log "route schemas compiled" within ${SCHEMAS_COMPILED_WAIT_MS} ms`)), SCHEMAS_COMPILED_WAIT_MS);
+      });
+      await Promise.race([schemasCompiled, timedOut]).finally(() => clearTimeout(timer));
+    }
     const started = server;
     return {
       server,
