@@ -28,6 +28,7 @@ import {
 } from '../x402-protocol.js';
 import { PRICED_ROUTE } from '../x402-session.js';
 import { routeUrlOf } from '../route-config.js';
+import { randomId } from '../../runtime/index.js';
 
 /**
  * x402 enforcement at the edge (docs/api/x402.md, "Enforcement"). With
@@ -44,7 +45,7 @@ import { routeUrlOf } from '../route-config.js';
  * - a prepaid balance: the bearer's tenant is charged in one turn of its
  *   balance actor (never below zero), under a charge id that is the
  *   request's Idempotency-Key when it has one (so a retry is not charged
- *   twice), else the request id. A 5xx answer refunds it (a message naming
+ *   twice), else an id made for the request (chargeIdOf). A 5xx answer refunds it (a message naming
  *   the charge id and attempt: applied once); otherwise a held charge is
  *   settled, and one the edge never reports on is refunded after 5 minutes.
  * Neither: 402 with the x402 body (x402Version 1, error, accepts) and the v2
@@ -73,7 +74,9 @@ declare module 'fastify' {
 function chargeIdOf(request: FastifyRequest): string {
   const key = request.headers['idempotency-key'];
   if (request.method === 'POST' && typeof key === 'string' && IDEMPOTENCY_KEY_PATTERN.test(key)) return `idem ${request.principal?.user_id ?? ''} POST ${request.url} ${key}`;
-  return `req ${request.id}`;
+  // Not request.id: a client's X-Request-Id becomes the request id, and one reused would make every
+  // request after the first a duplicate of a charge already paid, served for nothing.
+  return `req ${randomId()}`;
 }
 
 function headerOf(request: FastifyRequest, name: string): string | undefined {

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, randomId } from '../../runtime/index.js';
 import {
   DESCRIPTION_LENGTH_MAX,
   PATH_LENGTH_MAX,
@@ -524,7 +524,8 @@ export function x402Routes(app: FastifyInstance, services: AppServices): void {
           details: [{ field: 'body.principal', message: 'is not a principal' }],
         });
       }
-      credit = { principal: named, transaction: `admin:${request.id}`, source: `admin ${principal.user_id}` };
+      // A transaction id of its own, not request.id (a client's X-Request-Id, reused, would make a second credit a duplicate of the first).
+      credit = { principal: named, transaction: `admin:${randomId()}`, source: `admin ${principal.user_id}` };
     } else {
       if (request.body.principal !== undefined && request.body.principal !== principal.tenant) throw new ServiceError('forbidden', 'Only a platform admin may credit another principal.');
       const priced: PricedResource = { amount_atomic, resource: `${publicBase(request)}/api/v1/x402/topup`, description: `Top-up of ${formatUsd(amount_atomic)} USD`, method: 'POST', discoverable: false };

@@ -199,6 +199,16 @@ describe('status, quote, catalog, preflight, cache', () => {
 });
 
 describe('balance and top-up', () => {
+  it('two admin credits carrying the same X-Request-Id are two credits', async () => {
+    const user = await t.newUser('credited-twice');
+    const headers = { 'x-request-id': 'support-ticket-42' };
+    const first = await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '1', principal: user.user_id }, headers });
+    const second = await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '1', principal: user.user_id }, headers });
+    expect([first.status, second.status], second.text).toEqual([200, 200]);
+    expect(second.body.transaction).not.toBe(first.body.transaction);
+    expect(await balanceOf(user.token)).toBe('2');
+  });
+
   it('an admin credits any principal; the balance is in atomic units and decimal USD', async () => {
     const user = await t.newUser('topup');
     expect((await t.request('GET', '/api/v1/x402/balance', { token: user.token })).body).toEqual({ balance_atomic: 0, balance_usd: '0' });
@@ -313,6 +323,20 @@ describe('enforcement from a prepaid balance', () => {
     const broke = await t.request('GET', lockPath(), { token: payer.token });
     expect(broke.status).toBe(402);
     expect(await balanceOf(payer.token)).toBe('0.02');
+  });
+
+  it('an X-Request-Id the client chose does not make later requests free: each is paid', async () => {
+    // The test before left 0.02.
+    await credit(payer.user_id, '0.10');
+    const headers = { 'x-request-id': 'trace-chosen-by-the-client' };
+    for (let i = 0; i < 2; i++) {
+      const paid = await t.request('GET', lockPath(), { token: payer.token, headers });
+      expect(paid.status, paid.text).toBe(200);
+      expect(paid.headers.get('x402-charged-usd')).toBe('0.05');
+    }
+    expect(await balanceOf(payer.token)).toBe('0.02');
+    const broke = await t.request('GET', lockPath(), { token: payer.token, headers });
+    expect(broke.status).toBe(402);
   });
 
   it('an Idempotency-Key on a GET does not make later requests free: each runs, each is paid', async () => {
