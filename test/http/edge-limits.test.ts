@@ -57,10 +57,16 @@ describe('errors before routing have the error shape', () => {
     expect(body).toMatchObject({ statusCode: 431, code: 'headers_too_large' });
   });
 
-  it('a DELETE with a body but no framing answers 400 BAD_REQUEST with code', async () => {
+  it('a DELETE with a body but no framing: the bytes after it answer 400 BAD_REQUEST with code, and the connection closes', async () => {
+    // Without Content-Length or Transfer-Encoding the DELETE has no body (RFC 9112 6.3): it may be answered
+    // on its own (here 401: no bearer) before its parser reaches the stray bytes, which are no request.
     const { text } = await raw(`DELETE /api/v1/distributed-state/a/b/lock HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n{"lock_id":"x","owner_id":"y"}\r\n\r\n`);
-    expect(text).toMatch(/^HTTP\/1\.1 400/);
-    expect(bodyOf(text)).toMatchObject({ statusCode: 400, code: 'BAD_REQUEST' });
+    const responses = text.split(/(?=HTTP\/1\.1 \d{3} )/);
+    const last = responses.at(-1)!;
+    expect(last, text).toMatch(/^HTTP\/1\.1 400/);
+    expect(last).toMatch(/\r\nConnection: close\r\n/i);
+    expect(bodyOf(last)).toMatchObject({ statusCode: 400, code: 'BAD_REQUEST' });
+    for (const response of responses.slice(0, -1)) expect(bodyOf(response)).toMatchObject({ statusCode: 401, code: 'unauthorized' });
   });
 });
 
