@@ -13292,7 +13292,18 @@ export interface paths {
         put?: never;
         /**
          * Acquire. Held by another owner: 409 lock_held. The holder acquiring again gets the current lock.
-         * @description ## `POST` acquire
+         * @description ```
+         *     POST /api/v1/distributed-state/jobs/nightly-report/lock
+         *     X-Request-Id: trace-7f3a
+         *     ```
+         *
+         *     logs, at `LOG_LEVEL=debug`:
+         *
+         *     ```json
+         *     {"level":20,"request_id":"trace-7f3a","status":200,"url":"/api/v1/distributed-state/jobs/nightly-report/lock","method":"POST","ms":3.1,"msg":"request"}
+         *     ```
+         *
+         *     ## `POST` acquire
          *
          *     Body `{owner_id (1..256 chars), ttl_seconds? (1..86400, default 30), metadata?}`.
          *     `metadata` is any JSON value up to 16 KiB serialised, stored and returned.
@@ -13303,7 +13314,7 @@ export interface paths {
          *     - Acquired again by the holding `owner_id`: 200 with the current lock unchanged
          *       (same `lock_id`, `fence_token` and `expires_at`; use PATCH to extend).
          *
-         *     *From docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
+         *     *From docs/api/common.md, docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
          */
         post: {
             parameters: {
@@ -26978,7 +26989,9 @@ export interface paths {
          *       `org_…`, or an `x402:<network>:<0x address>` payer, whose address is taken
          *       in lower case, as payment proofs name it) or, without it, to their own
          *       tenant; anything else is 400 `BAD_REQUEST` on `body.principal`.
-         *       `transaction` is `admin:<request id>`. Use an `Idempotency-Key` to retry safely.
+         *       `transaction` is `admin:<an id the server makes for the credit>` (never the
+         *       request's `X-Request-Id`, which the client chooses: each admin credit is a
+         *       credit of its own). Use an `Idempotency-Key` to retry safely.
          *     - **Anyone else** pays for it: the request carries an x402 proof
          *       (`X-PAYMENT`, or `PAYMENT-SIGNATURE` for v2) paying exactly `amount_usd`
          *       to `X402_PAY_TO`; the facilitator verifies and settles it, and the amount is
