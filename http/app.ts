@@ -5,7 +5,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { lazyChildLoggerFactory } from './request-logger.js';
 import { serializerFactory } from './serializer.js';
 import { LazySchemas } from './lazy-schemas.js';
-import { requestIdGenerator } from './request-ids.js';
+import { requestIdGenerator, requestIdOf } from './request-ids.js';
 import { clientErrorHandler } from './plugins/client-errors.js';
 import { registerErrorHandling, sendError } from './plugins/error-handler.js';
 import { registerGracefulClose } from './plugins/graceful-close.js';
@@ -66,8 +66,9 @@ export async function buildApp(services: AppServices, logger: FastifyBaseLogger,
     trustProxy: trustProxyOption(services.config.trustProxy),
     // Node checks those deadlines on this period (default 30 s, far longer than the deadlines themselves).
     http: { connectionsCheckingInterval: Math.min(1000, Math.ceil(services.config.httpHeadersTimeoutMs / 2)) },
-    genReqId: requestIdGenerator(),
-    requestIdHeader: 'x-request-id',
+    // The client's X-Request-Id when it is a plausible one, else a made one (http/request-ids.ts).
+    genReqId: requestIdOf(requestIdGenerator()),
+    requestIdHeader: false,
     // One log line per request at debug level (below); the default two lines
     // at info would cost more than a lock turn.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),

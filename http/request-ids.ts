@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { randomId } from '../runtime/index.js';
 
 /**
@@ -16,4 +17,22 @@ export function requestIdGenerator(): () => string {
   const run = randomId('req_').slice(0, 4 + 16);
   let next = 0;
   return () => run + (next++).toString(36);
+}
+
+/** An X-Request-Id a client may name its request with: 1 to 128 visible ASCII characters. */
+const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * Fastify's genReqId: the request's X-Request-Id when it is a plausible one
+ * (so a client's or a proxy's trace id shows in this node's log lines), else
+ * a made one. A longer or stranger value is not carried into every log line
+ * of its request: the request gets an id of its own. The id is for tracing
+ * only: the client chooses it, so nothing may take it for unique
+ * (http/plugins/x402.ts makes its charge ids itself).
+ */
+export function requestIdOf(generate: () => string): (request: IncomingMessage) => string {
+  return (request) => {
+    const named = request.headers['x-request-id'];
+    return typeof named === 'string' && CLIENT_REQUEST_ID.test(named) ? named : generate();
+  };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { requestIdGenerator } from '../../http/request-ids.js';
+import type { IncomingMessage } from 'node:http';
+import { requestIdGenerator, requestIdOf } from '../../http/request-ids.js';
 
 describe('request ids', () => {
   it('are distinct within a run: one random part, then a counter', () => {
@@ -17,5 +18,14 @@ describe('request ids', () => {
     const a = requestIdGenerator();
     const b = requestIdGenerator();
     expect(a().slice(0, 20)).not.toBe(b().slice(0, 20));
+  });
+
+  it("take the client's X-Request-Id when it is 1-128 visible ASCII characters, else make one", () => {
+    const idOf = requestIdOf(() => 'made');
+    const request = (value?: string) => ({ headers: value === undefined ? {} : { 'x-request-id': value } }) as unknown as IncomingMessage;
+    expect(idOf(request('trace-1'))).toBe('trace-1');
+    expect(idOf(request('x'.repeat(128)))).toBe('x'.repeat(128));
+    expect(idOf(request())).toBe('made');
+    for (const refused of ['', 'x'.repeat(129), 'two words', 'tab\there', 'caf\u00e9', 'line\nbreak']) expect(idOf(request(refused))).toBe('made');
   });
 });
