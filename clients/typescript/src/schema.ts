@@ -13300,7 +13300,7 @@ export interface paths {
          *     logs, at `LOG_LEVEL=debug`:
          *
          *     ```json
-         *     {"level":20,"request_id":"trace-7f3a","status":200,"url":"/api/v1/distributed-state/jobs/nightly-report/lock","method":"POST","ms":3.1,"msg":"request"}
+         *     {"level":20,"time":1796006296291,"pid":5265,"hostname":"vm","request_id":"trace-7f3a","status":200,"url":"/api/v1/distributed-state/jobs/nightly-report/lock","method":"POST","ms":11.79,"msg":"request"}
          *     ```
          *
          *     ## `POST` acquire
