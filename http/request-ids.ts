@@ -2,11 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import { randomId } from '../runtime/index.js';
 
 /**
- * Request ids (`request.id`, the `request_id` of log lines, the x402 charge id
- * of a request without an Idempotency-Key): a random part drawn once per
- * process, then a counter. Unique across processes and restarts as a random
- * id per request would be (96 random bits tell two runs apart; the counter
- * tells the requests of one run apart), and unguessable across runs.
+ * The request ids the node makes (`request.id`, the `request_id` of log
+ * lines, when the request names none: requestIdOf): a random part drawn once
+ * per process, then a counter. Unique across processes and restarts as a
+ * random id per request would be (96 random bits tell two runs apart; the
+ * counter tells the requests of one run apart).
  *
  * Why not a random id per request: it cost 0.8 µs of the edge's 80 µs per
  * lock acquisition (a pool slice and a base64url encoding, docs/performance.md),

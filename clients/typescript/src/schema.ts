@@ -13292,18 +13292,7 @@ export interface paths {
         put?: never;
         /**
          * Acquire. Held by another owner: 409 lock_held. The holder acquiring again gets the current lock.
-         * @description ```
-         *     POST /api/v1/distributed-state/jobs/nightly-report/lock
-         *     X-Request-Id: trace-7f3a
-         *     ```
-         *
-         *     logs, at `LOG_LEVEL=debug`:
-         *
-         *     ```json
-         *     {"level":20,"time":1796006296291,"pid":5265,"hostname":"vm","request_id":"trace-7f3a","status":200,"url":"/api/v1/distributed-state/jobs/nightly-report/lock","method":"POST","ms":11.79,"msg":"request"}
-         *     ```
-         *
-         *     ## `POST` acquire
+         * @description ## `POST` acquire
          *
          *     Body `{owner_id (1..256 chars), ttl_seconds? (1..86400, default 30), metadata?}`.
          *     `metadata` is any JSON value up to 16 KiB serialised, stored and returned.
@@ -13314,7 +13303,7 @@ export interface paths {
          *     - Acquired again by the holding `owner_id`: 200 with the current lock unchanged
          *       (same `lock_id`, `fence_token` and `expires_at`; use PATCH to extend).
          *
-         *     *From docs/api/common.md, docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
+         *     *From docs/api/locks.md. The area's model, rules and decisions: the **locks** section's description.*
          */
         post: {
             parameters: {
