@@ -202,7 +202,7 @@ export function lockRoutes(app: FastifyInstance, services: AppServices): void {
     onRequest: authenticate,
     schema: {
       tags: ['locks'],
-      summary: 'Extend. Expiry becomes now + ttl_seconds (default: the ttl the lock was acquired with).',
+      summary: "Extend. Expiry becomes now + ttl_seconds (default: the lock's current ttl_seconds, the one it was acquired or last extended with).",
       security: bearerSecurity,
       params: Params,
       body: ExtendBody,

@@ -98,7 +98,7 @@ describe('acquire, status, extend, release', () => {
     expect(again.body).toEqual(first.body);
   });
 
-  it('extend moves the expiry from now (default: the acquired ttl) and keeps lock_id and fence token', async () => {
+  it('extend moves the expiry from now (default: the current ttl, acquired or last extended with) and keeps lock_id and fence token', async () => {
     const key = newKey();
     const lock = (await acquire(key, { owner_id: 'a', ttl_seconds: 20 })).body;
     await advance(10_000);
@@ -118,6 +118,9 @@ describe('acquire, status, extend, release', () => {
     // Past the original expiry, still held: the old expiry alarm must not release it.
     await advance(30_000);
     expect((await status(key)).body).toMatchObject({ is_locked: true, lock_id: lock.lock_id, time_remaining_ms: 70_000 });
+    // Without ttl_seconds, the ttl it was last extended with (100), not the one it was acquired with (20).
+    const again = await extend(key, { lock_id: lock.lock_id, owner_id: 'a' });
+    expect(again.body).toMatchObject({ ttl_seconds: 100, expires_at: new Date(clock().now() + 100_000).toISOString() });
   });
 
   it('extend and release by the wrong lock_id or owner_id are 409 lock_not_held and change nothing', async () => {

@@ -13533,7 +13533,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Extend. Expiry becomes now + ttl_seconds (default: the ttl the lock was acquired with).
+         * Extend. Expiry becomes now + ttl_seconds (default: the lock's current ttl_seconds, the one it was acquired or last extended with).
          * @description ## `PATCH` extend
          *
          *     Body `{lock_id, owner_id, ttl_seconds?}`. The lock's expiry becomes now +
