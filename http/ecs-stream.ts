@@ -71,6 +71,20 @@ function errorMessage(code: string, message: string, extra: object = {}): string
   return JSON.stringify({ type: 'error', code, message, ...extra });
 }
 
+/** The tick of a well-formed `resume` message, or undefined for anything else (left to onClientMessage). */
+function resumeTickOf(text: string | null, bytes: number): number | undefined {
+  if (text === null || bytes > CLIENT_MESSAGE_BYTES_MAX) return undefined;
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof message !== 'object' || message === null || (message as { type?: unknown }).type !== 'resume') return undefined;
+  const tick = (message as { tick?: unknown }).tick;
+  return typeof tick === 'number' && Number.isSafeInteger(tick) && tick >= 0 ? tick : undefined;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 export class EcsStreams {
@@ -86,8 +100,12 @@ export class EcsStreams {
     return total;
   }
 
-  /** Takes over an upgraded socket of the index `key` (the actor key) named `index`. */
-  async attach(key: string, index: string, ws: WebSocket): Promise<void> {
+  /**
+   * Takes over an upgraded socket of the index `key` (the actor key) named
+   * `index`. `resumeFrom`: the upgrade's `resume` query parameter, the last
+   * tick the client applied.
+   */
+  async attach(key: string, index: string, ws: WebSocket, resumeFrom?: number): Promise<void> {
     if (this.closed) {
       ws.close(CLOSE_GOING_AWAY, 'shutting down');
       return;
@@ -117,6 +135,18 @@ export class EcsStreams {
     }
     if (ws.readyState !== ws.OPEN || this.closed) return;
     subscriber.cursor = feed.lastTick;
+    // A resume known before hello (the query's, or a first message that came before hello was sent) starts
+    // the stream there: hello names that tick and the replay follows it, so no live tick goes out first.
+    let resume = resumeFrom;
+    if (resume === undefined && early.length > 0) {
+      resume = resumeTickOf(early[0].text, early[0].bytes);
+      if (resume !== undefined) early.shift();
+    }
+    let aheadOf: number | undefined;
+    if (resume !== undefined) {
+      if (resume > feed.lastTick) aheadOf = resume;
+      else subscriber.cursor = resume;
+    }
     feed.subscribers.add(subscriber);
     if (!feed.following) {
       feed.following = true;
@@ -137,7 +167,8 @@ export class EcsStreams {
     }));
     helloSent = true;
     subscriber.catchingUp = false;
-    // Ticks committed while hello was prepared: sent now, in order.
+    if (aheadOf !== undefined) this.sendResumeAhead(subscriber, aheadOf);
+    // Ticks committed while hello was prepared, or after the resume's tick: sent now, in order.
     if (feed.lastTick > subscriber.cursor) void this.catchUp(subscriber);
     for (const { text, bytes } of early) this.onClientMessage(subscriber, text, bytes);
   }
@@ -304,9 +335,13 @@ export class EcsStreams {
         }
         this.whenIdle(subscriber, () => {
           if (tick > subscriber.feed.lastTick) {
-            this.send(subscriber, errorMessage('resume_ahead', `Tick ${tick} has not happened yet; the stream goes on from tick ${subscriber.cursor}.`, { tick: subscriber.cursor }));
+            this.sendResumeAhead(subscriber, tick);
             return;
           }
+          // The live stream has started: ticks after `tick` may already have gone out. The marker tells the
+          // client where the replay starts, so it drops what came before it instead of applying ticks twice
+          // or out of order.
+          this.send(subscriber, JSON.stringify({ type: 'resumed', tick }));
           subscriber.cursor = tick;
           void this.catchUp(subscriber);
         });
@@ -318,6 +353,10 @@ export class EcsStreams {
       default:
         this.send(subscriber, errorMessage('malformed_message', 'Unknown message type; expected resume, snapshot or ping.'));
     }
+  }
+
+  private sendResumeAhead(subscriber: Subscriber, tick: number): void {
+    this.send(subscriber, errorMessage('resume_ahead', `Tick ${tick} has not happened yet; the stream goes on from tick ${subscriber.cursor}.`, { tick: subscriber.cursor }));
   }
 
   private whenIdle(subscriber: Subscriber, run: () => void): void {

@@ -38,7 +38,16 @@ const Mutation = Type.Object({
   })),
 });
 const MutationsBody = Type.Object({ mutations: Type.Array(Mutation, { minItems: 1, maxItems: MUTATIONS_PER_BATCH_MAX }) });
-const WsQuery = Type.Object({ token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'A bearer token (JWT), instead of the Authorization header.' })) });
+const WsQuery = Type.Object({
+  token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'A bearer token (JWT), instead of the Authorization header.' })),
+  resume: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'The last tick you applied: hello names it and the stream replays every tick after it (or a snapshot), with no live tick before them.',
+    }),
+  ),
+});
 
 const Coordinator = Type.Object({
   index: Type.String(),
@@ -207,7 +216,7 @@ export function ecsRoutes(app: FastifyInstance, services: AppServices): void {
       },
       wsHandler: (socket, request) => {
         const principal = requirePrincipal(request);
-        void streams.attach(ecsIndexKey(principal.tenant, request.params.index), request.params.index, socket);
+        void streams.attach(ecsIndexKey(principal.tenant, request.params.index), request.params.index, socket, request.query.resume);
       },
     });
   });
