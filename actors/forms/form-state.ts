@@ -30,7 +30,8 @@ import {
   publicAttachment,
 } from './messages.js';
 import { compileSchema, describeErrors, type CompiledSchema } from './schema-compiler.js';
-import { PATTERN_REPETITIONS_MAX, unsafePatterns, type UnsafePattern } from './schema-patterns.js';
+import { PATTERN_REPETITIONS_MAX, unsafePatternsOf, type UnsafePattern } from './schema-patterns.js';
+import { TimeBoundExceeded } from './bounded-run.js';
 
 /**
  * One form: pure domain logic of the `form` actor (storage `records`, key =
@@ -93,17 +94,17 @@ function requireOwner(def: FormDefinition, caller: FormCaller): void {
 
 /** Checks a schema and the settings that depend on it; throws 400 with every problem. */
 export function checkDefinition(schema: object, settings: FormSettings): CompiledSchema {
-  if (JSON.stringify(schema).length > formPolicy.schema_bytes_max) {
+  if (serialisedBytes(schema) > formPolicy.schema_bytes_max) {
     throw new ServiceError('BAD_REQUEST', `The schema must serialise to at most ${formPolicy.schema_bytes_max} bytes.`, { details: [{ field: 'body.schema', message: 'is too large' }] });
   }
   const compiled = compileSchema(schema);
   if ('error' in compiled) {
     throw new ServiceError('invalid_json_schema', `The schema is not a valid JSON Schema: ${compiled.error}`, { details: [{ field: 'body.schema', message: compiled.error }] });
   }
-  const unsafe = unsafePatterns(schema);
+  const unsafe = unsafePatternsOf(schema, compiled.patterns);
   if (unsafe.length > 0) {
-    const details = unsafe.map((found) => ({ field: `body.schema.${found.path}`, message: unsafeMessage(found) }));
-    throw new ServiceError('BAD_REQUEST', `body.schema.${unsafe[0].path} ${details[0].message}`, { details });
+    const details = unsafe.map((found) => ({ field: found.path === null ? 'body.schema' : `body.schema.${found.path}`, message: unsafeMessage(found) }));
+    throw new ServiceError('BAD_REQUEST', `${details[0].field} ${details[0].message}`, { details });
   }
   const properties = schemaProperties(schema);
   const problems = ruleProblems(settings.conditional_logic, properties);
@@ -123,7 +124,13 @@ export function checkDefinition(schema: object, settings: FormSettings): Compile
 }
 
 function unsafeMessage(found: UnsafePattern): string {
-  return `${JSON.stringify(found.pattern)} uses lookaround or a backreference, so it runs on JavaScript's backtracking engine, where it may backtrack catastrophically (a repetition inside a repetition, more than ${PATTERN_REPETITIONS_MAX} quantifiers, or syntax the checker cannot read); rewrite it without nested quantifiers, or without lookaround and backreferences (then it runs in linear time)`;
+  const where = found.path === null ? ' (a pattern the schema reaches through a $ref)' : '';
+  return `${JSON.stringify(found.pattern)}${where} is not one RE2 reads (lookaround, a backreference, or a repetition bound over 1000), so it would run on JavaScript's backtracking engine, where it may backtrack catastrophically (a repetition inside a repetition, more than ${PATTERN_REPETITIONS_MAX} quantifiers, or syntax the checker cannot read); rewrite it without nested quantifiers, or in the syntax RE2 reads (then it runs in linear time)`;
+}
+
+/** A JSON value's size as the 64 KiB bounds count it: UTF-8 bytes of its serialisation, not characters. */
+function serialisedBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
 }
 
 /** The definition with a PATCH applied: lists replace, groups merge key by key (messages.ts, FormSettingsPatch). */
@@ -145,16 +152,17 @@ function validatorOf(state: FormState, version: number): CompiledSchema {
   let validate = state.validators.get(version);
   if (!validate) {
     const schema = state.def!.schemas[version - 1];
-    // A version stored before patterns were checked: it takes nothing until a new schema replaces it.
-    const unsafe = unsafePatterns(schema);
-    if (unsafe.length > 0) {
-      throw new ServiceError('conflict', `Schema version ${version} holds a pattern that may backtrack catastrophically (schema.${unsafe[0].path}); the form takes no submissions until its owner puts a new schema version.`, {
-        details: { schema_version: version, patterns: unsafe.map((found) => ({ path: `schema.${found.path}`, pattern: found.pattern })) },
-      });
-    }
     const compiled = compileSchema(schema);
     // A stored schema compiled when it was accepted; failing now is a defect, not bad input.
     if ('error' in compiled) throw new Error(`stored schema version ${version} no longer compiles: ${compiled.error}`);
+    // A version stored before its patterns were checked as they are now: it takes nothing until a new schema replaces it.
+    const unsafe = unsafePatternsOf(schema, compiled.patterns);
+    if (unsafe.length > 0) {
+      const where = (found: UnsafePattern) => (found.path === null ? 'schema' : `schema.${found.path}`);
+      throw new ServiceError('conflict', `Schema version ${version} holds a pattern that may backtrack catastrophically (${where(unsafe[0])}); the form takes no submissions until its owner puts a new schema version.`, {
+        details: { schema_version: version, patterns: unsafe.map((found) => ({ path: where(found), pattern: found.pattern })) },
+      });
+    }
     validate = compiled.validate;
     state.validators.set(version, validate);
   }
@@ -164,9 +172,16 @@ function validatorOf(state: FormState, version: number): CompiledSchema {
 /** The validation errors of `data` against the current version and the conditional logic (empty when valid). */
 export function validationErrors(state: FormState, data: Record<string, unknown>): string[] {
   const def = state.def!;
-  if (JSON.stringify(data).length > formPolicy.data_bytes_max) return [`/ is larger than ${formPolicy.data_bytes_max} bytes`];
+  if (serialisedBytes(data) > formPolicy.data_bytes_max) return [`/ is larger than ${formPolicy.data_bytes_max} bytes`];
   const validate = validatorOf(state, def.version);
-  const errors = validate(data) ? [] : describeErrors(validate.errors);
+  let valid: boolean;
+  try {
+    valid = validate(data);
+  } catch (error) {
+    if (error instanceof TimeBoundExceeded) return [`/ could not be checked against the schema's patterns within ${error.bound_ms} ms (a pattern with lookaround or a backreference backtracks on this data)`];
+    throw error;
+  }
+  const errors = valid ? [] : describeErrors(validate.errors);
   return [...errors, ...conditionalErrors(def.conditional_logic, data)];
 }
 
@@ -625,7 +640,7 @@ export function stepForm(state: FormState, message: FormMessage | FlowAnswer | A
       if (!def.drafts.enabled) throw new ServiceError('conflict', 'This form does not keep drafts (drafts.enabled is false).');
       if (!takesSubmissions(def.status)) throw new ServiceError('form_not_accepting', `The form is ${def.status}; only an active form takes drafts.`, { details: { status: def.status } });
       if (state.drafts.size >= formPolicy.drafts_per_form_max) throw new ServiceError('form_limit_reached', `The form holds the maximum of ${formPolicy.drafts_per_form_max} drafts.`);
-      if (JSON.stringify(message.partial_data).length > formPolicy.data_bytes_max) {
+      if (serialisedBytes(message.partial_data) > formPolicy.data_bytes_max) {
         throw new ServiceError('BAD_REQUEST', `partial_data must serialise to at most ${formPolicy.data_bytes_max} bytes.`, { details: [{ field: 'body.partial_data', message: 'is too large' }] });
       }
       const draft_id = context.newId('drf_');

@@ -19,9 +19,12 @@ const COMPILED_PATTERN_LENGTH_MAX = 1024;
  *
  * A pattern RE2 reads (re2js, the pure-JavaScript port: time linear in the
  * input, whatever the pattern) runs there. RE2 has no lookaround and no
- * backreferences; a pattern with them runs as a RegExp, and is accepted only
+ * backreferences; a pattern with them runs as a RegExp. It is accepted only
  * when its shape cannot backtrack catastrophically (schema-patterns.ts,
- * checked before a form is stored).
+ * checked before a form is stored), and a validation that runs one is
+ * bounded in time besides (schema-compiler.ts, bounded-run.ts): a shape the
+ * checker passes can still backtrack polynomially, or exponentially through
+ * alternatives (`(a|a)+`).
  */
 export function linearRegExp(pattern: string): RE2JS | null {
   // A schema's patterns are compiled twice when it is accepted (the safety check, then ajv): the second is this lookup.
@@ -41,8 +44,28 @@ export function linearRegExp(pattern: string): RE2JS | null {
 
 type RegExpEngine = NonNullable<NonNullable<Options['code']>['regExp']>;
 
+/** Set while a schema compiles: every pattern ajv compiles for it, whatever led there (a `$ref` included). */
+let compiling: Set<string> | null = null;
+
+/**
+ * Runs `compile` and returns, beside its result, every pattern ajv asked this
+ * engine for meanwhile: the patterns the compiled schema will run, found by
+ * ajv itself, so none hides from the safety check behind a `$ref` into a
+ * keyword the schema walk reads as data.
+ */
+export function capturingPatterns<T>(compile: () => T): { result: T; patterns: string[] } {
+  const seen = new Set<string>();
+  compiling = seen;
+  try {
+    return { result: compile(), patterns: [...seen] };
+  } finally {
+    compiling = null;
+  }
+}
+
 export const formPatternEngine: RegExpEngine = Object.assign(
   (pattern: string, flags: string) => {
+    compiling?.add(pattern);
     const linear = linearRegExp(pattern);
     if (linear === null) return new RegExp(pattern, flags);
     // ajv keeps one compiled pattern per toString() of what this returns: each must name its own pattern.

@@ -24,8 +24,12 @@ import { linearRegExp } from './pattern-engine.js';
 export const PATTERN_REPETITIONS_MAX = 25;
 
 export interface UnsafePattern {
-  /** Where the pattern is, from the schema's root: `properties.a.pattern`, `patternProperties.^(a+)+$`. */
-  path: string;
+  /**
+   * Where the pattern is, from the schema's root: `properties.a.pattern`,
+   * `patternProperties.^(a+)+$`; null for one only ajv's compilation found
+   * (reached through a `$ref` into a keyword the walk reads as data).
+   */
+  path: string | null;
   pattern: string;
 }
 
@@ -81,5 +85,19 @@ export function unsafePatterns(root: unknown): UnsafePattern[] {
     }
   }
   // By path, so the first one named does not depend on the walk's order.
-  return unsafe.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return unsafe.sort((a, b) => (a.path! < b.path! ? -1 : a.path! > b.path! ? 1 : 0));
+}
+
+/**
+ * unsafePatterns, and besides them every pattern ajv compiled for the schema
+ * (`compiled`, pattern-engine.ts capturingPatterns) that the walk did not
+ * see: a `$ref` can make a `default` or `examples` value a subschema.
+ */
+export function unsafePatternsOf(root: unknown, compiled: readonly string[]): UnsafePattern[] {
+  const unsafe = unsafePatterns(root);
+  const named = new Set(unsafe.map((found) => found.pattern));
+  for (const pattern of compiled) {
+    if (!named.has(pattern) && !isSafePattern(pattern)) unsafe.push({ path: null, pattern });
+  }
+  return unsafe;
 }

@@ -327,6 +327,42 @@ describe('schema patterns (ReDoS)', () => {
     expect(put1.body.details[0].field).toBe('body.schema.properties.state.pattern');
     expect((await get(`/${id}`)).body.version).toBe(1);
   });
+
+  it('finds a pattern a $ref makes out of a data keyword (default, examples), as ajv compiles it', async () => {
+    for (const schema of [
+      { type: 'object', properties: { code: { $ref: '#/properties/x/default' }, x: { default: { type: 'string', pattern: REDOS } } } },
+      { type: 'object', properties: { code: { $ref: '#/examples/0' } }, examples: [{ type: 'string', pattern: REDOS }] },
+    ]) {
+      const res = await post('', { name: 'ref', title: 'ref', schema });
+      expectError(res, 400, 'BAD_REQUEST');
+      expect(res.body.details).toContainEqual({ field: 'body.schema', message: expect.stringContaining(`${JSON.stringify(REDOS)} (a pattern the schema reaches through a $ref)`) });
+    }
+  });
+
+  it('bounds a validation that runs a lookaround pattern the checker passes but that backtracks on the data', async () => {
+    const id = await createForm({}, alice.token, false);
+    // No nested repetition, so the shape check passes; the alternatives still backtrack exponentially (26 a's took 0.5 s, 30 took 10 s).
+    const schema = { ...SCHEMA, properties: { ...SCHEMA.properties, state: { type: 'string', pattern: '^(?=a)(a|a)+$' }, password: { type: 'string', pattern: '^(?=.*[A-Z])(?=.*\\d).{8,}$' } } };
+    const put1 = await put(`/${id}/schema`, { schema });
+    expect(put1.status, put1.text).toBe(200);
+    expect((await post(`/${id}/status`, { status: 'active' })).status).toBe(200);
+    const hostile = await post(`/${id}/submissions`, { data: { email: 'a@example.com', state: `${'a'.repeat(40)}!` } });
+    expectError(hostile, 400, 'submission_invalid');
+    expect(hostile.text).toContain('could not be checked against the schema');
+    // Lookaround patterns still do their work within the bound.
+    expectError(await post(`/${id}/submissions`, { data: { email: 'a@example.com', password: 'password1' } }), 400, 'submission_invalid');
+    const fine = await post(`/${id}/submissions`, { data: { email: 'a@example.com', state: 'aaa', password: 'Password1' } });
+    expect(fine.status, fine.text).toBe(201);
+  });
+
+  it('counts the 64 KiB data bound in UTF-8 bytes, not characters', async () => {
+    const id = await createForm({}, alice.token, false);
+    expect((await post(`/${id}/status`, { status: 'active' })).status).toBe(200);
+    // 30,000 euro signs: 30,000 characters, 90,000 bytes.
+    const res = await post(`/${id}/submissions`, { data: { email: 'a@example.com', name: '\u20ac'.repeat(30_000) } });
+    expectError(res, 400, 'submission_invalid');
+    expect(res.text).toContain('larger than 65536 bytes');
+  });
 });
 
 describe('encrypted fields at rest', () => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { linearRegExp } from '../../actors/forms/pattern-engine.js';
 import { isSafePattern, unsafePatterns } from '../../actors/forms/schema-patterns.js';
+import { runWithin, TimeBoundExceeded } from '../../actors/forms/bounded-run.js';
+import { compileSchema } from '../../actors/forms/schema-compiler.js';
 
 /** The ReDoS check of a form schema's regular expressions (actors/forms/schema-patterns.ts; docs/api/forms.md, "Schema"). */
 describe('schema patterns', () => {
@@ -60,5 +62,31 @@ describe('the pattern engine', () => {
     const long = `^a{1}${'b'.repeat(2_000)}$`;
     expect(linearRegExp(long)).not.toBe(linearRegExp(long));
     expect(linearRegExp(long)!.matcher(`a${'b'.repeat(2_000)}`).find()).toBe(true);
+  });
+});
+
+describe('the time bound of a backtracking validation', () => {
+  it('stops a regular expression deep in its backtracking, and leaves a quick task alone', () => {
+    expect(runWithin(1_000, () => /^(?=.*[A-Z])(?=.*\d).{8,}$/.test('Password1'))).toBe(true);
+    expect(() => runWithin(20, () => /^(?=a)(a|a)+$/.test(`${'a'.repeat(40)}!`))).toThrow(TimeBoundExceeded);
+    // A bound passed inside an outer one: the inner task is stopped, the outer goes on.
+    expect(runWithin(1_000, () => {
+      try {
+        runWithin(20, () => /^(a|a)+$/.test(`${'a'.repeat(40)}!`));
+        return 'not stopped';
+      } catch (error) {
+        return error instanceof TimeBoundExceeded ? 'stopped' : 'other';
+      }
+    })).toBe('stopped');
+  });
+
+  it('compiles a schema with a lookaround pattern into a bounded validator, and one RE2 reads into a plain one', () => {
+    const compiled = compileSchema({ type: 'object', properties: { a: { type: 'string', pattern: '^(?=a)(a|a)+$' }, b: { type: 'string', pattern: '^b+$' } } });
+    if ('error' in compiled) throw new Error(compiled.error);
+    expect(compiled.patterns.sort()).toEqual(['^(?=a)(a|a)+$', '^b+$']);
+    expect(compiled.validate({ a: 'aa', b: 'bb' })).toBe(true);
+    expect(compiled.validate({ a: 'aa', b: 'bc' })).toBe(false);
+    expect(compiled.validate.errors?.[0]).toMatchObject({ instancePath: '/b', keyword: 'pattern' });
+    expect(() => compiled.validate({ a: `${'a'.repeat(40)}!` })).toThrow(TimeBoundExceeded);
   });
 });
