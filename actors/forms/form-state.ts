@@ -307,7 +307,7 @@ export function startHooks(state: FormState, submission: Submission, indexes: nu
       sends.push(flowCall(JOB_QUEUE_KIND, jobQueueKey(def.tenant, hook.queue), call, reply_to));
       return { ...run, status: 'running' as const, attempts, event_id: job_id, error: null, updated_at_ms: now };
     }
-    const call: StateMachineMessage = { op: 'move', target_state: hook.target_state, cause: { form_id: submission.form_id, submission_id: submission.submission_id }, caller: null };
+    const call: StateMachineMessage = { op: 'move', target_state: hook.target_state, cause: { form_id: submission.form_id, submission_id: submission.submission_id }, caller: hook.authorized_by ?? { user_id: def.created_by, admin: false } };
     sends.push(flowCall(FORM_STATE_MACHINE_KIND, stateMachineKey(def.tenant, hook.fsm_name), call, reply_to));
     return { ...run, status: 'running' as const, attempts, error: null, updated_at_ms: now };
   });

@@ -111,7 +111,17 @@ export type ExecutionHook =
       target: { url: string; secret: string; headers: Record<string, string> };
       attempt_timeout_ms: number;
     }
-  | { kind: 'fsm'; fsm_name: string; target_state: string };
+  | {
+      kind: 'fsm';
+      fsm_name: string;
+      target_state: string;
+      /**
+       * Who set the hook (form create or PATCH), checked then as one who may move the machine by hand (its creator
+       * or an admin); the hook moves it with their authority. Absent in hooks stored before 2026-11-30: the form's
+       * creator, not as an admin.
+       */
+      authorized_by?: FormCaller;
+    };
 
 export type HookStatus = 'waiting_approval' | 'running' | 'dispatched' | 'succeeded' | 'failed' | 'skipped';
 

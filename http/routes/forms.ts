@@ -473,6 +473,28 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
     });
     if (view.tenant !== tenant) throw refused();
   };
+  /**
+   * An fsm hook must name a state machine of the tenant that the caller may move by hand (its creator or an
+   * admin): the hook then moves it with the caller's authority, so a form cannot move another member's machine.
+   */
+  const authorizeStateMachine = async (tenant: string, caller: FormCaller, hook: ExecutionHook, index: number) => {
+    if (hook.kind !== 'fsm') return;
+    const field = `body.execution.on_valid_submission.${index}.fsm_name`;
+    const view = await services.actors
+      .ask<StateMachineView | null>(FORM_STATE_MACHINE_KIND, stateMachineKey(tenant, hook.fsm_name), { op: 'get' }, { readOnly: true })
+      .catch((error: unknown) => {
+        if (error instanceof ServiceError && error.statusCode < 500) return null;
+        throw error;
+      });
+    if (!view || (!caller.admin && view.created_by !== caller.user_id)) {
+      throw new ServiceError('BAD_REQUEST', `${field} names no state machine you may move (define it first with PUT /api/v1/forms/state-machines/{name}; only its creator or an admin may name it).`, {
+        details: [{ field, message: 'names no state machine you may move' }],
+      });
+    }
+    hook.authorized_by = caller;
+  };
+  const checkHooks = (tenant: string, caller: FormCaller, hooks: ExecutionHook[]) =>
+    Promise.all(hooks.map((hook, index) => (hook.kind === 'webhook' ? checkWebhook(tenant, caller, hook.webhook_id, index) : authorizeStateMachine(tenant, caller, hook, index))));
 
   app.get<{ Querystring: Static<typeof FormListQuery> }>('/api/v1/forms', {
     onRequest: authenticate,
@@ -501,7 +523,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request, reply) => {
     const { tenant, caller } = callerOf(request);
     const settings = settingsOf(request.body, jobSettings(services.config).attempt_timeout_ms);
-    await Promise.all(settings.execution.on_valid_submission.map((hook, index) => (hook.kind === 'webhook' ? checkWebhook(tenant, caller, hook.webhook_id, index) : null)));
+    await checkHooks(tenant, caller, settings.execution.on_valid_submission);
     const form_id = formIdFor(tenant, randomBytes(12).toString('base64url'));
     const form = await askForm<FormView>(tenant, form_id, { op: 'create', tenant, caller, name: request.body.name, title: request.body.title, schema: request.body.schema, settings });
     return reply.code(201).send({ form_id: form.form_id, name: form.name, status: form.status, version: form.version, created_at: isoTime(form.created_at_ms)! });
@@ -525,7 +547,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const { tenant, caller } = callerOf(request);
     const patch = settingsPatchOf(request.body, jobSettings(services.config).attempt_timeout_ms);
-    await Promise.all((patch.execution?.on_valid_submission ?? []).map((hook, index) => (hook.kind === 'webhook' ? checkWebhook(tenant, caller, hook.webhook_id, index) : null)));
+    await checkHooks(tenant, caller, patch.execution?.on_valid_submission ?? []);
     return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'update_settings', caller, patch }));
   });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
+import { joinOrg, orgApiKey } from '../helpers/org-tenant.js';
 
 /** Execution hooks of forms over the real socket: fsm moves, webhook deliveries, retry, approval (docs/api/forms.md, "Execution hooks"). */
 let t: TestNode;
@@ -129,5 +130,37 @@ describe('hooks', () => {
     await post(`/${id}/submissions/${first.body.submission_id}/approve`, {});
     await expect.poll(async () => (await get(`/${id}/submissions/${first.body.submission_id}`)).body.execution_status.fsm[0].status).toBe('succeeded');
     expect((await get('/state-machines/review')).body.state).toBe('b');
+  });
+});
+
+describe('fsm hooks and who may move the machine', () => {
+  it("refuses a hook naming a machine the form's author may not move by hand, and moves with the author's authority", async () => {
+    const owner = await t.newUser('fsmown');
+    const member = await t.newUser('fsmmem');
+    const org = await t.request('POST', '/api/v1/orgs', { token: owner.token, body: { name: 'Fsm Org' } });
+    expect(org.status, org.text).toBe(201);
+    await joinOrg(t, org.body.org_id, owner, member);
+    const ownerKey = await orgApiKey(t, org.body.org_id, owner, 'owner');
+    const memberKey = await orgApiKey(t, org.body.org_id, member, 'member');
+    expect((await put('/state-machines/deal', { states: ['open', 'closed'], initial: 'open', transitions: [{ from: 'open', to: 'closed' }] }, ownerKey)).status).toBe(200);
+    // The member may not move it by hand, nor through a form of theirs.
+    expectError(await post('/state-machines/deal/move', { target_state: 'closed' }, memberKey), 403, 'forbidden');
+    const hook = { on_valid_submission: [{ kind: 'fsm', fsm_name: 'deal', target_state: 'closed' }] };
+    const refused = await post('', { name: 'x', title: 'x', schema: SCHEMA, execution: hook }, memberKey);
+    expectError(refused, 400, 'BAD_REQUEST');
+    expect(refused.body.details).toEqual([{ field: 'body.execution.on_valid_submission.0.fsm_name', message: 'names no state machine you may move' }]);
+    // Nor by PATCHing the hook into a form of theirs; a machine that does not exist yet is refused as well.
+    const plain = await post('', { name: 'y', title: 'y', schema: SCHEMA }, memberKey);
+    expect(plain.status, plain.text).toBe(201);
+    expectError(await t.request('PATCH', `${base}/${plain.body.form_id}`, { token: memberKey, body: { execution: hook } }), 400, 'BAD_REQUEST');
+    expectError(await post('', { name: 'z', title: 'z', schema: SCHEMA, execution: { on_valid_submission: [{ kind: 'fsm', fsm_name: 'later', target_state: 'b' }] } }, ownerKey), 400, 'BAD_REQUEST');
+    expect((await get('/state-machines/deal', ownerKey)).body).toMatchObject({ state: 'open', moves: 0 });
+    // The machine's creator names it, and a member's submission to that form moves it.
+    const form = await post('', { name: 'deals', title: 'Deals', schema: SCHEMA, execution: hook }, ownerKey);
+    expect(form.status, form.text).toBe(201);
+    expect((await post(`/${form.body.form_id}/status`, { status: 'active' }, ownerKey)).status).toBe(200);
+    const ack = await post(`/${form.body.form_id}/submissions`, { data: { email: 'm@example.com' } }, memberKey);
+    expect(ack.status, ack.text).toBe(201);
+    await expect.poll(async () => (await get('/state-machines/deal', ownerKey)).body.state).toBe('closed');
   });
 });
