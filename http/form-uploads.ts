@@ -8,6 +8,7 @@ import { Transform } from 'node:stream';
 import busboy from 'busboy';
 import { ServiceError } from '../runtime/index.js';
 import type { Attachment, MultipartSettings } from '../actors/forms/messages.js';
+import { parseJsonText } from './plugins/json-body.js';
 import type { NodeConfig } from './config.js';
 import { readOrCreateKeyFile } from './node-key-file.js';
 import { collectYoung } from './young-collector.js';
@@ -215,11 +216,9 @@ export async function receiveUpload(
   if (!failure && dataText === null) failure = new ServiceError('BAD_REQUEST', 'The multipart body needs a data field holding the submission as a JSON object.', { details: [{ field: 'body.data', message: 'is required' }] });
   let data: unknown;
   if (!failure) {
-    try {
-      data = JSON.parse(dataText!);
-    } catch {
-      failure = new ServiceError('BAD_REQUEST', 'The data field is not JSON.', { details: [{ field: 'body.data', message: 'is not JSON' }] });
-    }
+    const parsed = parseJsonText(dataText!);
+    if ('problem' in parsed) failure = new ServiceError('BAD_REQUEST', `The data field ${parsed.problem}.`, { details: [{ field: 'body.data', message: parsed.problem }] });
+    else data = parsed.value;
     if (!failure && (data === null || typeof data !== 'object' || Array.isArray(data))) {
       failure = new ServiceError('BAD_REQUEST', 'The data field must be a JSON object.', { details: [{ field: 'body.data', message: 'must be an object' }] });
     }

@@ -64,7 +64,8 @@ export function parseCondition(when: string): Condition | { error: string } {
 export function valueAt(data: Record<string, unknown>, path: string): unknown {
   let current: unknown = data;
   for (const part of path.split('.')) {
-    if (current === null || typeof current !== 'object' || Array.isArray(current)) return undefined;
+    // Own properties only: `meta.constructor` names nothing in `{meta: {}}`, not Object's constructor.
+    if (current === null || typeof current !== 'object' || Array.isArray(current) || !Object.hasOwn(current, part)) return undefined;
     current = (current as Record<string, unknown>)[part];
   }
   return current;

@@ -56,6 +56,38 @@ export function addJsonMediaType(scope: FastifyInstance, media_type: string): vo
   });
 }
 
+/**
+ * JSON that comes in another envelope (a multipart form's `data` field), read
+ * with the body parser's rules: nesting at most JSON_DEPTH_MAX levels, no
+ * `__proto__` or `constructor.prototype` key (storage would not give them
+ * back as they came), no unpaired surrogate. The problem reads after the
+ * field's name: "is not JSON".
+ */
+export function parseJsonText(text: string): { value: unknown } | { problem: string } {
+  if (nestingExceeds(text, JSON_DEPTH_MAX)) return { problem: `nests arrays and objects deeper than ${JSON_DEPTH_MAX} levels` };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { problem: 'is not JSON' };
+  }
+  if (hasPrototypeKey(value)) return { problem: 'holds a __proto__ or constructor.prototype key; such keys are refused' };
+  if (text.includes('\\u') && hasLoneSurrogate(value)) return { problem: 'holds a string with an unpaired UTF-16 surrogate escape' };
+  return { value };
+}
+
+/** The keys secure-json-parse refuses (Fastify's body parser): `__proto__`, and `constructor` holding `prototype`. */
+function hasPrototypeKey(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(hasPrototypeKey);
+  if (value === null || typeof value !== 'object') return false;
+  for (const [key, item] of Object.entries(value)) {
+    if (key === '__proto__') return true;
+    if (key === 'constructor' && item !== null && typeof item === 'object' && Object.hasOwn(item, 'prototype')) return true;
+    if (hasPrototypeKey(item)) return true;
+  }
+  return false;
+}
+
 /** Whether the text parses as JSON at all (asked only after the secure parser refused it). */
 function isPlainJson(text: string): boolean {
   try {

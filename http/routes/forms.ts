@@ -547,6 +547,8 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const { tenant, caller } = callerOf(request);
     const patch = settingsPatchOf(request.body, jobSettings(services.config).attempt_timeout_ms);
+    // Unknown fields are ignored, so a body of only those is as empty as {} (and would still bump updated_at).
+    if (Object.keys(patch).length === 0) throw new ServiceError('BAD_REQUEST', 'The body changes nothing: give at least one of title, fields, conditional_logic, execution, drafts, spam, approval, multipart.');
     await checkHooks(tenant, caller, patch.execution?.on_valid_submission ?? []);
     return formShape(await askForm<FormView>(tenant, request.params.form_id, { op: 'update_settings', caller, patch }));
   });

@@ -105,6 +105,23 @@ describe('multipart submissions', () => {
     expect(enabledWithoutTypes.status).toBe(400);
   });
 
+  it('reads the data field by the JSON body rules: no __proto__ or constructor.prototype key, nesting bounded, no lone surrogate', async () => {
+    const id = await multipartForm({ allowed_content_types: ['image/png'] });
+    for (const [data, problem] of [
+      ['{"name":"x","__proto__":{"polluted":1}}', 'holds a __proto__ or constructor.prototype key; such keys are refused'],
+      ['{"name":"x","constructor":{"prototype":{"p":1}}}', 'holds a __proto__ or constructor.prototype key; such keys are refused'],
+      [`{"name":"x","deep":${'['.repeat(150)}${']'.repeat(150)}}`, 'nests arrays and objects deeper than 100 levels'],
+      ['{"name":"\\ud800"}', 'holds a string with an unpaired UTF-16 surrogate escape'],
+      ['{"name":', 'is not JSON'],
+    ]) {
+      const res = await send(id, data, []);
+      expect(res.status, data).toBe(400);
+      expect(res.body, data).toMatchObject({ code: 'BAD_REQUEST', details: [{ field: 'body.data', message: problem }] });
+    }
+    // A constructor key that is plain data stays accepted.
+    expect((await send(id, { name: 'x', constructor: 'ok' }, [])).status).toBe(201);
+  });
+
   it('a file over max_file_bytes is refused while streaming: memory does not grow with it', async () => {
     const id = await multipartForm({ allowed_content_types: ['text/plain'], max_file_bytes: 1024 * 1024 });
     const before = blobFiles().length;

@@ -149,6 +149,10 @@ describe('settings after creation (PATCH)', () => {
     expectError(await patch(id, { execution: { on_valid_submission: [{ kind: 'webhook', webhook_id: 'wh_none' }] } }), 400, 'BAD_REQUEST');
     expectError(await patch(id, { drafts: { ttl_seconds: 0 } }), 400, 'BAD_REQUEST');
     expectError(await patch(id, {}), 400, 'BAD_REQUEST');
+    // Unknown fields are ignored: a body of only those changes nothing, and is refused as {} is.
+    const untouched = (await t.request('GET', `${base}/${id}`, { token: alice.token })).body.updated_at;
+    expectError(await patch(id, { a: 1 }), 400, 'BAD_REQUEST');
+    expect((await t.request('GET', `${base}/${id}`, { token: alice.token })).body.updated_at).toBe(untouched);
     expect((await get(`/${id}`)).body).toEqual(before);
   });
 

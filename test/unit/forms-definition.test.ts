@@ -78,6 +78,11 @@ describe('conditional logic', () => {
     expect(conditionalErrors(rules, { country: 'US', state: '' })).toHaveLength(2);
   });
 
+  it('reads only the data\'s own properties: a path through an inherited one names nothing', () => {
+    expect(conditionalErrors([{ when: 'meta.constructor', require: ['x'] }], { meta: {} })).toEqual([]);
+    expect(conditionalErrors([{ when: 'country == "US"', require: ['meta.toString'] }], { country: 'US', meta: {} })).toEqual(['/meta/toString is required when country == "US"']);
+  });
+
   it('a definition\'s rules must parse and name properties of the schema', () => {
     const properties = new Set(['country', 'state']);
     expect(ruleProblems([{ when: 'country == "US"', require: ['state'] }], properties)).toEqual([]);
