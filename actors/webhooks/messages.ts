@@ -92,6 +92,8 @@ export const defaultWebhookSettings: WebhookSettings = {
 export interface WebhookCaller {
   user_id: string;
   admin: boolean;
+  /** The credential's tenant: a webhook answers only callers of its own tenant (and platform admins). */
+  tenant: string;
 }
 
 /** An event as published: the id is fixed at the source, so every retry carries the same webhook-id. */

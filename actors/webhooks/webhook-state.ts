@@ -191,10 +191,16 @@ export function stepWebhook(state: WebhookState, message: WebhookMessage | Alarm
 
 // ---- ownership and views ----
 
-/** The webhook, if the caller may read or change it: 404 when there is none, 403 for anyone but its creator or a platform admin. */
+/**
+ * The webhook, if the caller may read or change it: 404 when there is none or
+ * it is another tenant's, 403 for anyone of its tenant but its creator or a
+ * platform admin. Its creator acting from another tenant (a personal token
+ * for an organization's webhook, or after leaving the organization) is
+ * another tenant's caller: a member who left keeps no hold on it.
+ */
 function owned(state: WebhookState, caller: WebhookCaller): WebhookConfig {
   const config = state.config;
-  if (!config) throw new ServiceError('not_found', 'No such webhook.');
+  if (!config || (config.tenant !== caller.tenant && !caller.admin)) throw new ServiceError('not_found', 'No such webhook.');
   if (config.created_by !== caller.user_id && !caller.admin) throw new ServiceError('forbidden', 'Only the creator of a webhook or a platform admin may read or change it.');
   return config;
 }

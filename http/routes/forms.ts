@@ -467,7 +467,7 @@ export function formRoutes(app: FastifyInstance, services: AppServices): void {
     const field = `body.execution.on_valid_submission.${index}.webhook_id`;
     const refused = () => new ServiceError('BAD_REQUEST', `${field} names no webhook of yours.`, { details: [{ field, message: 'names no webhook of yours' }] });
     if (webhook_id.length > 128) throw refused();
-    const view = await services.actors.ask<WebhookView>(WEBHOOK_KIND, webhook_id, { op: 'get', caller } satisfies WebhookMessage, { readOnly: true }).catch((error: unknown) => {
+    const view = await services.actors.ask<WebhookView>(WEBHOOK_KIND, webhook_id, { op: 'get', caller: { ...caller, tenant } } satisfies WebhookMessage, { readOnly: true }).catch((error: unknown) => {
       if (error instanceof ServiceError && error.statusCode < 500) throw refused();
       throw error;
     });

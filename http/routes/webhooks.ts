@@ -234,7 +234,7 @@ function dlqShape(view: DlqEntryView) {
 }
 
 function callerOf(principal: Principal): WebhookCaller {
-  return { user_id: principal.user_id, admin: principal.role === 'admin' };
+  return { user_id: principal.user_id, admin: principal.role === 'admin', tenant: principal.tenant };
 }
 
 /** POSTs whose fields are all optional accept a missing body as {}. */

@@ -5,6 +5,7 @@ import type { ManualClock } from '../../runtime/index.js';
 import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { settle, untilWithClock } from '../helpers/runtime.js';
 import { startReceiver, type ReceivedDelivery, type Receiver } from '../helpers/webhook-receiver.js';
+import { joinOrg, orgApiKey } from '../helpers/org-tenant.js';
 
 /** Webhooks over the real socket, delivering to a local receiver (spec doc 1 §4.11, §6; docs/api/webhooks.md). */
 let t: TestNode;
@@ -94,16 +95,16 @@ describe('catalog and CRUD', () => {
     expectError(await t.request('POST', '/api/v1/webhooks', { body: { url: `${receiver.url}/a`, events: ['test.webhook'] } }), 401, 'unauthorized');
   });
 
-  it('reads, patches and deletes for the owner; anyone else gets 403 forbidden unless a platform admin', async () => {
+  it('reads, patches and deletes for the owner; another tenant gets 404, unless a platform admin', async () => {
     const hook = await create({ url: `${receiver.url}/crud`, events: ['test.webhook'] });
     const read = await get(hook.id);
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ id: hook.id, created_by: alice.user_id, consecutive_failures: 0, disabled_at: null, disabled_reason: null, last_failure_at: null, secret: hook.secret, headers: null });
     expect(typeof read.body.created_at).toBe('number');
-    expectError(await get(hook.id, bob.token), 403, 'forbidden');
-    expectError(await t.request('PATCH', `/api/v1/webhooks/${hook.id}`, { token: bob.token, body: { active: false } }), 403, 'forbidden');
-    expectError(await t.request('DELETE', `/api/v1/webhooks/${hook.id}`, { token: bob.token }), 403, 'forbidden');
-    expectError(await t.request('POST', `/api/v1/webhooks/${hook.id}/rotate-secret`, { token: bob.token }), 403, 'forbidden');
+    expectError(await get(hook.id, bob.token), 404, 'not_found');
+    expectError(await t.request('PATCH', `/api/v1/webhooks/${hook.id}`, { token: bob.token, body: { active: false } }), 404, 'not_found');
+    expectError(await t.request('DELETE', `/api/v1/webhooks/${hook.id}`, { token: bob.token }), 404, 'not_found');
+    expectError(await t.request('POST', `/api/v1/webhooks/${hook.id}/rotate-secret`, { token: bob.token }), 404, 'not_found');
     expect((await get(hook.id, adminToken)).status).toBe(200);
     expectError(await get('wh_nope'), 404, 'not_found');
 
@@ -116,6 +117,31 @@ describe('catalog and CRUD', () => {
 
     expect((await t.request('DELETE', `/api/v1/webhooks/${hook.id}`, { token: alice.token })).status).toBe(204);
     expectError(await get(hook.id), 404, 'not_found');
+  });
+
+  it("answers an organization's webhook only in the organization: another member gets 403, its creator after leaving gets 404", async () => {
+    const owner = await t.newUser('whown');
+    const member = await t.newUser('whmem');
+    const org = await t.request('POST', '/api/v1/orgs', { token: owner.token, body: { name: 'Hooks Org' } });
+    expect(org.status, org.text).toBe(201);
+    await joinOrg(t, org.body.org_id, owner, member);
+    const ownerKey = await orgApiKey(t, org.body.org_id, owner, 'owner');
+    const memberKey = await orgApiKey(t, org.body.org_id, member, 'member');
+    const ownerPath = `/org-owner-${++pathCounter}`;
+    await create({ url: `${receiver.url}${ownerPath}`, events: ['test.webhook'], headers: { Authorization: 'Bearer OWNER' } }, ownerKey);
+    const mine = await create({ url: `${receiver.url}/org-member-${pathCounter}`, events: ['test.webhook'] }, memberKey);
+    expectError(await get(mine.id, ownerKey), 403, 'forbidden');
+    // The member's personal token is another tenant's credential.
+    expectError(await get(mine.id, member.token), 404, 'not_found');
+    expect((await get(mine.id, memberKey)).status).toBe(200);
+    // Removed from the organization, the member keeps no hold on the webhook made there.
+    expect((await t.request('DELETE', `/api/v1/orgs/${org.body.org_id}/members/${member.user_id}`, { token: owner.token })).status).toBe(200);
+    expectError(await t.request('PATCH', `/api/v1/webhooks/${mine.id}`, { token: member.token, body: { url: `${receiver.url}/stolen` } }), 404, 'not_found');
+    expectError(await t.request('POST', `/api/v1/webhooks/${mine.id}/test`, { token: member.token, body: { data: { forged: true } } }), 404, 'not_found');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(at(ownerPath)).toEqual([]);
+    // A platform admin still manages it.
+    expect((await t.request('DELETE', `/api/v1/webhooks/${mine.id}`, { token: adminToken })).status).toBe(204);
   });
 
   it('lists the caller\'s webhooks with filters, sort and paging; other users see none of them', async () => {

@@ -6,7 +6,7 @@ import { loadSubscriptions, stepSubscriptions } from '../../actors/webhooks/subs
 import { codeOf } from '../helpers/step.js';
 
 const settings: WebhookSettings = { attempt_timeout_ms: 1_000, disable_after_failures: 3, retry_base_ms: 1_000 };
-const owner = { user_id: 'u1', admin: false };
+const owner = { user_id: 'u1', admin: false, tenant: 't1' };
 const secret = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
 
 let ids = 0;
@@ -69,8 +69,11 @@ describe('webhook actor', () => {
     const d = driver();
     expect(codeOf(() => d.step({ op: 'create', tenant: 't1', caller: owner, url: 'https://x', events: ['nope'], headers: null, secret, settings }, 1))).toBe('BAD_REQUEST');
     const { d: w } = created();
-    expect(codeOf(() => w.step({ op: 'get', caller: { user_id: 'u2', admin: false } }, 2))).toBe('forbidden');
-    expect(codeOf(() => w.step({ op: 'get', caller: { user_id: 'u2', admin: true } }, 2))).toBeUndefined();
+    expect(codeOf(() => w.step({ op: 'get', caller: { user_id: 'u2', admin: false, tenant: 't1' } }, 2))).toBe('forbidden');
+    expect(codeOf(() => w.step({ op: 'get', caller: { user_id: 'u2', admin: true, tenant: 't9' } }, 2))).toBeUndefined();
+    // Its creator from another tenant (a personal token, or after leaving the organization): not found.
+    expect(codeOf(() => w.step({ op: 'get', caller: { ...owner, tenant: 'u1' } }, 2))).toBe('not_found');
+    expect(codeOf(() => w.step({ op: 'test', caller: { ...owner, tenant: 'u1' }, data: null, settings }, 2))).toBe('not_found');
     expect(codeOf(() => driver().step({ op: 'get', caller: owner }, 2))).toBe('not_found');
   });
 
