@@ -196,7 +196,8 @@ function checkSubject(subject: string, plan: PlanView): void {
 function costOf(plan: PlanView, body: Static<typeof CheckBody>): number {
   if (body.cost !== undefined) return body.cost;
   if (body.action === undefined) return 1;
-  const action = plan.actions[body.action];
+  // Own keys only: `toString` or `constructor` is no action, not Object.prototype's function.
+  const action = Object.hasOwn(plan.actions, body.action) ? plan.actions[body.action] : undefined;
   if (!action) {
     const known = Object.keys(plan.actions);
     const message = `is not an action of this plan (${known.length > 0 ? known.join(', ') : 'it has none'})`;

@@ -214,6 +214,12 @@ describe('throttle plans: check, peek, refund, reset, stats', () => {
     const unknown = await check(plan.plan_id, { subject: 'user:c', action: 'import' });
     expectError(unknown, 400, 'BAD_REQUEST');
     expect(unknown.body.details[0].field).toBe('body.action');
+    // Names of Object.prototype's members are no actions either (they once reached the actor as a function: 500).
+    for (const action of ['toString', 'constructor', 'hasOwnProperty', '__proto__']) {
+      const inherited = await check(plan.plan_id, { subject: 'user:c', action });
+      expectError(inherited, 400, 'BAD_REQUEST');
+      expect(inherited.body.details[0].field, action).toBe('body.action');
+    }
     expectError(await check(plan.plan_id, { subject: 'user:c', cost: 11 }), 400, 'throttle_cost_exceeds_limit');
     expectError(await check(plan.plan_id, { subject: 'user:c', cost: 0 }), 400, 'BAD_REQUEST');
     expectError(await check(plan.plan_id, {}), 400, 'BAD_REQUEST');
