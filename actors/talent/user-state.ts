@@ -97,11 +97,19 @@ export function treeStateView(entry: UserTreeEntry, balances: Record<string, num
   return { nodes: nodeStatuses(tree, allocation.ranks, balances), state, tree_id: tree.tree_id, tree_version: tree.version };
 }
 
+/**
+ * The record's own entry under a client's id: ids such as `constructor` or
+ * `toString` name no entry, not Object.prototype's functions.
+ */
+function ownEntry<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
 const fingerprintOf = (curve_id: string, amount: number) => `${curve_id}:${amount}`;
 
 /** A remembered XP event's first result, marked idempotent; refuses the same id with another request. */
 function replayedEvent(state: TalentUserState, event_id: string | null, curve_id: string, amount: number): XpResult | null {
-  const seen = event_id === null ? undefined : state.events[event_id];
+  const seen = event_id === null ? undefined : ownEntry(state.events, event_id);
   if (!seen) return null;
   if (seen.fingerprint !== fingerprintOf(curve_id, amount)) {
     throw new ServiceError('idempotency_key_reused', 'This XP event id was used with a different curve_id or amount.');
@@ -165,7 +173,7 @@ const refusal = (error: unknown): { error: FlowError } => {
  */
 export function applyTreeAnswer(state: TalentUserState, message: Extract<PendingMessage, { tree_id: string }>, answer: FlowAnswer, key: string): Applied {
   const [tenant, user_id] = keyParts(key);
-  const before = state.trees[message.tree_id];
+  const before = ownEntry(state.trees, message.tree_id);
   if (!answer.ok) {
     const error: FlowError = { code: answer.error.code, message: answer.error.message };
     // The tree is gone (every version deleted): its points come back to the wallet, unless this
@@ -267,14 +275,14 @@ export function stepTalentUser(state: TalentUserState, message: TalentUserMessag
     case 'xp': {
       const replay = replayedEvent(state, message.event_id, message.curve_id, message.amount);
       if (replay) return { state, reply: replay };
-      const curve = state.curves[message.curve_id];
+      const curve = ownEntry(state.curves, message.curve_id);
       if (curve) return applyXp(state, curve, message, context.now);
       return waitFor(state, message, context, { kind: TALENT_CURVE_KIND, key: talentCurveKey(tenant, message.curve_id), call: { op: 'get' }, step: 'curve' });
     }
     case 'allocate':
     case 'respec':
     case 'state': {
-      const have_version = state.trees[message.tree_id]?.tree.version ?? -1;
+      const have_version = ownEntry(state.trees, message.tree_id)?.tree.version ?? -1;
       return waitFor(state, message, context, { kind: TALENT_TREE_KIND, key: talentTreeKey(tenant, message.tree_id), call: { op: 'current', have_version }, step: 'tree' });
     }
     case 'flow-answer':

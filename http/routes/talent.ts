@@ -37,7 +37,16 @@ import type { AppServices } from '../services.js';
  * deltas. Every handler makes one ask; the user actor runs the small flows
  * (curve and tree answers) itself.
  */
-const ID = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$', description: 'Letters, digits, `_`, `.`, `-`; starts with a letter or digit.' });
+/**
+ * Ids key the talent state's records (curves, trees, nodes, currencies): the names of Object.prototype's members
+ * are not ids, so none reads an inherited function for an entry (`__proto__` and the like start with `_`).
+ */
+const ID = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^(?!(?:constructor|hasOwnProperty|isPrototypeOf|propertyIsEnumerable|toLocaleString|toString|valueOf)$)[A-Za-z0-9][A-Za-z0-9_.-]*$',
+  description: 'Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...).',
+});
 const AMOUNT = Type.Integer({ minimum: 0, maximum: talentLimits.amount_max });
 const Cost = Type.Object({ amount: AMOUNT, currency: ID }, { title: 'Cost' });
 const Costs = Type.Array(Cost, { maxItems: talentLimits.costs_per_list_max });

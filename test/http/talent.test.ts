@@ -96,6 +96,12 @@ describe('talent definitions', () => {
     expect(expectOk(await t.request('GET', `${base}/definitions/${body.tree_id}`, { token: alice.token }))).toEqual(created);
     expectError(await t.request('POST', `${base}/definitions`, { token: alice.token, body }), 409, 'talent_tree_exists');
     expectError(await t.request('POST', `${base}/definitions`, { token: alice.token, body: warrior('me') }), 400, 'BAD_REQUEST');
+    // Names of Object.prototype's members are no ids: as a tree id they once read an inherited function (500).
+    for (const id of ['constructor', 'toString', 'valueOf']) {
+      expectError(await t.request('POST', `${base}/definitions`, { token: alice.token, body: warrior(id) }), 400, 'BAD_REQUEST');
+      expectError(await t.request('GET', `${base}/${id}/state`, { token: alice.token }), 400, 'BAD_REQUEST');
+      expectError(await t.request('POST', `${base}/${id}/allocate`, { token: alice.token, body: { node_id: 'strength' } }), 400, 'BAD_REQUEST');
+    }
     expectError(await t.request('GET', `${base}/definitions/${body.tree_id}`, { token: bob.token }), 404, 'talent_tree_not_found');
     expectError(await t.request('GET', `${base}/definitions/${body.tree_id}?version=9`, { token: alice.token }), 404, 'talent_version_not_found');
   });
@@ -170,6 +176,9 @@ describe('talent XP and wallet', () => {
     expect(byBody).toMatchObject({ old_level: 5, new_level: 6, idempotent: false });
     expect(expectOk(await t.request('POST', `${base}/xp/events`, { token: user.token, body: { curve_id: 'lvl', amount: 100, event_id: 'kill-1' } })).idempotent).toBe(true);
     expect(await wallet(user.token)).toEqual({ user_id: user.user_id, balances: { tp: 13, gold: 50 }, xp: [{ curve_id: 'lvl', current_level: 6, total_xp: 550 }] });
+    // An event id named like an Object.prototype member is a new event, not a "reused" one.
+    expect(expectOk(await grantXp(user.token, 'lvl', 1, { 'idempotency-key': 'constructor' }))).toMatchObject({ idempotent: false, total_xp: 551 });
+    expect(expectOk(await grantXp(user.token, 'lvl', 1, { 'idempotency-key': 'constructor' }))).toMatchObject({ idempotent: true, total_xp: 551 });
   });
 
   it('exponential steps past 10^9 are exact: {base 1e9, exponent 10} needs 1.1e10 XP for level 3', async () => {
