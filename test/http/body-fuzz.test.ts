@@ -51,3 +51,29 @@ describe('bodies never give a 5xx', () => {
     expect(sent).toBeGreaterThan(200);
   }, 180_000);
 });
+
+describe('names of Object.prototype members never give a 5xx', () => {
+  it('sends constructor, toString and __proto__ as every path parameter and every string field of every operation', async () => {
+    type Operation = { requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, { type?: unknown }> } }> } };
+    const doc = (await t.request('GET', '/openapi.json')).body as { paths: Record<string, Record<string, Operation>> };
+    const failures: string[] = [];
+    let sent = 0;
+    for (const [template, methods] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const json = operation.requestBody?.content?.['application/json'] ?? operation.requestBody?.content?.['application/scim+json'];
+        const fields = Object.entries(json?.schema?.properties ?? {}).filter(([, schema]) => schema.type === 'string').map(([name]) => name);
+        if (!template.includes('{') && fields.length === 0) continue;
+        for (const name of ['constructor', 'toString', '__proto__']) {
+          const path = template.replace(/\{[^}]+\}/g, name);
+          const token = path.startsWith('/scim/') ? scimToken : adminToken;
+          const options = operation.requestBody ? { token, rawBody: JSON.stringify(Object.fromEntries(fields.map((field) => [field, name]))), headers: { 'content-type': path.startsWith('/scim/') ? 'application/scim+json' : 'application/json' } } : { token };
+          const res = await t.request(method.toUpperCase(), path, options);
+          sent++;
+          if (res.status >= 500) failures.push(`${method.toUpperCase()} ${path} -> ${res.status} ${res.text.slice(0, 160)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(sent).toBeGreaterThan(300);
+  }, 180_000);
+});
