@@ -185,6 +185,6 @@ export interface AttestationListView {
 
 export { leafHash, merkleRoot, buildLockProof, canonicalJson } from './merkle.js';
 export { witnessMessage, verifyWitnessSignature, parsePublicKey } from './witness.js';
-export { lotteryDraw, firstWinningEntry, winProbability } from './lottery.js';
+export { lotteryDraw, firstWinningEntry, firstWinningEntryYielding, winProbability } from './lottery.js';
 export { unlockProgress, type UnlockProgress } from './conditions.js';
 export { contentHash, keyCommitment, lotteryCommitment } from './commitments.js';

@@ -11,7 +11,7 @@ import {
   buildLockProof,
   canonicalJson,
   contentHash,
-  firstWinningEntry,
+  firstWinningEntryYielding,
   keyCommitment,
   LOCK_TYPES,
   lotteryCommitment,
@@ -315,7 +315,7 @@ export function vaultRoutes(app: FastifyInstance, services: AppServices): void {
     if (lock.lottery) {
       const seed = randomBytes(32);
       lottery_commitment = lotteryCommitment(seed);
-      lottery_winning_entry = firstWinningEntry(seed, attestation_id, lock.lottery.odds_per_entry, lock.lottery.max_entries);
+      lottery_winning_entry = await firstWinningEntryYielding(seed, attestation_id, lock.lottery.odds_per_entry, lock.lottery.max_entries);
       sealed_lottery_seed = seal.seal(seed, attestation_id);
     }
     const leaves = [

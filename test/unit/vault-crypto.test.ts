@@ -6,6 +6,7 @@ import {
   buildLockProof,
   canonicalJson,
   firstWinningEntry,
+  firstWinningEntryYielding,
   keyCommitment,
   lotteryCommitment,
   lotteryDraw,
@@ -100,6 +101,18 @@ describe('lottery draw', () => {
       }),
       { numRuns: 50 },
     );
+  });
+
+  it('the yielding scan finds the same entry as the plain one, across slices, and gives the event loop back between them', async () => {
+    const seed = Buffer.alloc(32, 7);
+    for (const odds of [0.5, 1e-4, 1e-300]) {
+      expect(await firstWinningEntryYielding(seed, 'att_y', odds, 9_000)).toBe(firstWinningEntry(seed, 'att_y', odds, 9_000));
+    }
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    await firstWinningEntryYielding(seed, 'att_y', 1e-300, 20_000);
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(0);
   });
 
   it('the win probability grows with entries', () => {
