@@ -245,6 +245,7 @@ function bred(running: Running, context: TurnContext): Result {
     parents: running.parents,
     offspring: [{ anchor_artifact_id: anchorArtifactId(anchor_hash), anchor_hash, entity_id: genome.entity_id, generation: offspring.generation, inbreeding_coefficient }],
     mutations: offspring.mutations,
+    hidden_traits: version.traits.filter((trait) => trait.hidden).map((trait) => trait.trait_id),
     requested_by: running.requested_by,
     seed: running.seed,
     created_at_ms: context.now,

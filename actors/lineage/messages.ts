@@ -190,7 +190,10 @@ export interface BreedingRecord {
   species_version: number;
   parents: string[];
   offspring: OffspringEntry[];
+  /** `<trait_id>:<change>` each. */
   mutations: string[];
+  /** The species version's hidden traits: their mutations are shown to platform admins only (absent in records before 2026-11-30). */
+  hidden_traits?: string[];
   requested_by: string;
   seed: string;
   created_at_ms: number;

@@ -38,8 +38,9 @@ export function previewBreeding(version: SpeciesVersion, parents: ParentSummary[
   const traits: PreviewTrait[] = [];
   let mutation_rate_max = 0;
   for (const trait of version.traits) {
-    mutation_rate_max = Math.max(mutation_rate_max, trait.mutation.rate);
+    // A hidden trait tells nothing, not even how often it mutates, unless exact.
     if (trait.hidden && !exact) continue;
+    mutation_rate_max = Math.max(mutation_rate_max, trait.mutation.rate);
     if (trait.kind === 'mendelian') {
       const fallback = { first: trait.alleles[0].id, second: trait.alleles[0].id };
       const a = first.raw_alleles[trait.trait_id] ?? fallback;

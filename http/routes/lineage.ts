@@ -370,9 +370,12 @@ function genomeShape(view: GenomeView, full: boolean) {
   };
 }
 
-function recordShape(record: ListedRecord) {
-  const { created_at_ms, ...rest } = record;
-  return { ...rest, created_at: isoTime(created_at_ms)! };
+/** A breeding record as the caller sees it: the mutations of hidden traits for platform admins only (as their values). */
+function recordShape<T extends ListedRecord>(record: T, admin: boolean) {
+  const { created_at_ms, hidden_traits, mutations, ...rest } = record;
+  // Trait ids may hold ':' themselves: a mutation is `<trait_id>:<change>`, matched by its prefix.
+  const hidden = admin ? [] : (hidden_traits ?? []).map((trait_id) => `${trait_id}:`);
+  return { ...rest, mutations: mutations.filter((mutation) => !hidden.some((prefix) => mutation.startsWith(prefix))), created_at: isoTime(created_at_ms)! };
 }
 
 function requireAdmin(principal: Principal, what: string): void {
@@ -666,8 +669,7 @@ export function lineageRoutes(app: FastifyInstance, services: AppServices): void
       offspring_entity_id: body.offspring_entity_id ?? randomId('ent_'),
     };
     const record = await services.actors.ask<BreedingRecord>(BREEDING_KIND, breedingKey(principal.tenant, record_id), message);
-    const { created_at_ms, ...rest } = record;
-    return reply.code(201).send({ ...rest, created_at: isoTime(created_at_ms)! });
+    return reply.code(201).send(recordShape(record, principal.role === 'admin'));
   });
 
   app.post<{ Body: Static<typeof PreviewBody> }>(`${base}/preview`, {
@@ -709,6 +711,6 @@ export function lineageRoutes(app: FastifyInstance, services: AppServices): void
       query: { ...(species_id && { species_id }), ...(parent && { parent }), ...(requested_by && { requested_by }), page, page_size, sort_order: request.query.sort_order ?? 'desc' },
     };
     const result = await services.actors.ask<Page<ListedRecord>>(BREEDING_RECORDS_KIND, lineageTenantKey(principal.tenant), message, { readOnly: true });
-    return { pagination: pagination(page, page_size, result.total), records: result.items.map(recordShape) };
+    return { pagination: pagination(page, page_size, result.total), records: result.items.map((record) => recordShape(record, principal.role === 'admin')) };
   });
 }

@@ -316,6 +316,31 @@ describe('genomes, breeding, pedigree, provenance, preview, records', () => {
   });
 });
 
+describe('mutations of hidden traits', () => {
+  const VEIL = { trait_id: 'veil', kind: 'mendelian', name: 'Veil', hidden: true, alleles: [{ id: 'v1', dominance: 2 }, { id: 'v2', dominance: 1 }], mutation: { rate: 1 } };
+  async function veiledBreed(token: string) {
+    for (const trait of [COAT, VEIL]) expect([201, 409]).toContain((await post('/traits', trait, token)).status);
+    expect((await post('/species', { species_id: 'veiled', name: 'Veiled', parent_count: { min: 2, max: 2 }, traits: ['coat', 'veil'] }, token)).status).toBe(201);
+    for (const entity_id of ['vp1', 'vp2']) expect((await post('/genomes', { entity_id, species_id: 'veiled' }, token)).status).toBe(201);
+    const bred = await post('/breed', { parents: ['vp1', 'vp2'], species_id: 'veiled', seed: 's1' }, token);
+    expect(bred.status, bred.text).toBe(201);
+    return bred.body;
+  }
+
+  it("are shown to platform admins only, in the breed's answer and the records, and a preview's hint leaves hidden traits out", async () => {
+    const user = await t.newUser('veil');
+    const bred = await veiledBreed(user.token);
+    expect(bred.mutations.filter((mutation: string) => mutation.startsWith('veil:'))).toEqual([]);
+    const records = (await get('/records', user.token)).body.records;
+    expect(records[0].mutations.filter((mutation: string) => mutation.startsWith('veil:'))).toEqual([]);
+    expect((await post('/preview', { parents: ['vp1', 'vp2'], species_id: 'veiled' }, user.token)).body.mutation_hint).toBe('none');
+    // The same breeding in an admin's tenant: the hidden trait did mutate (rate 1), and they see it.
+    const admin = await veiledBreed(adminToken);
+    expect(admin.mutations.some((mutation: string) => mutation.startsWith('veil:'))).toBe(true);
+    expect((await get('/records', adminToken)).body.records[0].mutations).toEqual(admin.mutations);
+  });
+});
+
 describe('list bounds', () => {
   it('page takes any safe integer (an empty page past the end), page_size above 100 is capped', async () => {
     const owner = await t.newUser('pages');
