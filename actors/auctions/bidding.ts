@@ -100,15 +100,17 @@ export function resolveBid(state: BiddingState, bid: IncomingBid): Resolution {
     const history = price > state.current_price ? [{ bidder_id: bid.bidder_id, amount: price, is_proxy: true }] : [];
     return { kind: 'raised', price, leader: { bidder_id: bid.bidder_id, max: bid.amount, is_proxy: true }, history };
   }
-  const minimum = minimumBid(state);
-  if (bid.amount < minimum) {
-    return { kind: 'rejected', code: 'bid_too_low', message: `The minimum bid is ${minimum}.`, minimum };
-  }
+  // Buy it now before the minimum: with the price within one increment of it, the minimum passes it, and a bid
+  // of exactly buy_it_now_price must still buy (docs/api/auctions.md, rule 7).
   const bin = state.buy_it_now_price;
   if (!bid.is_proxy && bin !== null && state.current_price < bin && bid.amount >= bin) {
     const history = leader?.is_proxy && leader.max > state.current_price && leader.max < bin ? [{ bidder_id: leader.bidder_id, amount: leader.max, is_proxy: true }] : [];
     history.push({ bidder_id: bid.bidder_id, amount: bin, is_proxy: false });
     return { kind: 'leads', price: bin, leader: { bidder_id: bid.bidder_id, max: bin, is_proxy: false }, history, buy_now: true };
+  }
+  const minimum = minimumBid(state);
+  if (bid.amount < minimum) {
+    return { kind: 'rejected', code: 'bid_too_low', message: `The minimum bid is ${minimum}.`, minimum };
   }
   if (leader === null) {
     const price = bid.is_proxy ? withReserve(state, state.starting_price, bid.amount) : bid.amount;

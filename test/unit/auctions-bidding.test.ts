@@ -109,6 +109,12 @@ describe('proxy bidding (eBay semantics)', () => {
     expect(state.current_price).toBe(100);
     expect(play([proxy('a', 150)], { buy_it_now_price: 100 }).results[0]).toMatchObject({ kind: 'leads', buy_now: false });
   });
+
+  it('a plain bid of exactly buy it now buys, also when the minimum bid has passed it (price within one increment)', () => {
+    const { results, state } = play([plain('a', 1995), plain('b', 2000)], { bid_increment: 10, buy_it_now_price: 2000 });
+    expect(results[1]).toMatchObject({ kind: 'leads', price: 2000, buy_now: true, leader: { bidder_id: 'b' } });
+    expect(state.current_price).toBe(2000);
+  });
 });
 
 describe('soft close', () => {
