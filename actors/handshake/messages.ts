@@ -27,7 +27,8 @@ export function handshakeIndexKey(tenant: string, domain: string): string {
 
 /** Every bound and default of the area; docs/api/handshake.md documents each (change both together). */
 export const handshakePolicy = {
-  domain_pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$',
+  // The items area's domains (http/routes/items.ts): every item domain can be traded here.
+  domain_pattern: '^[A-Za-z0-9_.-]{1,64}$',
   max_rounds: { default: 10, min: 1, max: 100 },
   offer_ttl_seconds: { default: 3_600, min: 10, max: 7 * 24 * 3_600 },
   session_ttl_seconds: { default: 24 * 3_600, min: 60, max: 30 * 24 * 3_600 },

@@ -19,7 +19,8 @@ let adminToken: string;
 let org_id: string;
 const keys = { alice: '', bob: '' };
 const ADMIN = { email: 'root@example.com', password: 'admin password 1' };
-const DOMAIN = 'bazaar';
+// Upper case, as the items area allows: its domains are the handshake's.
+const DOMAIN = 'Bazaar';
 const base = `/api/v1/handshake/${DOMAIN}`;
 const items = (path: string) => `/api/v1/items/${DOMAIN}${path}`;
 const clock = () => t.clock as ManualClock;
