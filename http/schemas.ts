@@ -55,3 +55,12 @@ export function isoTime(epoch_ms: number | null | undefined): string | null {
   recentIso[slot] = iso;
   return iso;
 }
+
+/**
+ * A regex prefix (a lookahead) for id patterns: the id is not the name of a
+ * member of Object.prototype. Ids that key a plain object in an actor's
+ * state would otherwise read an inherited function for a missing entry
+ * (`constructor`), or, as `__proto__`, write the object's prototype.
+ */
+export const NOT_PROTOTYPE_MEMBER =
+  '(?!(?:__proto__|__defineGetter__|__defineSetter__|__lookupGetter__|__lookupSetter__|constructor|hasOwnProperty|isPrototypeOf|propertyIsEnumerable|toLocaleString|toString|valueOf)$)';

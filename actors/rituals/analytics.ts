@@ -42,12 +42,25 @@ export function leaders(parts: Record<string, PartLateness>, max: number): Laten
     .slice(0, max);
 }
 
+/**
+ * The lateness entry of `part_id` in `parts`, made when missing: always an
+ * own property, whatever the id (`parts[id] ??= ...` would return
+ * Object.prototype for `__proto__`, and the counts would land on every
+ * object of the process).
+ */
+export function latenessEntry(parts: Record<string, PartLateness>, part_id: string): PartLateness {
+  if (Object.hasOwn(parts, part_id)) return parts[part_id];
+  const entry: PartLateness = { late_count: 0, near_miss_count: 0, total_late_ms: 0 };
+  Object.defineProperty(parts, part_id, { value: entry, enumerable: true, writable: true, configurable: true });
+  return entry;
+}
+
 /** Lateness per part over some outcomes. */
 export function latenessOf(outcomes: readonly Outcome[]): Record<string, PartLateness> {
   const parts: Record<string, PartLateness> = {};
   for (const outcome of outcomes) {
     for (const [part_id, late_by_ms] of Object.entries(outcome.late)) {
-      const entry = (parts[part_id] ??= { late_count: 0, near_miss_count: 0, total_late_ms: 0 });
+      const entry = latenessEntry(parts, part_id);
       entry.late_count += 1;
       if (late_by_ms !== null) entry.total_late_ms += late_by_ms;
       if (outcome.near_misses.includes(part_id)) entry.near_miss_count += 1;

@@ -18,7 +18,7 @@ import {
   type RitualEventType,
 } from './messages.js';
 import { notifySends, topicPublish } from './notify.js';
-import { nearMissMs, orderViolation, spreadOf } from './quorum.js';
+import { nearMissMs, orderViolation, partsSkipped, spreadOf } from './quorum.js';
 
 /**
  * One ritual attempt: pure domain logic of the `ritual-attempt` actor
@@ -360,6 +360,13 @@ function perform(record: AttemptRecord, effects: Effects, caller: RitualCaller, 
   if (blocking !== null) {
     throw new ServiceError('ritual_out_of_order', `Part ${part_id} cannot perform after part ${blocking} in mode ${definition.mode}.`, {
       details: { part_id, performed_after: blocking, mode: definition.mode, ordering: definition.ordering },
+    });
+  }
+  const skipped = partsSkipped(definition, record.performances.map((p) => p.part_id), part_id);
+  const skippable = definition.quorum.of - definition.quorum.required;
+  if (skipped.length > skippable) {
+    throw new ServiceError('ritual_out_of_order', `Part ${part_id} cannot perform before ${skipped.join(', ')} in mode ${definition.mode}: with a quorum of ${definition.quorum.required} of ${definition.quorum.of}, at most ${skippable} part(s) may be skipped.`, {
+      details: { part_id, skipped, mode: definition.mode, ordering: definition.ordering, quorum: definition.quorum },
     });
   }
   if (record.window_open_ms === null) {

@@ -20,6 +20,21 @@ export function orderViolation(definition: Pick<RitualDefinitionInput, 'ordering
   return null;
 }
 
+/**
+ * The parts that could no longer perform if `part_id` performed now: those
+ * before it (or before the latest performed part) in the effective order
+ * that have not performed. More of them than the quorum leaves out
+ * (`of - required`) and the attempt could never complete, so the performance
+ * is out of order too. None in `any_order`.
+ */
+export function partsSkipped(definition: Pick<RitualDefinitionInput, 'ordering' | 'mode'>, performed: readonly string[], part_id: string): string[] {
+  if (definition.mode === 'any_order') return [];
+  const order = effectiveOrder(definition);
+  const done = new Set([...performed, part_id]);
+  const last = Math.max(...[...done].map((part) => order.indexOf(part)));
+  return order.slice(0, last).filter((part) => !done.has(part));
+}
+
 /** Between the first and the last performance; null with none. */
 export function spreadOf(performances: readonly Performance[]): number | null {
   if (performances.length === 0) return null;

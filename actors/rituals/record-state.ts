@@ -1,5 +1,5 @@
 import type { RecordWrite, TurnContext, TurnResult } from '../../runtime/index.js';
-import { analyticsView, latenessOf, type Outcome, type Totals } from './analytics.js';
+import { analyticsView, latenessEntry, latenessOf, type Outcome, type Totals } from './analytics.js';
 import { ritualPolicy as policy, type AttemptView, type HistoryView, type RecordMessage } from './messages.js';
 
 /**
@@ -69,7 +69,7 @@ export function stepRecord(state: RecordState, message: RecordMessage, _context:
       const totals = state.totals;
       if (delta.outcome === 'completed') totals.completed += 1;
       else totals.failed += 1;
-      for (const part_id of delta.late_parts) (totals.parts[part_id] ??= { late_count: 0, near_miss_count: 0, total_late_ms: 0 }).late_count += 1;
+      for (const part_id of delta.late_parts) latenessEntry(totals.parts, part_id).late_count += 1;
       const outcome: Outcome = {
         attempt_id: delta.attempt_id,
         outcome: delta.outcome,
@@ -88,7 +88,7 @@ export function stepRecord(state: RecordState, message: RecordMessage, _context:
       return { state, writes };
     }
     case 'late': {
-      const part = (state.totals.parts[message.part_id] ??= { late_count: 0, near_miss_count: 0, total_late_ms: 0 });
+      const part = latenessEntry(state.totals.parts, message.part_id);
       part.total_late_ms += message.late_by_ms;
       if (message.near_miss) part.near_miss_count += 1;
       const writes: RecordWrite[] = [{ subkey: TOTALS_KEY, value: state.totals }];

@@ -33,7 +33,7 @@ import { ServiceError } from '../../runtime/index.js';
 import type { Principal } from '../auth/principal.js';
 import { parseListFilters } from '../list-filters.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
-import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime, NOT_PROTOTYPE_MEMBER, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
 /** Rituals (spec doc 2 §4.10; docs/api/rituals.md). */
@@ -42,7 +42,8 @@ const base = '/api/v1/rituals';
 
 const literals = <T extends string>(values: readonly T[]) => Type.Union(values.map((value) => Type.Literal(value)));
 const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
-const PartId = Type.String({ minLength: 1, maxLength: policy.part_id_length_max, pattern: '^[A-Za-z0-9_.:-]+$' });
+// Part ids key the analytics' lateness record: not a name of Object.prototype (`__proto__` would write its prototype).
+const PartId = Type.String({ minLength: 1, maxLength: policy.part_id_length_max, pattern: `^${NOT_PROTOTYPE_MEMBER}[A-Za-z0-9_.:-]+$` });
 const Channel = Type.String({ minLength: 1, maxLength: policy.channel_length_max, pattern: '^[A-Za-z0-9_-]+$', description: 'The name of a message-queue topic of the tenant (letters, digits, - and _).' });
 const WebhookIds = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: policy.webhook_ids_max, description: 'Webhooks of the tenant; each gets its own signed delivery.' });
 const DefIdParams = Type.Object({ def_id: Id });

@@ -27,7 +27,7 @@ import {
   type XpResult,
 } from '../../actors/talent/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
-import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime, NOT_PROTOTYPE_MEMBER, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
 /**
@@ -44,7 +44,7 @@ import type { AppServices } from '../services.js';
 const ID = Type.String({
   minLength: 1,
   maxLength: 64,
-  pattern: '^(?!(?:constructor|hasOwnProperty|isPrototypeOf|propertyIsEnumerable|toLocaleString|toString|valueOf)$)[A-Za-z0-9][A-Za-z0-9_.-]*$',
+  pattern: `^${NOT_PROTOTYPE_MEMBER}[A-Za-z0-9][A-Za-z0-9_.-]*$`,
   description: 'Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...).',
 });
 const AMOUNT = Type.Integer({ minimum: 0, maximum: talentLimits.amount_max });

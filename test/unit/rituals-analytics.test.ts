@@ -33,6 +33,19 @@ describe('ritual analytics', () => {
     expect(recent.lateness_leaders).toEqual([{ part_id: 'c', late_count: 1, near_miss_count: 0, total_late_ms: 0 }]);
   });
 
+  it('counts a part named like an Object.prototype member as its own entry, and touches no prototype', () => {
+    let state = loadRecord('k', []);
+    for (const part_id of ['__proto__', 'constructor', 'toString']) {
+      state = apply(state, { op: 'outcome', delta: { attempt_id: part_id, outcome: 'failed', ended_at_ms: 0, spread_ms: null, late_parts: [part_id] } }).state;
+      state = apply(state, { op: 'late', attempt_id: part_id, part_id, late_by_ms: 5, near_miss: false }).state;
+    }
+    const all = apply(state, { op: 'analytics' }).reply as AnalyticsView;
+    expect(all.lateness_leaders.map((leader) => [leader.part_id, leader.late_count, leader.total_late_ms]).sort()).toEqual([['__proto__', 1, 5], ['constructor', 1, 5], ['toString', 1, 5]]);
+    expect(Object.hasOwn(Object.prototype, 'late_count')).toBe(false);
+    expect(({} as { late_count?: unknown }).late_count).toBeUndefined();
+    expect((Object as unknown as { late_count?: unknown }).late_count).toBeUndefined();
+  });
+
   it('the state rebuilt from its writes answers the same', () => {
     const records = new Map<string, unknown>();
     let state = loadRecord('k', []);

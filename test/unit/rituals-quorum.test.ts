@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkDefinition } from '../../actors/rituals/definition.js';
-import { effectiveOrder, orderViolation, spreadOf } from '../../actors/rituals/quorum.js';
+import { effectiveOrder, orderViolation, partsSkipped, spreadOf } from '../../actors/rituals/quorum.js';
 import { codeOf } from '../helpers/step.js';
 
 /** Ritual ordering and quorum, pure (docs/api/rituals.md, "Modes and ordering"). */
@@ -26,6 +26,20 @@ describe('ordering', () => {
         const positions = sequence.map((part) => ordering.indexOf(part));
         const increasing = positions.every((p, i) => i === 0 || p > positions[i - 1]!);
         expect(accepted('forward', sequence)).toBe(increasing);
+      }),
+    );
+  });
+
+  it('counts the parts a performance would skip: those before it, or before the latest performed part, not yet performed', () => {
+    expect(partsSkipped({ ordering, mode: 'forward' }, [], 'a')).toEqual([]);
+    expect(partsSkipped({ ordering, mode: 'forward' }, [], 'c')).toEqual(['a', 'b']);
+    expect(partsSkipped({ ordering, mode: 'forward' }, ['a', 'c'], 'd')).toEqual(['b']);
+    expect(partsSkipped({ ordering, mode: 'reverse' }, [], 'd')).toEqual(['e']);
+    expect(partsSkipped({ ordering, mode: 'any_order' }, [], 'e')).toEqual([]);
+    // With every part required (quorum of all), only the first part in the order may open: a skip could never complete.
+    fc.assert(
+      fc.property(fc.constantFrom(...ordering), (part) => {
+        expect(partsSkipped({ ordering, mode: 'forward' }, [], part).length === 0).toBe(part === 'a');
       }),
     );
   });
