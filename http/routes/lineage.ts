@@ -30,14 +30,20 @@ import {
 } from '../../actors/lineage/messages.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
 import type { Principal } from '../auth/principal.js';
-import { bearerErrors, bearerSecurity, errorResponses, isoTime, Pagination } from '../schemas.js';
+import { bearerErrors, bearerSecurity, errorResponses, isoTime, NOT_PROTOTYPE_MEMBER, Pagination } from '../schemas.js';
 import type { AppServices } from '../services.js';
 
 /** Lineage: traits, species, genomes, breeding (spec doc 2 §2 Lineage, §4.3; docs/api/lineage.md). */
 const tags = ['lineage'];
 const base = '/api/v1/lineage';
 
-const ID = Type.String({ minLength: 1, maxLength: policy.id_length_max, pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]*$', description: 'Letters, digits and . _ : - (first a letter or digit).' });
+// Entity and trait ids key pedigrees and allele maps (plain objects): not a name of Object.prototype.
+const ID = Type.String({
+  minLength: 1,
+  maxLength: policy.id_length_max,
+  pattern: `^${NOT_PROTOTYPE_MEMBER}[A-Za-z0-9][A-Za-z0-9._:-]*$`,
+  description: 'Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...).',
+});
 const NAME = Type.String({ minLength: 1, maxLength: 200 });
 const FLAG = Type.String({ minLength: 1, maxLength: 128 });
 const FINITE = (options: { minimum: number; maximum: number; description?: string }) => Type.Number(options);
