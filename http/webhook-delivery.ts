@@ -214,9 +214,17 @@ export class WebhookDeliveryWorker {
     } catch {
       return { status_code: null, error: 'target_refused: the URL does not parse', error_kind: 'refused', response_excerpt: null };
     }
+    const origin = url.origin;
+    let headers = attempt.headers;
     try {
       for (let hop = 0; ; hop++) {
         if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Refused(`target_refused: ${url.protocol} is not http or https`);
+        if (hop > 0 && url.origin !== origin) {
+          // As browsers and fetch drop Authorization across origins: the custom headers (credentials, as the
+          // docs advise) stay with the target's own origin; the signed headers go on, they prove and reveal nothing.
+          if (attempt.url.startsWith('https:') && url.protocol === 'http:') throw new Refused('target_refused: a redirect from https to http');
+          headers = signedHeadersOf(attempt.headers);
+        }
         const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
         const addresses = isIP(hostname) ? [hostname] : await withDeadline(this.network.resolve(hostname), deadline);
         if (addresses.length === 0) throw new Error(`no address for ${hostname}`);
@@ -226,7 +234,7 @@ export class WebhookDeliveryWorker {
             if (reason) throw new Refused(`target_refused: ${address === hostname ? address : `${hostname} resolves to ${address}, which`} is a ${reason} address`);
           }
         }
-        const response = await this.post(url, addresses[0], attempt, deadline);
+        const response = await this.post(url, addresses[0], attempt, headers, deadline);
         if (REDIRECT_STATUSES.has(response.status) && response.location && hop < REDIRECTS_MAX) {
           url = new URL(response.location, url);
           continue;
@@ -241,7 +249,14 @@ export class WebhookDeliveryWorker {
     }
   }
 
-  private post(url: URL, address: string, attempt: WebhookAttempt, deadline: number, retried = false): Promise<{ status: number; location: string | null; excerpt: string | null; logged: LoggedResponse }> {
+  private post(
+    url: URL,
+    address: string,
+    attempt: WebhookAttempt,
+    headers: Record<string, string>,
+    deadline: number,
+    retried = false,
+  ): Promise<{ status: number; location: string | null; excerpt: string | null; logged: LoggedResponse }> {
     const secure = url.protocol === 'https:';
     const port = url.port ? Number(url.port) : secure ? 443 : 80;
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -254,7 +269,7 @@ export class WebhookDeliveryWorker {
         host: hostname,
         port,
         path: `${url.pathname}${url.search}`,
-        headers: { ...attempt.headers, 'content-length': String(body.length), 'user-agent': USER_AGENT },
+        headers: { ...headers, 'content-length': String(body.length), 'user-agent': USER_AGENT },
         // The agent connects to the checked address itself (never a second DNS lookup) and keeps the connection alive.
         agent: secure ? this.agents.https : this.agents.http,
         pinned_address: address,
@@ -278,7 +293,7 @@ export class WebhookDeliveryWorker {
         // A kept-alive connection the receiver closed while it sat idle: the request never reached
         // it, so it is sent once more (on another or a new connection) within the same deadline.
         if (request.reusedSocket && !retried && RESET_CODES.has((error as NodeJS.ErrnoException).code ?? '')) {
-          finish(() => resolve(this.post(url, address, attempt, deadline, true)));
+          finish(() => resolve(this.post(url, address, attempt, headers, deadline, true)));
           return;
         }
         finish(() => reject(error));
@@ -313,6 +328,14 @@ export class WebhookDeliveryWorker {
       request.end(body);
     });
   }
+}
+
+/** The headers a delivery carries whatever its target: the content type and the Standard Webhooks signature set. */
+const SIGNED_HEADERS = new Set(['content-type', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'service-signature']);
+
+/** An attempt's headers without the custom ones, for a redirect to another origin. */
+function signedHeadersOf(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => SIGNED_HEADERS.has(name.toLowerCase())));
 }
 
 /** A response's headers for the delivery log: the first logged_response_headers_max, values cut at logged_header_value_max. */

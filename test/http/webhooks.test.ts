@@ -73,6 +73,27 @@ async function nextAttempt(path: string, count: number) {
   await until(() => at(path).length >= count, `attempt ${count} at ${path}`);
 }
 
+describe('redirects', () => {
+  it('keeps the custom headers within the target\'s origin: a redirect elsewhere carries only the signed ones', async () => {
+    const user = await t.newUser('redir');
+    const same = newPath('landed-same');
+    const cross = newPath('landed-cross');
+    receiver.respond.set('/hop-same', () => ({ status: 307, headers: { location: same } }));
+    // Another origin: the same receiver under another host name.
+    receiver.respond.set('/hop-cross', () => ({ status: 307, headers: { location: `http://localhost:${receiver.port}${cross}` } }));
+    for (const path of ['/hop-same', '/hop-cross']) {
+      const hook = await create({ url: `${receiver.url}${path}`, events: ['test.webhook'], headers: { Authorization: 'Bearer TOPSECRET', 'X-Team': 'core' } }, user.token);
+      expect((await t.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token: user.token })).status).toBe(200);
+    }
+    const [kept] = await until(() => at(same).length === 1 && at(same), 'the same-origin hop');
+    const [dropped] = await until(() => at(cross).length === 1 && at(cross), 'the cross-origin hop');
+    expect(kept.headers).toMatchObject({ authorization: 'Bearer TOPSECRET', 'x-team': 'core' });
+    expect(dropped.headers.authorization).toBeUndefined();
+    expect(dropped.headers['x-team']).toBeUndefined();
+    expect(dropped.headers).toMatchObject({ 'webhook-id': expect.any(String), 'webhook-signature': expect.stringMatching(/^v1,/), 'content-type': 'application/json' });
+  });
+});
+
 describe('catalog and CRUD', () => {
   it('lists the fixed event catalog', async () => {
     const res = await t.request('GET', '/api/v1/webhooks/events', { token: alice.token });
