@@ -285,8 +285,13 @@ export class WebhookDeliveryWorker {
         this.active.delete(request);
         fn();
       };
+      /** Set once the answer's headers are in: the deadline then ends the body's reading, not the attempt. */
+      let answered: (() => void) | null = null;
       const timer = setTimeout(() => {
-        finish(() => reject(new TimedOut()));
+        // The time-out covers DNS, connect, redirects and the answer's headers (docs/api/webhooks.md): a 2xx whose
+        // body never ends was still answered, so it counts by its status, with what of the body came.
+        if (answered) answered();
+        else finish(() => reject(new TimedOut()));
         request.destroy();
       }, remaining);
       request.on('error', (error) => {
@@ -314,6 +319,7 @@ export class WebhookDeliveryWorker {
             // Read to its end, the connection goes back to the pool; cut short, it cannot be reused.
             if (!response.complete) request.destroy();
           });
+        answered = done;
         response.on('data', (chunk: Buffer) => {
           if (length <= max) {
             chunks.push(chunk);

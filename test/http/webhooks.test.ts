@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,6 +93,30 @@ describe('redirects', () => {
     expect(dropped.headers.authorization).toBeUndefined();
     expect(dropped.headers['x-team']).toBeUndefined();
     expect(dropped.headers).toMatchObject({ 'webhook-id': expect.any(String), 'webhook-signature': expect.stringMatching(/^v1,/), 'content-type': 'application/json' });
+  });
+});
+
+describe('an answer whose body never ends', () => {
+  it('counts by its status: a 2xx is delivered once its headers come within the time-out, the body read until then', async () => {
+    const trickler = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      response.write('accepted, ');
+      // ...and never ends: the socket stays open until the server closes.
+    });
+    await new Promise<void>((resolve) => trickler.listen(0, '127.0.0.1', resolve));
+    try {
+      const user = await t.newUser('trickle');
+      const hook = await create({ url: `http://127.0.0.1:${(trickler.address() as AddressInfo).port}/slow`, events: ['test.webhook'] }, user.token);
+      expect((await t.request('POST', `/api/v1/webhooks/${hook.id}/test`, { token: user.token })).status).toBe(200);
+      const log = await until(async () => {
+        const res = await deliveries(hook.id, user.token);
+        return res.total === 1 && res;
+      }, 'the attempt');
+      expect(log.deliveries[0]).toMatchObject({ attempt_number: 1, success: true, status_code: 200, error: null });
+    } finally {
+      trickler.closeAllConnections();
+      await new Promise((resolve) => trickler.close(resolve));
+    }
   });
 });
 
