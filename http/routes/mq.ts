@@ -457,15 +457,19 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
     const deadline = clock.now() + wait_time_seconds * 1000;
     // The queue actor holds one receive for at most receive_wait_ms_max (the
     // runtime bounds a deferred ask). A longer wait first waits, read-only,
-    // for a message to be there, then receives with what is left of it.
-    for (let remaining = deadline - clock.now(); remaining > mqLimits.receive_wait_ms_max; remaining = deadline - clock.now()) {
-      const wait_ms = Math.min(mqLimits.receive_wait_ms_max, remaining - mqLimits.receive_wait_ms_max);
-      const { available } = await services.actors.ask<{ available: boolean }>(MQ_QUEUE_KIND, key, { op: 'await-message', wait_ms } satisfies QueueMessage, { readOnly: true });
-      if (available) break;
+    // for a message to be there, then receives with what is left of it; if
+    // another consumer took that message first, it waits on until the
+    // deadline, so an empty answer always means the time is up.
+    for (;;) {
+      for (let remaining = deadline - clock.now(); remaining > mqLimits.receive_wait_ms_max; remaining = deadline - clock.now()) {
+        const wait_ms = Math.min(mqLimits.receive_wait_ms_max, remaining - mqLimits.receive_wait_ms_max);
+        const { available } = await services.actors.ask<{ available: boolean }>(MQ_QUEUE_KIND, key, { op: 'await-message', wait_ms } satisfies QueueMessage, { readOnly: true });
+        if (available) break;
+      }
+      const wait_ms = Math.max(0, Math.min(mqLimits.receive_wait_ms_max, deadline - clock.now()));
+      const messages = await services.actors.ask<ReceivedMessage[]>(MQ_QUEUE_KIND, key, { op: 'receive', max_messages, wait_ms, visibility_timeout_seconds } satisfies QueueMessage);
+      if (messages.length > 0 || clock.now() >= deadline) return { messages: messages.map(receivedShape) };
     }
-    const wait_ms = Math.max(0, Math.min(mqLimits.receive_wait_ms_max, deadline - clock.now()));
-    const messages = await services.actors.ask<ReceivedMessage[]>(MQ_QUEUE_KIND, key, { op: 'receive', max_messages, wait_ms, visibility_timeout_seconds } satisfies QueueMessage);
-    return { messages: messages.map(receivedShape) };
   });
 
   app.delete<{ Params: Static<typeof MessageParams> }>(`${base}/queues/:queue_name/messages/:receipt_handle`, {

@@ -329,6 +329,26 @@ describe('mq long polling', () => {
     expect(answeredAt! - begun).toBeLessThanOrEqual(21_000);
   });
 
+  it('a waiter that loses the announced message to another consumer waits on to its own deadline', async () => {
+    const name = uniqueName('race');
+    await createQueue({ name });
+    const begun = clock().now();
+    const answers: { at: number; count: number }[] = [];
+    const waiting = [0, 1].map(() =>
+      receive(name, { wait_time_seconds: 20 }).then((messages) => {
+        answers.push({ at: clock().now(), count: messages.length });
+        return messages;
+      }),
+    );
+    await advanceUntil(() => false, 250, 4);
+    await send(name, { body: 'only one' });
+    await advanceUntil(() => answers.length === 2, 250, 120);
+    await Promise.all(waiting);
+    expect(answers.map((answer) => answer.count).sort()).toEqual([0, 1]);
+    const empty = answers.find((answer) => answer.count === 0)!;
+    expect(empty.at - begun).toBeGreaterThanOrEqual(20_000);
+  });
+
   it('a message sent after the first 12 s of a 20 s wait is still delivered to it', async () => {
     const name = uniqueName('late');
     await createQueue({ name });
