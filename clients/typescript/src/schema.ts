@@ -20250,10 +20250,15 @@ export interface paths {
         /**
          * The caller's webhooks in the tenant (a platform admin: every webhook of the tenant). q on url or id; sort_by created_at|updated_at|url; filter on active, url, created_by, events, created_at, updated_at.
          * @description A webhook belongs to its tenant and is owned by its creator (`created_by`).
-         *     Reading or changing it (every `/api/v1/webhooks/{webhook_id}...` endpoint) by
-         *     anyone but its creator or a platform admin (`role: admin`) answers 403
-         *     `forbidden`, whatever the caller's tenant. An unknown id answers 404
-         *     `not_found`. `GET /api/v1/webhooks` lists the caller's own webhooks in the
+         *     Every `/api/v1/webhooks/{webhook_id}...` endpoint answers only callers of the
+         *     webhook's tenant (the credential's: an organization's API key acts in the
+         *     organization, a personal token in the user's own tenant): from any other
+         *     tenant, and for an unknown id, it answers 404 `not_found`. Within the tenant,
+         *     anyone but its creator answers 403 `forbidden`. A platform admin (`role:
+         *     admin`) may read and change any webhook. So a member who made a webhook with
+         *     an organization's key manages it only with an organization key: once removed
+         *     from the organization they keep no hold on it (nor on the events it
+         *     receives); an admin deletes or changes it. `GET /api/v1/webhooks` lists the caller's own webhooks in the
          *     caller's tenant; a platform admin sees every webhook of their tenant.
          *     A tenant may have at most 100 webhooks (409 `webhook_limit_reached`).
          *
@@ -27366,13 +27371,13 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                         curve_id: string;
                         kind: "linear" | "exponential" | "table";
                         max_level: number;
                         points_per_level: {
                             amount: number;
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             currency: string;
                         }[];
                         params?: {
@@ -27389,7 +27394,7 @@ export interface paths {
                             level: number;
                             extra: {
                                 amount: number;
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 currency: string;
                             }[];
                         }[];
@@ -27409,7 +27414,7 @@ export interface paths {
                             max_level: number;
                             points_per_level: {
                                 amount: number;
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 currency: string;
                             }[];
                             params: {
@@ -27426,7 +27431,7 @@ export interface paths {
                                 level: number;
                                 extra: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             }[];
@@ -27562,7 +27567,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     curve_id: string;
                 };
                 cookie?: never;
@@ -27581,7 +27586,7 @@ export interface paths {
                             max_level: number;
                             points_per_level: {
                                 amount: number;
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 currency: string;
                             }[];
                             params: {
@@ -27598,7 +27603,7 @@ export interface paths {
                                 level: number;
                                 extra: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             }[];
@@ -27774,7 +27779,7 @@ export interface paths {
                                     max_rank: number;
                                     cost_per_rank: {
                                         amount: number;
-                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                         currency: string;
                                     }[];
                                     prerequisites: {
@@ -27790,7 +27795,7 @@ export interface paths {
                                         enabled: boolean;
                                         cost: {
                                             amount: number;
-                                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                             currency: string;
                                         }[];
                                     };
@@ -27798,7 +27803,7 @@ export interface paths {
                                         enabled: boolean;
                                         cost_per_rank: {
                                             amount: number;
-                                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                             currency: string;
                                         }[];
                                     };
@@ -27915,7 +27920,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                         tree_id: string;
                         name: string;
                         description?: string;
@@ -27930,7 +27935,7 @@ export interface paths {
                             } | null;
                         }[];
                         nodes: {
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             name: string;
                             tier: number;
@@ -27938,22 +27943,22 @@ export interface paths {
                             max_rank?: number;
                             cost_per_rank?: {
                                 amount: number;
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 currency: string;
                             }[];
                             /** @description Node ids (rank 1 needed) or {node_id, rank}. */
                             prerequisites?: (string | {
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 node_id: string;
                                 rank?: number;
                             })[];
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             exclusive_group?: string | null;
                             /** @description Any JSON value (up to 4096 bytes), stored and returned as is. */
                             grants?: unknown;
                         }[];
                         exclusive_groups?: {
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             label?: string;
                             max_selected?: number;
@@ -27963,7 +27968,7 @@ export interface paths {
                                 enabled?: boolean;
                                 cost?: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             } | null;
@@ -27971,7 +27976,7 @@ export interface paths {
                                 enabled?: boolean;
                                 cost_per_rank?: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             } | null;
@@ -28011,7 +28016,7 @@ export interface paths {
                                 max_rank: number;
                                 cost_per_rank: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                                 prerequisites: {
@@ -28027,7 +28032,7 @@ export interface paths {
                                     enabled: boolean;
                                     cost: {
                                         amount: number;
-                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                         currency: string;
                                     }[];
                                 };
@@ -28035,7 +28040,7 @@ export interface paths {
                                     enabled: boolean;
                                     cost_per_rank: {
                                         amount: number;
-                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                         currency: string;
                                     }[];
                                 };
@@ -28189,7 +28194,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                         tree_id: string;
                         name: string;
                         description?: string;
@@ -28204,7 +28209,7 @@ export interface paths {
                             } | null;
                         }[];
                         nodes: {
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             name: string;
                             tier: number;
@@ -28212,22 +28217,22 @@ export interface paths {
                             max_rank?: number;
                             cost_per_rank?: {
                                 amount: number;
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 currency: string;
                             }[];
                             /** @description Node ids (rank 1 needed) or {node_id, rank}. */
                             prerequisites?: (string | {
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 node_id: string;
                                 rank?: number;
                             })[];
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             exclusive_group?: string | null;
                             /** @description Any JSON value (up to 4096 bytes), stored and returned as is. */
                             grants?: unknown;
                         }[];
                         exclusive_groups?: {
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             label?: string;
                             max_selected?: number;
@@ -28237,7 +28242,7 @@ export interface paths {
                                 enabled?: boolean;
                                 cost?: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             } | null;
@@ -28245,7 +28250,7 @@ export interface paths {
                                 enabled?: boolean;
                                 cost_per_rank?: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             } | null;
@@ -28376,7 +28381,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                 };
                 cookie?: never;
@@ -28414,7 +28419,7 @@ export interface paths {
                                 max_rank: number;
                                 cost_per_rank: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                                 prerequisites: {
@@ -28430,7 +28435,7 @@ export interface paths {
                                     enabled: boolean;
                                     cost: {
                                         amount: number;
-                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                         currency: string;
                                     }[];
                                 };
@@ -28438,7 +28443,7 @@ export interface paths {
                                     enabled: boolean;
                                     cost_per_rank: {
                                         amount: number;
-                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                         currency: string;
                                     }[];
                                 };
@@ -28567,7 +28572,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                 };
                 cookie?: never;
@@ -28575,7 +28580,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                         tree_id: string;
                         name: string;
                         description?: string;
@@ -28590,7 +28595,7 @@ export interface paths {
                             } | null;
                         }[];
                         nodes: {
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             name: string;
                             tier: number;
@@ -28598,22 +28603,22 @@ export interface paths {
                             max_rank?: number;
                             cost_per_rank?: {
                                 amount: number;
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 currency: string;
                             }[];
                             /** @description Node ids (rank 1 needed) or {node_id, rank}. */
                             prerequisites?: (string | {
-                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 node_id: string;
                                 rank?: number;
                             })[];
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             exclusive_group?: string | null;
                             /** @description Any JSON value (up to 4096 bytes), stored and returned as is. */
                             grants?: unknown;
                         }[];
                         exclusive_groups?: {
-                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                            /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             label?: string;
                             max_selected?: number;
@@ -28623,7 +28628,7 @@ export interface paths {
                                 enabled?: boolean;
                                 cost?: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             } | null;
@@ -28631,7 +28636,7 @@ export interface paths {
                                 enabled?: boolean;
                                 cost_per_rank?: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                             } | null;
@@ -28674,7 +28679,7 @@ export interface paths {
                                 max_rank: number;
                                 cost_per_rank: {
                                     amount: number;
-                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                     currency: string;
                                 }[];
                                 prerequisites: {
@@ -28690,7 +28695,7 @@ export interface paths {
                                     enabled: boolean;
                                     cost: {
                                         amount: number;
-                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                         currency: string;
                                     }[];
                                 };
@@ -28698,7 +28703,7 @@ export interface paths {
                                     enabled: boolean;
                                     cost_per_rank: {
                                         amount: number;
-                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                                         currency: string;
                                     }[];
                                 };
@@ -28835,7 +28840,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                     version: number;
                 };
@@ -29115,7 +29120,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         amount: number;
-                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                         curve_id: string;
                         /** @description Makes the event idempotent, like an Idempotency-Key header (which it overrides). */
                         event_id?: string;
@@ -29286,7 +29291,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                 };
                 cookie?: never;
@@ -29294,7 +29299,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                        /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                         node_id: string;
                     };
                 };
@@ -29456,7 +29461,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                 };
                 cookie?: never;
@@ -29615,7 +29620,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                 };
                 cookie?: never;
@@ -29765,8 +29770,8 @@ export interface paths {
          *       owner and platform admins (`role: admin`); anyone else gets 403 `forbidden`.
          *       An admin may add `?tenant=<org id or user id>` to read in another tenant;
          *       anyone else naming a tenant not theirs gets 403 `forbidden`.
-         *     - API keys: the talent routes are not in the API key scope catalog
-         *       (docs/api/api-keys.md), so an API key needs the `*` scope to call them.
+         *     - API keys: an API key needs scope `talent:read` for the GET routes and
+         *       `talent:write` for the others, or `*` (docs/api/api-keys.md).
          *
          *     *From docs/api/talent.md. The area's model, rules and decisions: the **talent** section's description.*
          */
@@ -29778,7 +29783,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                     user_id: string;
                 };
@@ -29944,7 +29949,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                 };
                 cookie?: never;
@@ -30089,7 +30094,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
-                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit. */
+                    /** @description Letters, digits, `_`, `.`, `-`; starts with a letter or digit; not a name of Object.prototype (`constructor`, `toString`, ...). */
                     tree_id: string;
                 };
                 cookie?: never;
@@ -30407,7 +30412,10 @@ export interface paths {
          *       `none`, `uniform` (±stddev·√3, so its standard deviation is `stddev`) or
          *       `normal` (stddev · Irwin–Hall approximation).
          *     - `hidden`: the trait's values (and its carrier flags) are left out of genome
-         *       reads and previews except for platform admins with `full=true` / `exact=true`.
+         *       reads and previews except for platform admins with `full=true` / `exact=true`;
+         *       its mutations are left out of the breed answer's and the records' `mutations`
+         *       except for platform admins, and a preview's `mutation_hint` does not count it
+         *       unless `exact=true`.
          *     - `conflicts_with`: trait ids (existing, not itself) that may not be in the
          *       same species as this one (checked both ways when a species is saved).
          *     - `mutation`: `rate` in [0, 1]. Mendelian: per inherited allele, a draw below
@@ -30435,12 +30443,12 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits and . _ : - (first a letter or digit). */
+                        /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                         trait_id?: string;
                         kind: "mendelian" | "numeric";
                         name: string;
                         alleles?: {
-                            /** @description Letters, digits and . _ : - (first a letter or digit). */
+                            /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             /** @description Default: the id. */
                             label?: string;
@@ -30621,7 +30629,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     trait_id: string;
                 };
                 cookie?: never;
@@ -30770,7 +30778,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     trait_id: string;
                 };
                 cookie?: never;
@@ -30781,7 +30789,7 @@ export interface paths {
                         kind: "mendelian" | "numeric";
                         name: string;
                         alleles?: {
-                            /** @description Letters, digits and . _ : - (first a letter or digit). */
+                            /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                             id: string;
                             /** @description Default: the id. */
                             label?: string;
@@ -30959,7 +30967,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     trait_id: string;
                 };
                 cookie?: never;
@@ -31265,7 +31273,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits and . _ : - (first a letter or digit). */
+                        /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                         species_id?: string;
                         name: string;
                         parent_count: {
@@ -31438,7 +31446,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     species_id: string;
                 };
                 cookie?: never;
@@ -31583,7 +31591,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     species_id: string;
                 };
                 cookie?: never;
@@ -31756,7 +31764,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     species_id: string;
                 };
                 cookie?: never;
@@ -31904,9 +31912,9 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Letters, digits and . _ : - (first a letter or digit). */
+                        /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                         entity_id: string;
-                        /** @description Letters, digits and . _ : - (first a letter or digit). */
+                        /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                         species_id: string;
                         /** @description Default: the caller's user id. */
                         owner?: string;
@@ -31914,9 +31922,9 @@ export interface paths {
                         seed?: string;
                         alleles?: {
                             [key: string]: {
-                                /** @description Letters, digits and . _ : - (first a letter or digit). */
+                                /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 first: string;
-                                /** @description Letters, digits and . _ : - (first a letter or digit). */
+                                /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                                 second: string;
                             };
                         };
@@ -32087,7 +32095,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     entity_id: string;
                 };
                 cookie?: never;
@@ -32242,7 +32250,7 @@ export interface paths {
                 };
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     entity_id: string;
                 };
                 cookie?: never;
@@ -32386,7 +32394,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     entity_id: string;
                 };
                 cookie?: never;
@@ -32570,11 +32578,11 @@ export interface paths {
                     "application/json": {
                         /** @description The species' parent_count applies (diploid: at most 2); a repeated id is selfing. */
                         parents: string[];
-                        /** @description Letters, digits and . _ : - (first a letter or digit). */
+                        /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                         species_id: string;
                         /** @description Default: a fresh random seed. Same parents, species version and seed: same offspring. */
                         seed?: string;
-                        /** @description Letters, digits and . _ : - (first a letter or digit). */
+                        /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                         offspring_entity_id?: string;
                     };
                 };
@@ -32742,7 +32750,7 @@ export interface paths {
                     "application/json": {
                         /** @description The species' parent_count applies (diploid: at most 2); a repeated id is selfing. */
                         parents: string[];
-                        /** @description Letters, digits and . _ : - (first a letter or digit). */
+                        /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                         species_id: string;
                         /** @description Exact odds and values beside the bands: platform admins only (403 otherwise). */
                         exact?: boolean;
@@ -32881,9 +32889,9 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     species_id?: string;
-                    /** @description Letters, digits and . _ : - (first a letter or digit). */
+                    /** @description Letters, digits and . _ : - (first a letter or digit); not a name of Object.prototype (`constructor`, `toString`, ...). */
                     parent?: string;
                     requested_by?: string;
                     page?: number;
@@ -36952,7 +36960,7 @@ export interface paths {
          *     |---|---|---|---|
          *     | `name` | yes | | 1..200 characters |
          *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
-         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique, not a name of JavaScript's `Object.prototype` (`__proto__`, `constructor`, `toString`, ...); `actor_type` is `user` |
          *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
          *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
          *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
@@ -37121,7 +37129,7 @@ export interface paths {
          *     |---|---|---|---|
          *     | `name` | yes | | 1..200 characters |
          *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
-         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique, not a name of JavaScript's `Object.prototype` (`__proto__`, `constructor`, `toString`, ...); `actor_type` is `user` |
          *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
          *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
          *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
@@ -37316,7 +37324,7 @@ export interface paths {
          *     |---|---|---|---|
          *     | `name` | yes | | 1..200 characters |
          *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
-         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique, not a name of JavaScript's `Object.prototype` (`__proto__`, `constructor`, `toString`, ...); `actor_type` is `user` |
          *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
          *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
          *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
@@ -37496,7 +37504,7 @@ export interface paths {
          *     |---|---|---|---|
          *     | `name` | yes | | 1..200 characters |
          *     | `description` | | `""` | up to 2,000 characters; `q` searches it with `name` |
-         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique; `actor_type` is `user` |
+         *     | `parts` | yes | | 1..50 `{part_id, assigned_to, actor_type?}`; `part_id` is letters, digits, `_ . : -` (1..64), unique, not a name of JavaScript's `Object.prototype` (`__proto__`, `constructor`, `toString`, ...); `actor_type` is `user` |
          *     | `ordering` | | the order of `parts` | every `part_id` exactly once |
          *     | `mode` | | `forward` | `forward`, `reverse` or `any_order` (below) |
          *     | `window_ms` | yes | | 1..3,600,000: the longest time from the window's opening to the last counted performance |
@@ -55920,7 +55928,7 @@ export interface paths {
          *     schema: fields, rules and honeypots must name (or, for honeypots, not name)
          *     its properties; multipart enabled needs a content type; a webhook hook must
          *     name a webhook of the tenant that the caller may manage. Anything refused is
-         *     400 and changes nothing. An empty body is 400. A disabled form's definition no
+         *     400 and changes nothing. An empty body, or one of only unknown fields (they are ignored), is 400. A disabled form's definition no
          *     longer changes (409 `form_not_accepting`); another tenant's form is 404.
          *
          *     What the change applies to:
@@ -56205,17 +56213,27 @@ export interface paths {
          *     a pattern with those runs on JavaScript's engine, and is checked when the
          *     schema is accepted (create, `PUT .../schema`; a `PATCH` re-checks the
          *     current schema; every subschema: `properties`, `items`, `$defs`, `anyOf`,
-         *     ...; not data keywords such as `const`, `enum`, `default`, `examples`): one
-         *     that may backtrack catastrophically is refused with **400 `BAD_REQUEST`**,
-         *     nothing stored, with one `details` entry per such pattern whose `field` is
-         *     its path in the body (`body.schema.properties.code.pattern`,
-         *     `body.schema.patternProperties.<the pattern>`,
-         *     `body.schema.propertyNames.pattern`) and whose message quotes it. That check
-         *     is safe-regex2's (the one Fastify's router uses): refused are a quantifier
-         *     inside a quantified group (star height above 1: `(?=x)(a+)+`), more than 25
-         *     quantifiers in one pattern, and syntax it cannot read. It is a heuristic, so
-         *     keep lookaround patterns simple and anchored; submission data is at most 64
-         *     KiB, which bounds the length of any string a pattern is tested on. A form
+         *     ...; not data keywords such as `const`, `enum`, `default`, `examples`, unless
+         *     a `$ref` points into one, which makes it a subschema: the check takes every
+         *     pattern ajv compiles for the schema): one that may backtrack catastrophically
+         *     is refused with **400 `BAD_REQUEST`**, nothing stored, with one `details`
+         *     entry per such pattern whose `field` is its path in the body
+         *     (`body.schema.properties.code.pattern`, `body.schema.patternProperties.<the
+         *     pattern>`, `body.schema.propertyNames.pattern`; `body.schema` for one reached
+         *     through a `$ref`) and whose message quotes it. That check is safe-regex2's
+         *     (the one Fastify's router uses): refused are a quantifier inside a quantified
+         *     group (star height above 1: `(?=x)(a+)+`), more than 25 quantifiers in one
+         *     pattern, and syntax it cannot read. It is a heuristic: alternatives that
+         *     overlap (`^(?=a)(a|a)+$`) or repetitions side by side (`(?=.)\d*\d*\d*x`)
+         *     pass it and still backtrack. So a schema holding any pattern RE2 cannot read
+         *     is also **bounded in time**: one validation may run **50 ms**, after which
+         *     V8 stops it and the submission is refused with **400
+         *     `submission_invalid`**, `/ could not be checked against the schema's
+         *     patterns within 50 ms`. A lookaround over a real submission takes
+         *     microseconds (`^(?=.*[A-Z])(?=.*\d).{8,}$` on a password, for instance).
+         *     Schemas whose patterns RE2 reads all are not bounded and pay nothing for it.
+         *     Submission data is at most 64 KiB, which bounds the length of any string a
+         *     pattern is tested on. A form
          *     stored before this check whose current schema version holds such a pattern
          *     takes no submissions (**409 `conflict`**, `details: {schema_version,
          *     patterns: [{path, pattern}]}`) until its owner puts a new schema version. The
@@ -56249,7 +56267,7 @@ export interface paths {
          *     schema: fields, rules and honeypots must name (or, for honeypots, not name)
          *     its properties; multipart enabled needs a content type; a webhook hook must
          *     name a webhook of the tenant that the caller may manage. Anything refused is
-         *     400 and changes nothing. An empty body is 400. A disabled form's definition no
+         *     400 and changes nothing. An empty body, or one of only unknown fields (they are ignored), is 400. A disabled form's definition no
          *     longer changes (409 `form_not_accepting`); another tenant's form is 404.
          *
          *     What the change applies to:
@@ -57139,7 +57157,7 @@ export interface paths {
          *     **201** SubmissionAck `{submission_id, form_id, form_version, status,
          *     execution_status}`. Invalid: **400 `submission_invalid`**, nothing stored,
          *     `details: {errors: ["/email must match format \"email\"", ...], schema_version}`.
-         *     `data` at most 64 KiB serialised; at most 200,000 submissions per form (409
+         *     `data` at most 64 KiB serialised (UTF-8 bytes); at most 200,000 submissions per form (409
          *     `form_limit_reached`).
          *
          *     ```http
@@ -60449,7 +60467,8 @@ export interface paths {
          *     A WebSocket upgrade (the `ws` package behind `@fastify/websocket`).
          *     Authentication as every B route, or (doc 1 §5.3) the token in the query:
          *     `wss://host/api/v1/ecs/arena-1/coordinator/ws?token=<access token>`. The
-         *     query is not written to request logs. A missing or bad credential answers the
+         *     query is not written to request logs. The query may also carry `resume`
+         *     (Client to server, below). A missing or bad credential answers the
          *     upgrade with HTTP 401 (no socket opens); a plain GET (no upgrade) gets 426
          *     `upgrade_required`.
          *
@@ -60464,6 +60483,7 @@ export interface paths {
          *     | `snapshot` | `tick`, `part`, `parts`, `entities: [{entity_id, version, components}]` | the whole index, in parts of 500 entities; ticks after `tick` follow |
          *     | `error` | `code`, `message`, sometimes `tick` | the connection stays open |
          *     | `pong` | `tick` | answer to `ping`: the last tick sent to this socket |
+         *     | `resumed` | `tick` | answer to a `resume` message read after `hello`: the replay of the ticks after `tick` (or a snapshot) follows it. Live ticks that arrived between `hello` and `resumed` come again in the replay: drop them |
          *
          *     A change in `changes` carries the entity's **full state after the tick**:
          *     `{entity_id, op: "upsert", version, components}` or `{entity_id, op:
@@ -60486,8 +60506,23 @@ export interface paths {
          *     | `{"type": "ping"}` | `pong` |
          *
          *     A reconnecting client resumes from its last applied tick: it receives exactly
-         *     the ticks it missed. A new client that wants the current state asks for a
-         *     `snapshot`.
+         *     the ticks it missed. The way without a race is the upgrade's **`resume`
+         *     query parameter** (`.../coordinator/ws?resume=1280`): `hello` then names that
+         *     tick (`"tick":1280`), the missed ticks follow in order, then the live ones,
+         *     and no live tick goes out before them. A `resume` message that the server
+         *     reads before it sends `hello` (sent on open, as the first message) is taken
+         *     the same way. One read after `hello` cannot call back the live ticks already
+         *     on their way: the server answers it with `resumed` and then replays, so a
+         *     client applies only what follows the last `hello` or `resumed`. A resume
+         *     ahead of the index (`resume_ahead`) leaves the stream where `hello` says.
+         *     A new client that wants the current state asks for a `snapshot`.
+         *
+         *     ```
+         *     > (WebSocket upgrade of /api/v1/ecs/arena-1/coordinator/ws?resume=1280)
+         *     < {"type":"hello","protocol":1,"index":"arena-1","tick":1280,"running":true,"tick_rate_ms":50,"oldest_tick":1028}
+         *     < {"type":"tick","tick":1281,"at":"2026-11-25T13:01:04.100Z","changes":[]}
+         *     < ... 1282 to 1284, then the live ticks
+         *     ```
          *
          *     The index keeps a **bounded ring** of recent ticks for resume: the last
          *     **256** ticks, and at most **8 MiB** of changes (the newest tick is always
@@ -60531,6 +60566,8 @@ export interface paths {
                 query?: {
                     /** @description A bearer token (JWT), instead of the Authorization header. */
                     token?: string;
+                    /** @description The last tick you applied: hello names it and the stream replays every tick after it (or a snapshot), with no live tick before them. */
+                    resume?: number;
                 };
                 header?: never;
                 path: {
