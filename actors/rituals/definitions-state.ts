@@ -1,4 +1,5 @@
 import { ServiceError, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { operand } from './definition-filters.js';
 import {
   ritualPolicy as policy,
   type DefinitionFilter,
@@ -112,13 +113,6 @@ function fieldValue(definition: RitualDefinition, field: DefinitionFilter['field
     default:
       return definition[field];
   }
-}
-
-/** The filter's value in the field's type: numbers for version, epoch-ms (or RFC 3339) for created_at. */
-function operand(field: DefinitionFilter['field'], raw: string): string | number {
-  if (field === 'version') return Number(raw);
-  if (field === 'created_at') return /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  return raw;
 }
 
 export function matchesFilter(definition: RitualDefinition, filter: DefinitionFilter): boolean {

@@ -7,6 +7,7 @@
  */
 export { checkDefinition } from './definition.js';
 export { effectiveOrder, orderViolation } from './quorum.js';
+export { filterValueProblem } from './definition-filters.js';
 
 /** One actor per tenant (key = ritualDefinitionsKey): every definition and its kept versions. */
 export const RITUAL_DEFINITIONS_KIND = 'ritual-definitions';

@@ -5,6 +5,7 @@ import {
   ATTEMPT_STATUSES,
   checkDefinition,
   DEFINITION_FILTER_FIELDS,
+  filterValueProblem,
   DEFINITION_FILTER_OPERATORS,
   DEFINITION_SORT_FIELDS,
   RITUAL_ATTEMPT_KIND,
@@ -194,6 +195,10 @@ export function ritualRoutes(app: FastifyInstance, services: AppServices): void 
     const principal = requirePrincipal(request);
     const query = request.query;
     const filters = parseListFilters(query.filter, DEFINITION_FILTER_FIELDS, DEFINITION_FILTER_OPERATORS);
+    for (const filter of filters) {
+      const problem = filterValueProblem(filter);
+      if (problem) throw new ServiceError('BAD_REQUEST', `filter ${JSON.stringify(`${filter.field}:${filter.operator}:${filter.value}`)}: ${problem}`, { details: [{ field: 'querystring.filter', message: problem }] });
+    }
     const { page, page_size } = pageOf(query);
     const sort_by = query.sort_by ?? 'created_at';
     const sort_order = query.sort_order ?? (sort_by === 'created_at' ? 'desc' : 'asc');

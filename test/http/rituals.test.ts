@@ -104,6 +104,15 @@ describe('definitions', () => {
     const filtered = await ok('GET', `${base}/definitions?filter=name:eq:dawn%20chorus&sort_by=name&sort_order=asc`, as('carol'));
     expect(filtered.definitions).toHaveLength(1);
     expectError(await t.request('GET', `${base}/definitions?filter=colour:eq:red`, { token: as('carol') }), 400, 'BAD_REQUEST');
+    // A value the field cannot hold is a 400 naming it, not an empty list.
+    for (const filter of ['version:gt:abc', 'created_at:gt:notadate', 'version:in:1|x', 'version:eq:1.5']) {
+      const refused = await t.request('GET', `${base}/definitions?filter=${encodeURIComponent(filter)}`, { token: as('carol') });
+      expectError(refused, 400, 'BAD_REQUEST');
+      expect(refused.body.details[0].field, filter).toBe('querystring.filter');
+    }
+    for (const filter of ['version:gte:1', 'created_at:gt:2020-01-01T00:00:00Z', 'created_at:gt:0', 'version:in:1|2']) {
+      expect((await t.request('GET', `${base}/definitions?filter=${encodeURIComponent(filter)}`, { token: as('carol') })).status, filter).toBe(200);
+    }
 
     // Only the creator changes it; a change is a new version, the old one stays readable.
     expectError(await t.request('PUT', `${base}/definitions/${def_id}`, { token: as('bob'), body: { name: 'x', parts: parts('bob'), window_ms: 10 } }), 403, 'forbidden');

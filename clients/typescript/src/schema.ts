@@ -37355,7 +37355,9 @@ export interface paths {
          *     **List.** `q` (name, description), `sort_by` `created_at` (default, newest
          *     first) | `name` | `version`, `sort_order`, `filter` on `name`, `created_by`,
          *     `mode`, `version`, `created_at` (epoch-ms or RFC 3339), `page`, `page_size`
-         *     (default 20, at most 100). Answers `{definitions, pagination}`.
+         *     (default 20, at most 100). Answers `{definitions, pagination}`. A filter value
+         *     its field cannot hold (`version:gt:abc`, `created_at:gt:notadate`) is 400
+         *     `BAD_REQUEST` with `field` `querystring.filter`, not an empty list.
          *
          *     *From docs/api/rituals.md. The area's model, rules and decisions: the **rituals** section's description.*
          */
