@@ -47,7 +47,14 @@ interface TransferRecord {
   currency: string;
   amount: number;
   at_ms: number;
+  /** The balance could not take it: it went back to the payer (RETURNED_PREFIX + transfer_id). */
+  returned?: boolean;
+  /** A returned transfer the payer's balance could not take either: the part above amount_max, kept on record. */
+  unapplied?: number;
 }
+
+/** The id of a transfer sent back to its payer because the payee's balance could not take it. */
+const RETURNED_PREFIX = 'returned:';
 
 export interface AccountState {
   readonly key: string;
@@ -262,17 +269,32 @@ function credit(state: AccountState, message: Extract<LedgerAccountMessage, { op
 }
 
 /**
- * A capture's credit. Never refused: the payer's funds already left, so the
- * balance saturates at amount_max rather than losing the transfer (a sum of
- * safe integers past 2^53 is out of reach of any real ledger; the bound keeps
- * arithmetic exact).
+ * A capture's credit, exactly once per transfer id. The payer's funds already
+ * left, so it is never dropped: a balance that cannot take it (it would pass
+ * amount_max, where arithmetic stops being exact) sends it back to the payer
+ * as a transfer of its own, and the money is where it came from. A returned
+ * transfer the payer cannot take either (both balances at the bound, out of
+ * reach of any real ledger) saturates, and the part above the bound stays on
+ * its record (`unapplied`).
  */
 function transferIn(state: AccountState, message: Extract<LedgerAccountMessage, { op: 'transfer_in' }>, context: TurnContext): Result {
   if (state.transfers.has(message.transfer_id)) return { state, reply: { applied: false } };
   const writes: RecordWrite[] = [];
   const current = state.balances.get(message.currency) ?? 0;
-  setBalance(state, message.currency, Math.min(policy.amount_max, current + message.amount), writes);
   const record: TransferRecord = { transfer_id: message.transfer_id, currency: message.currency, amount: message.amount, at_ms: context.now };
+  const sends: TurnResult<AccountState, unknown>['sends'] = [];
+  if (current + message.amount <= policy.amount_max) setBalance(state, message.currency, current + message.amount, writes);
+  else if (!message.transfer_id.startsWith(RETURNED_PREFIX)) {
+    record.returned = true;
+    sends.push({
+      kind: LEDGER_ACCOUNT_KIND,
+      key: ledgerAccountKey(message.from.tenant, message.from.user_id),
+      message: { op: 'transfer_in', transfer_id: RETURNED_PREFIX + message.transfer_id, from: partyOf(state), currency: message.currency, amount: message.amount } satisfies LedgerAccountMessage,
+    });
+  } else {
+    record.unapplied = current + message.amount - policy.amount_max;
+    setBalance(state, message.currency, policy.amount_max, writes);
+  }
   state.transfers.set(record.transfer_id, record);
   writes.push({ subkey: TRANSFER_PREFIX + record.transfer_id, value: record });
   while (state.transfers.size > policy.closed_holds_kept_max) {
@@ -280,5 +302,5 @@ function transferIn(state: AccountState, message: Extract<LedgerAccountMessage, 
     state.transfers.delete(oldest);
     writes.push({ subkey: TRANSFER_PREFIX + oldest, value: undefined });
   }
-  return { state, reply: { applied: true }, writes };
+  return { state, reply: { applied: !record.returned }, writes, sends };
 }

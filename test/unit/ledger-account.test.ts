@@ -52,6 +52,25 @@ describe('ledger account', () => {
     expect(bob.balances.get('USD')).toBe(60);
   });
 
+  it('a transfer the payee\'s balance cannot take (past 2^53 - 1) goes back to the payer, once: no money vanishes', () => {
+    const state = funded();
+    run(state, { op: 'place_hold', hold_id: 'h1', currency: 'USD', amount: 70, purpose });
+    const transfer = run(state, { op: 'capture_hold', hold_id: 'h1', amount: 50, payee }).sends![0].message as LedgerAccountMessage;
+    const bob = emptyAccount(ledgerAccountKey('org', 'bob'));
+    stepAccount(bob, { op: 'credit', tenant: 'org', user_id: 'bob', reference: 'rich', currency: 'USD', amount: Number.MAX_SAFE_INTEGER - 5, by: 'admin' }, fixedContext(1_000));
+    const bounced = stepAccount(bob, transfer, fixedContext(1_001));
+    expect(bounced.reply).toEqual({ applied: false });
+    expect(bob.balances.get('USD')).toBe(Number.MAX_SAFE_INTEGER - 5);
+    expect(bounced.sends).toEqual([{ kind: 'ledger-account', key, message: { op: 'transfer_in', transfer_id: 'returned:h1', from: payee, currency: 'USD', amount: 50 } }]);
+    // Redelivered: remembered, nothing sent twice.
+    expect(stepAccount(bob, transfer, fixedContext(1_002)).sends ?? []).toEqual([]);
+    // The payer gets it back (the 50 captured from its 100), once.
+    const back = bounced.sends![0].message as LedgerAccountMessage;
+    run(state, back);
+    run(state, back);
+    expect(view(state)).toEqual([{ currency: 'USD', balance: 100, held: 0, available: 100 }]);
+  });
+
   it('a release before its placement is remembered: the late placement is refused', () => {
     const state = funded();
     expect(run(state, { op: 'release_hold', hold_id: 'h9' }).reply).toMatchObject({ idempotent: false, hold: { status: 'released' } });
