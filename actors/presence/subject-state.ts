@@ -27,7 +27,8 @@ export function stepSubjectIndex(
     case 'get':
       return { state, reply: state };
     case 'seen': {
-      const previous = state.contexts[message.context_id];
+      // Own entries only: a context id such as `constructor` has none before its first report.
+      const previous = Object.hasOwn(state.contexts, message.context_id) ? state.contexts[message.context_id] : undefined;
       let entry: SubjectContextEntry;
       if (previous && previous.reported_ms > message.reported_ms) {
         // An older report arriving late: it can only move last_seen forward.
