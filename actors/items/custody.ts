@@ -1,6 +1,6 @@
 import { ServiceError, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { type FlowCall, type FlowAnswer } from '../flow-call.js';
-import { dropItem, heldSlots, putItem, sameConfig, usageOf, type ContainerState, type Receipt } from './container-state.js';
+import { dropItem, heldSlots, putItem, reservedUnits, sameConfig, usageOf, type ContainerState, type Receipt } from './container-state.js';
 import {
   ITEM_CONTAINER_KIND,
   itemContainerKey,
@@ -233,7 +233,10 @@ function transfer(state: ContainerState, call: Extract<CustodyCall, { op: 'trans
   const item = state.items.get(existing.item_id)!;
   const writes: RecordWrite[] = [];
   const whole = item.quantity === existing.quantity;
-  const moved: StoredItem = { ...item, quantity: existing.quantity, item_id: whole ? item.item_id : context.newId('itm_'), updated_at_ms: context.now };
+  // A craft's reservation holding units of this stack brings them back under its id if the craft is refused
+  // (release): the stack is then not whole, and what leaves is a new stack, so no id is ever in two containers.
+  const keepsId = whole && !reservedUnits(state).has(item.item_id);
+  const moved: StoredItem = { ...item, quantity: existing.quantity, item_id: keepsId ? item.item_id : context.newId('itm_'), updated_at_ms: context.now };
   if (whole) dropItem(state, writes, item.item_id);
   else putItem(state, writes, { ...item, quantity: item.quantity - existing.quantity, updated_at_ms: context.now });
   writeLock(state, writes, { ...existing, status: 'transferred', to_container_id: call.to.container_id, closed_at_ms: context.now });
@@ -269,9 +272,13 @@ function receive(state: ContainerState, message: Extract<ContainerMessage, { op:
   const occupied = heldSlots(state);
   for (const item of state.items.values()) occupied.add(item.slot);
   for (let slot = 0; slots.length < message.items.length; slot++) if (!occupied.has(slot) && !slots.includes(slot)) slots.push(slot);
-  const placed = message.items
-    .filter((item) => !state.items.has(item.item_id))
-    .map((item, index) => ({ ...item, slot: slots[index], updated_at_ms: context.now }));
+  // Never dropped: an arriving id already here (which custody does not let happen) is placed under a new id.
+  const placed = message.items.map((item, index) => ({
+    ...item,
+    item_id: state.items.has(item.item_id) ? context.newId('itm_') : item.item_id,
+    slot: slots[index],
+    updated_at_ms: context.now,
+  }));
   for (const item of placed) putItem(state, writes, item);
   const received: Receipt = { transfer_id: message.transfer_id, item_ids: placed.map((item) => item.item_id), at_ms: context.now };
   state.receipts.set(received.transfer_id, received);

@@ -27,7 +27,9 @@ type Command =
   | { kind: 'lock'; at: number; pick: number; quantity: number }
   | { kind: 'unlock'; at: number; pick: number }
   | { kind: 'transfer'; at: number; pick: number }
-  | { kind: 'reserve'; at: number; unit: number; quantity: number; commit: boolean }
+  /** A craft's reservation, committed or released at once, or (`later`) left open until a `settle`: transfers and merges run meanwhile. */
+  | { kind: 'reserve'; at: number; unit: number; quantity: number; commit: boolean; later: boolean }
+  | { kind: 'settle'; pick: number }
   /** A craft in place: `quantity` of one unit into `output` of the other, one turn. */
   | { kind: 'in_place'; at: number; unit: number; quantity: number; output: number }
   | { kind: 'merge'; at: number; source: number; target: number }
@@ -39,7 +41,8 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   fc.record({ kind: fc.constant('lock' as const), at, pick: fc.nat(), quantity: fc.integer({ min: 1, max: 5 }) }),
   fc.record({ kind: fc.constant('unlock' as const), at, pick: fc.nat() }),
   fc.record({ kind: fc.constant('transfer' as const), at, pick: fc.nat() }),
-  fc.record({ kind: fc.constant('reserve' as const), at, unit: fc.integer({ min: 0, max: 1 }), quantity: fc.integer({ min: 1, max: 4 }), commit: fc.boolean() }),
+  fc.record({ kind: fc.constant('reserve' as const), at, unit: fc.integer({ min: 0, max: 1 }), quantity: fc.integer({ min: 1, max: 4 }), commit: fc.boolean(), later: fc.boolean() }),
+  fc.record({ kind: fc.constant('settle' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('in_place' as const), at, unit: fc.integer({ min: 0, max: 1 }), quantity: fc.integer({ min: 1, max: 6 }), output: fc.integer({ min: 0, max: 4 }) }),
   fc.record({ kind: fc.constant('merge' as const), at, source: fc.nat(), target: fc.nat() }),
   fc.record({ kind: fc.constant('arrive' as const), pick: fc.nat(), twice: fc.boolean() }),
@@ -53,6 +56,7 @@ describe('items custody property', () => {
         const states: ContainerState[] = [initialContainerState(), initialContainerState()];
         const expected = new Map<string, number>();
         const inFlight: ActorSend[] = [];
+        const open: { at: number; flow_id: string; definition_id: string; quantity: number; commit: boolean }[] = [];
         let seq = 0;
         const run = (index: number, message: ContainerMessage) => {
           const context = fixedContext(1_000 + ++seq, ITEM_CONTAINER_KIND, itemContainerKey('t', 'd', configs[index].container_id));
@@ -66,6 +70,12 @@ describe('items custody property', () => {
             });
             return undefined;
           }
+        };
+        /** Ends an open reservation as its craft would: commit (the inputs are consumed) or release (they come back). */
+        const settle = (index: number) => {
+          const [reservation] = open.splice(index, 1);
+          run(reservation.at, { op: reservation.commit ? 'commit' : 'release', flow_id: reservation.flow_id });
+          if (reservation.commit) expected.set(reservation.definition_id, expected.get(reservation.definition_id)! - reservation.quantity);
         };
         const heldLocks = (index: number) => [...states[index].locks.values()].filter((lock) => lock.status === 'held');
         for (const c of commands) {
@@ -109,8 +119,12 @@ describe('items custody property', () => {
             case 'reserve': {
               const flow_id = `F${++seq}`;
               if (!run(c.at, { op: 'reserve', flow_id, inputs: [{ definition_id: units[c.unit].definition_id, quantity: c.quantity }] })) break;
-              run(c.at, { op: c.commit ? 'commit' : 'release', flow_id });
-              if (c.commit) expected.set(units[c.unit].definition_id, expected.get(units[c.unit].definition_id)! - c.quantity);
+              open.push({ at: c.at, flow_id, definition_id: units[c.unit].definition_id, quantity: c.quantity, commit: c.commit });
+              if (!c.later) settle(open.length - 1);
+              break;
+            }
+            case 'settle': {
+              if (open.length > 0) settle(c.pick % open.length);
               break;
             }
             case 'in_place': {
@@ -143,7 +157,8 @@ describe('items custody property', () => {
             expect(usage.weight_m).toBeLessThanOrEqual(configs[index].max_weight_m!);
           }
         }
-        // Deliver everything still in flight (twice each), then count.
+        // End the reservations still open, deliver everything still in flight (twice each), then count.
+        while (open.length > 0) settle(0);
         for (const send of [...inFlight, ...inFlight]) run(send.key === itemContainerKey('t', 'd', 'a') ? 0 : 1, send.message as ContainerMessage);
         const counted = new Map<string, number>();
         for (const state of states) for (const item of state.items.values()) counted.set(item.definition_id, (counted.get(item.definition_id) ?? 0) + item.quantity);
