@@ -5,7 +5,7 @@
  * Other layers import this file only.
  */
 export { AMOUNT_ATOMIC_MAX, AMOUNT_USD_MAX, ATOMIC_PER_USD, USD_DECIMALS, USD_PATTERN, formatUsd, parseUsd, type ParsedUsd } from './money.js';
-export { PATH_LENGTH_MAX, compareSpecificity, isPathTemplate, normalizeTemplate, serviceOf, templateMatches } from './paths.js';
+export { PATH_LENGTH_MAX, compareSpecificity, concreteSegments, isPathTemplate, normalizeTemplate, routedSegments, serviceOf, templateMatches } from './paths.js';
 export { isExemptPath, pricedPath, resolvePrice, type ResolvedPrice } from './pricing.js';
 export { DESCRIPTION_LENGTH_MAX, HTTP_METHODS, PRICE_RULES_MAX, RULE_TYPES, SETTLE_MODES, SETTLE_MODE_DEFAULT, type PriceRule, type RuleType, type SettleMode } from './rules.js';
 import type { PriceRule, RuleType, SettleMode } from './rules.js';

@@ -60,6 +60,64 @@ export function templateMatches(rule: string, path: string): boolean {
 }
 
 /**
+ * A request's path as the router saw it, one entry per segment, every one
+ * plain text: the route's template with each `:param` replaced by the value
+ * the router decoded for it (and a final `*` by the rest it matched). So
+ * `/a/%6cock` prices as `/a/lock`, the route it reaches, and a segment that
+ * reads `*` or `:x` is text, not a pattern.
+ */
+export function routedSegments(template: string, params: Readonly<Record<string, unknown>>): string[] {
+  const segments: string[] = [];
+  const trimmed = template.length > 1 && template.endsWith('/') ? template.slice(0, -1) : template;
+  if (trimmed === '/') return segments;
+  for (const part of trimmed.slice(1).split('/')) {
+    if (part === '*') segments.push(...String(params['*'] ?? '').split('/'));
+    else if (part.startsWith(':')) segments.push(String(params[part.slice(1)] ?? ''));
+    else segments.push(part);
+  }
+  return segments;
+}
+
+/**
+ * A concrete path given as text (a quote's `path`), one entry per segment,
+ * each percent-decoded as the router decodes it (left as it is when it does
+ * not decode); every one plain text, as routedSegments.
+ */
+export function concreteSegments(path: string): string[] {
+  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  if (trimmed === '/' || trimmed === '') return [];
+  return trimmed
+    .slice(1)
+    .split('/')
+    .map((part) => {
+      try {
+        return decodeURIComponent(part);
+      } catch {
+        return part;
+      }
+    });
+}
+
+/** templateMatches for a concrete path's segments (routedSegments, concreteSegments): each is text, matched as text. */
+export function templateMatchesSegments(rule: string, path: readonly string[]): boolean {
+  const ruleSegments = segmentsOf(rule);
+  for (let index = 0; index < ruleSegments.length; index++) {
+    const segment = ruleSegments[index];
+    if (segment.kind === 'wildcard') return true;
+    const other = path[index];
+    if (other === undefined) return false;
+    if (segment.kind === 'static' && other !== segment.text) return false;
+  }
+  return ruleSegments.length === path.length;
+}
+
+/** serviceOf for a concrete path's segments. */
+export function serviceOfSegments(path: readonly string[]): string {
+  const start = path[0] === 'api' && path[1] !== undefined && /^v[0-9]+$/.test(path[1]) ? 2 : 0;
+  return (path[start] ?? '').toLowerCase();
+}
+
+/**
  * Orders two templates that both match a path: negative when `a` is more
  * specific. As Fastify's router prefers, segment by segment from the left,
  * static text beats a parameter, which beats a wildcard.

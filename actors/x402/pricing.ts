@@ -1,4 +1,4 @@
-import { compareSpecificity, normalizeTemplate, serviceOf, templateMatches } from './paths.js';
+import { compareSpecificity, normalizeTemplate, serviceOf, serviceOfSegments, templateMatches, templateMatchesSegments } from './paths.js';
 import { SETTLE_MODE_DEFAULT, type PriceRule, type SettleMode } from './rules.js';
 
 /**
@@ -38,16 +38,24 @@ export function pricedPath(url: string): string {
 
 const FREE: ResolvedPrice = { rule: null, amount_atomic: 0, payable: false, settle_mode: SETTLE_MODE_DEFAULT };
 
-export function resolvePrice(rules: readonly PriceRule[], method: string, path: string): ResolvedPrice {
-  if (isExemptPath(path)) return FREE;
+/**
+ * `path`: a router template (`/api/v1/things/:id`, the routes' listing), or a
+ * concrete path as segments of plain text (a request's, routedSegments; a
+ * quote's, concreteSegments), never a raw URL: an encoded character or a
+ * segment reading `*` must price as the route it reaches.
+ */
+export function resolvePrice(rules: readonly PriceRule[], method: string, path: string | readonly string[]): ResolvedPrice {
+  const concrete = typeof path !== 'string';
+  if (isExemptPath(concrete ? `/${path.join('/')}` : path)) return FREE;
   const verb = method.toUpperCase();
   let best: PriceRule | null = null;
   for (const rule of rules) {
-    if (!rule.enabled || rule.rule_type !== 'endpoint' || rule.method !== verb || !templateMatches(rule.path!, path)) continue;
+    if (!rule.enabled || rule.rule_type !== 'endpoint' || rule.method !== verb) continue;
+    if (!(concrete ? templateMatchesSegments(rule.path!, path) : templateMatches(rule.path!, path))) continue;
     if (best === null || compareSpecificity(normalizeTemplate(rule.path!), normalizeTemplate(best.path!)) < 0) best = rule;
   }
   if (best === null) {
-    const service = serviceOf(path);
+    const service = concrete ? serviceOfSegments(path) : serviceOf(path);
     best = rules.find((rule) => rule.enabled && rule.rule_type === 'service' && rule.service === service) ?? null;
   }
   if (best === null) best = rules.find((rule) => rule.enabled && rule.rule_type === 'default') ?? null;

@@ -5,6 +5,7 @@ import {
   formatUsd,
   isExemptPath,
   pricedPath,
+  routedSegments,
   resolvePrice,
   x402BalanceKey,
   type ChargeReply,
@@ -116,9 +117,10 @@ export function registerX402(app: FastifyInstance, services: AppServices): void 
     if (url === undefined || isExemptPath(url)) return;
     const method = request.method === 'HEAD' ? 'GET' : request.method;
     const path = pricedPath(request.url);
-    // Priced by the concrete path: a rule's `:param` covers any segment of it, and a rule naming one
-    // resource (`/api/v1/things/premium`) applies to that resource, as the quote says it does.
-    const price = resolvePrice(await edge.rules(), method, path);
+    // Priced by the concrete path as the router read it (its template, the parameters it decoded): a rule's
+    // `:param` covers any segment of it, a rule naming one resource (`/api/v1/things/premium`) applies to that
+    // resource, as the quote says it does, and `/things/%70remium` or a segment reading `*` is no way around it.
+    const price = resolvePrice(await edge.rules(), method, routedSegments(url, request.params as Record<string, unknown>));
     if (!price.payable) return;
     request.x402Payment = {
       price,

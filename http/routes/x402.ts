@@ -14,6 +14,7 @@ import {
   normalizeTemplate,
   parseUsd,
   principalFrom,
+  concreteSegments,
   pricedPath,
   resolvePrice,
   serviceOf,
@@ -480,8 +481,8 @@ export function x402Routes(app: FastifyInstance, services: AppServices): void {
     if (!['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) {
       throw new ServiceError('BAD_REQUEST', 'method must be GET, POST, PUT, PATCH or DELETE.', { details: [{ field: 'querystring.method', message: 'is not an HTTP method' }] });
     }
-    // Priced as the request itself is, by its path (pricedPath, the edge's).
-    const price = resolvePrice((await readRules()).rules, method === 'HEAD' ? 'GET' : method, pricedPath(request.query.path));
+    // Priced as the request itself is: its path's segments, percent-decoded as the router decodes them.
+    const price = resolvePrice((await readRules()).rules, method === 'HEAD' ? 'GET' : method, concreteSegments(pricedPath(request.query.path)));
     return { amount_usd: formatUsd(price.amount_atomic), payable: price.payable, rule_id: price.rule?.id ?? null, settle_mode: price.settle_mode };
   });
 

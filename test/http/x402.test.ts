@@ -389,6 +389,29 @@ describe('enforcement from a prepaid balance', () => {
     }
   });
 
+  it('prices a path by the route it reaches: an encoded character or a segment reading * is no way around a rule', async () => {
+    const user = await t.newUser('encoded');
+    for (const path of ['/api/v1/distributed-state/a/b/%6cock', '/api/v1/distributed-stat%65/a/b/lock', '/api/v1/distributed-state/*/b/lock', '/api/v1/distributed-state/a/*/lock']) {
+      const res = await t.request('GET', path, { token: user.token });
+      expect(res.status, `${path}: ${res.text}`).toBe(402);
+    }
+    const quoted = await t.request('GET', `/api/v1/x402/quote?method=GET&path=${encodeURIComponent('/api/v1/distributed-state/*/b/lock')}`, { token: user.token });
+    expect(quoted.body).toMatchObject({ amount_usd: '0.05', payable: true });
+    // A rule naming one resource prices it however its path is spelled.
+    await credit(user.user_id, '1');
+    const premium = '/api/v1/distributed-state/pay/premium/lock';
+    expect((await t.request('POST', '/admin/x402/pricing/endpoints', { token: admin, body: { method: 'GET', path: premium, amount_usd: '0.07' } })).status).toBeLessThan(300);
+    try {
+      const spelled = await t.request('GET', '/api/v1/distributed-state/pay/premiu%6d/lock', { token: user.token });
+      expect(spelled.status, spelled.text).toBe(200);
+      expect(spelled.headers.get('x402-charged-usd')).toBe('0.07');
+      const quotedSpelled = await t.request('GET', `/api/v1/x402/quote?method=GET&path=${encodeURIComponent('/api/v1/distributed-state/pay/premiu%6d/lock')}`, { token: user.token });
+      expect(quotedSpelled.body.amount_usd).toBe('0.07');
+    } finally {
+      await t.request('DELETE', `/admin/x402/pricing/endpoints/GET${premium}`, { token: admin });
+    }
+  });
+
   it('concurrent requests never take the balance below zero', async () => {
     const user = await t.newUser('racer');
     await credit(user.user_id, '0.15');

@@ -3,10 +3,12 @@ import { describe, expect, it } from 'vitest';
 import {
   PRICE_RULES_MAX,
   compareSpecificity,
+  concreteSegments,
   isPathTemplate,
   normalizeTemplate,
   pricedPath,
   resolvePrice,
+  routedSegments,
   serviceOf,
   templateMatches,
   type PriceRule,
@@ -98,6 +100,21 @@ describe('x402 price resolution', () => {
     expect(resolvePrice(rules, 'get', '/api/v1/things/:thing').amount_atomic).toBe(3_000);
     expect(resolvePrice(rules, 'POST', '/api/v1/things/42').amount_atomic).toBe(2_000);
     expect(resolvePrice(rules, 'GET', '/api/v1/other').amount_atomic).toBe(1_000);
+  });
+
+  it('a concrete path is read as the router reads it: segments of text, percent-decoded', () => {
+    // As the edge builds it: the route's template, its parameters as the router decoded them.
+    expect(routedSegments('/api/v1/things/:id', { id: '*' })).toEqual(['api', 'v1', 'things', '*']);
+    expect(routedSegments('/api/v1/files/*', { '*': 'a/b' })).toEqual(['api', 'v1', 'files', 'a', 'b']);
+    expect(resolvePrice(rules, 'GET', routedSegments('/api/v1/things/:id', { id: '*' })).amount_atomic).toBe(3_000);
+    expect(resolvePrice(rules, 'GET', routedSegments('/api/v1/things/:id', { id: 'special' })).amount_atomic).toBe(4_000);
+    // As the quote reads a path it is given.
+    expect(concreteSegments('/api/v1/thing%73/speci%61l')).toEqual(['api', 'v1', 'things', 'special']);
+    expect(concreteSegments('/api/v1/things/%E0%A4%A')).toEqual(['api', 'v1', 'things', '%E0%A4%A']);
+    expect(resolvePrice(rules, 'GET', concreteSegments('/api/v1/thing%73/speci%61l')).amount_atomic).toBe(4_000);
+    expect(resolvePrice(rules, 'GET', concreteSegments('/api/v1/things/:id')).amount_atomic).toBe(3_000);
+    expect(resolvePrice(rules, 'POST', concreteSegments('/api/v1/thing%73/1')).amount_atomic).toBe(2_000);
+    expect(resolvePrice(rules, 'GET', concreteSegments('/x402/quote')).payable).toBe(false);
   });
 
   it('the most specific endpoint template wins, whatever the order of the rules', () => {

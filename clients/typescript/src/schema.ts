@@ -26522,8 +26522,9 @@ export interface paths {
          * @description - `GET /api/v1/x402/status` (no credential): `{"enabled": true, "networks": ["base-sepolia"], "settle_mode_default": "verify_then_settle_after"}`.
          *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
          *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
-         *       `method` is case-insensitive; `path` must start with `/` (a template or a
-         *       concrete path; a query string is ignored, as the edge ignores it).
+         *       `method` is case-insensitive; `path` must start with `/` (a concrete path,
+         *       its segments percent-decoded as the edge decodes them; a query string is
+         *       ignored, as the edge ignores it).
          *       Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
          *     - `GET /x402/catalog` (no credential): every route this node serves whose
          *       price is payable and whose rule is discoverable, with x402 payment
@@ -26610,8 +26611,9 @@ export interface paths {
          * @description - `GET /api/v1/x402/status` (no credential): `{"enabled": true, "networks": ["base-sepolia"], "settle_mode_default": "verify_then_settle_after"}`.
          *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
          *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
-         *       `method` is case-insensitive; `path` must start with `/` (a template or a
-         *       concrete path; a query string is ignored, as the edge ignores it).
+         *       `method` is case-insensitive; `path` must start with `/` (a concrete path,
+         *       its segments percent-decoded as the edge decodes them; a query string is
+         *       ignored, as the edge ignores it).
          *       Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
          *     - `GET /x402/catalog` (no credential): every route this node serves whose
          *       price is payable and whose rule is discoverable, with x402 payment
@@ -26715,8 +26717,9 @@ export interface paths {
          * @description - `GET /api/v1/x402/status` (no credential): `{"enabled": true, "networks": ["base-sepolia"], "settle_mode_default": "verify_then_settle_after"}`.
          *     - `GET /api/v1/x402/quote?method=get&path=/api/v1/distributed-state/a/b/lock` (B):
          *       `{"amount_usd": "0.05", "payable": true, "rule_id": "pr_…", "settle_mode": "verify_then_settle_after"}`.
-         *       `method` is case-insensitive; `path` must start with `/` (a template or a
-         *       concrete path; a query string is ignored, as the edge ignores it).
+         *       `method` is case-insensitive; `path` must start with `/` (a concrete path,
+         *       its segments percent-decoded as the edge decodes them; a query string is
+         *       ignored, as the edge ignores it).
          *       Unpriced: `{"amount_usd": "0", "payable": false, "rule_id": null, …}`.
          *     - `GET /x402/catalog` (no credential): every route this node serves whose
          *       price is payable and whose rule is discoverable, with x402 payment
@@ -42345,7 +42348,9 @@ export interface paths {
          *       outbox; the target places them (in the held room) and answers the flow.
          *       The units are in exactly one container at every commit, also across
          *       kill -9. A whole item keeps its `item_id` and durability; part of a stack
-         *       arrives as a new stack. Received items do not join existing stacks (use
+         *       arrives as a new stack, and so does a stack some of whose units a craft in
+         *       flight has reserved (if that craft is refused, they come back under the old
+         *       id in the source): an `item_id` is never in two containers. Received items do not join existing stacks (use
          *       `POST /merge`), and do not count toward collection progress.
          *
          *     | operation | answer |
