@@ -14,8 +14,11 @@ import { responseHoldsSecret } from '../secret-responses.js';
  * and one member's key must not replay another's answer (nor stop the other's
  * request from running). The stored response is committed before the first
  * response leaves, so a retry can never run the request a second time.
- * 5xx responses are not stored: the request may be retried.
+ * 5xx, 402 and 429 responses are not stored: the request may be retried.
  */
+/** Answers a retry under the same key must not replay: the request did not run (payment required, rate limited). */
+const RETRY_STATUSES = new Set([402, 429]);
+
 /** An Idempotency-Key: 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -91,7 +94,9 @@ export function registerIdempotency(app: FastifyInstance, services: AppServices)
   }
 
   async function finish(context: IdempotencyContext, reply: FastifyReply, payload: unknown): Promise<unknown> {
-    if (reply.statusCode >= 500 || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
+    // Not stored, so the same key runs the request when retried: a 5xx (it may not have run), and the answers
+    // that say it did not run and how to get it to: 402 (pay, then retry: x402) and 429 (wait, then retry).
+    if (reply.statusCode >= 500 || RETRY_STATUSES.has(reply.statusCode) || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
       await services.actors.ask(IDEMPOTENCY_KIND, context.actorKey, { op: 'abort', fingerprint: context.fingerprint });
       return payload;
     }

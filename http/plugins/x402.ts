@@ -74,7 +74,12 @@ declare module 'fastify' {
  */
 function chargeIdOf(request: FastifyRequest): string {
   const key = request.headers['idempotency-key'];
-  if (request.method === 'POST' && typeof key === 'string' && IDEMPOTENCY_KEY_PATTERN.test(key)) return `idem ${request.principal?.user_id ?? ''} POST ${request.url} ${key}`;
+  // Only when the idempotency store took the request (request.idempotency): its retry is then answered from the
+  // store. A route it does not cover (no bearer when it looked, or one that keeps its own keys) runs anew each
+  // time, and one charge per key would make every run after the first free.
+  if (request.idempotency !== null && request.method === 'POST' && typeof key === 'string' && IDEMPOTENCY_KEY_PATTERN.test(key)) {
+    return `idem ${request.principal?.user_id ?? ''} POST ${request.url} ${key}`;
+  }
   // Not request.id: a client's X-Request-Id becomes the request id, and one reused would make every
   // request after the first a duplicate of a charge already paid, served for nothing.
   return `req ${randomId()}`;

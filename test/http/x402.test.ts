@@ -370,6 +370,48 @@ describe('enforcement from a prepaid balance', () => {
     }
   });
 
+  it('a 402 is not stored under the Idempotency-Key: after paying, the same key runs the request', async () => {
+    const user = await t.newUser('pay402');
+    await t.request('POST', '/admin/x402/pricing/endpoints', { token: admin, body: { method: 'POST', path: LOCK_TEMPLATE, amount_usd: '0.1' } });
+    try {
+      const path = lockPath();
+      const headers = { 'idempotency-key': `pay-${keyCounter}` };
+      expect((await t.request('POST', path, { token: user.token, body: { owner_id: 'o' }, headers })).status).toBe(402);
+      await credit(user.user_id, '0.1');
+      const paid = await t.request('POST', path, { token: user.token, body: { owner_id: 'o' }, headers });
+      expect(paid.status, paid.text).toBe(200);
+      expect(paid.headers.get('idempotent-replayed')).toBeNull();
+      expect(paid.headers.get('x402-charged-usd')).toBe('0.1');
+      const replay = await t.request('POST', path, { token: user.token, body: { owner_id: 'o' }, headers });
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(await balanceOf(user.token)).toBe('0');
+    } finally {
+      await t.request('DELETE', `/admin/x402/pricing/endpoints/POST${LOCK_TEMPLATE}`, { token: admin });
+    }
+  });
+
+  it('an Idempotency-Key on a POST the idempotency store does not cover (no bearer required) makes no run free', async () => {
+    const owner = await t.newUser('pubform');
+    const form = await t.request('POST', '/api/v1/forms', { token: owner.token, body: { name: 'pub', title: 'Pub', schema: { type: 'object' }, spam: { allow_anonymous: true, rate_limit_per_minute: 100 } } });
+    expect(form.status, form.text).toBe(201);
+    expect((await t.request('POST', `/api/v1/forms/${form.body.form_id}/status`, { token: owner.token, body: { status: 'active' } })).status).toBe(200);
+    const template = '/api/v1/forms/:form_id/submissions/public';
+    await t.request('POST', '/admin/x402/pricing/endpoints', { token: admin, body: { method: 'POST', path: template, amount_usd: '0.2' } });
+    try {
+      const user = await t.newUser('pubpayer');
+      await credit(user.user_id, '0.5');
+      const headers = { 'idempotency-key': 'same-key' };
+      const runs = [];
+      for (let i = 0; i < 3; i++) runs.push(await t.request('POST', `/api/v1/forms/${form.body.form_id}/submissions/public`, { token: user.token, body: { data: { n: i } }, headers }));
+      expect(runs.map((run) => run.status)).toEqual([201, 201, 402]);
+      expect(new Set(runs.slice(0, 2).map((run) => run.body.submission_id)).size).toBe(2);
+      expect(runs.slice(0, 2).map((run) => run.headers.get('x402-charged-usd'))).toEqual(['0.2', '0.2']);
+      expect(await balanceOf(user.token)).toBe('0.1');
+    } finally {
+      await t.request('DELETE', `/admin/x402/pricing/endpoints/POST${template}`, { token: admin });
+    }
+  });
+
   it('a rule naming one resource prices that resource, as its quote says, and not its neighbours', async () => {
     const user = await t.newUser('oneres');
     await credit(user.user_id, '1');
