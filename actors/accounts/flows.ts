@@ -32,6 +32,7 @@ import {
   type ThrottlePolicy,
   type UserMessage,
 } from './messages.js';
+import { passwordFingerprint } from './password-fingerprint.js';
 
 /**
  * The login flow (kind `login-flow`, one per attempt, key = a fresh id from
@@ -414,11 +415,11 @@ function stepFlow(state: State, message: LoginFlowMessage | AlarmMessage, contex
         return end(flow, 'succeed', refused({ code: 'sso_required', message: ssoRequiredError(message.sso_required_by.name).message }));
       }
       if (credentials.two_factor_enabled) {
-        const done: LoginDone = { requires_2fa: true, user_id: credentials.user_id };
+        const done: LoginDone = { requires_2fa: true, user_id: credentials.user_id, password_fingerprint: passwordFingerprint(credentials.password_hash) };
         return end(flow, 'succeed', { ok: true, value: done });
       }
       // The places are settled now; the session opens in the user actor.
-      const open = toUser(credentials.user_id, 'open-session', { op: 'open-session', ...message.session }, context);
+      const open = toUser(credentials.user_id, 'open-session', { op: 'open-session', ...message.session, password_fingerprint: passwordFingerprint(credentials.password_hash) }, context);
       return { state: { ...flow, phase: 'opening', reserved: [] }, sends: [...settle(flow.reserved, 'succeed'), open] };
     }
 

@@ -134,7 +134,11 @@ export type UserMessage =
   | { op: 'get' }
   /** With `ip_address`, `known_address` says whether the user has signed in from it (a session, live or ended in the last 7 days). */
   | { op: 'credentials'; ip_address?: string | null }
-  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string }
+  /**
+   * `password_fingerprint` (a password login's): the session opens only while the password is still the one the
+   * login checked (actors/accounts/password-fingerprint.ts).
+   */
+  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string; password_fingerprint?: string }
   | { op: 'authenticate'; session_id: string }
   /**
    * Rotates the session's refresh token. With `client` (the edge's refresh), a
@@ -155,6 +159,11 @@ export type UserMessage =
       presented: PresentedCode;
       /** The organization enforcing SSO on the user now (the edge asks before this turn); absent or null: none. */
       sso_required_by?: { name: string | null } | null;
+      /**
+       * The password step's fingerprint, carried by the challenge token; null for a token without one (an
+       * impersonation's). A login challenge completes only while the password is still that one.
+       */
+      password_fingerprint: string | null;
     } & SessionRequest)
   | { op: 'admin-detail' }
   /**
@@ -430,7 +439,7 @@ export interface LoginBegun {
 }
 
 /** The last answer of a password login. */
-export type LoginDone = { requires_2fa: true; user_id: string } | { requires_2fa: false; session_id: string; user: PublicUser };
+export type LoginDone = { requires_2fa: true; user_id: string; password_fingerprint: string } | { requires_2fa: false; session_id: string; user: PublicUser };
 
 /** The last answer of a registration. */
 export interface Registered {

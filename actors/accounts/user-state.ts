@@ -1,5 +1,6 @@
 import { ServiceError, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
+import { passwordFingerprint } from './password-fingerprint.js';
 import { answerFlowCall, flowCall, type FlowError } from '../flow-call.js';
 import {
   beginSetup,
@@ -202,6 +203,10 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
     }
 
     case 'open-session':
+      // A password login that raced a change or reset of the password: its check was of the old one.
+      if (message.password_fingerprint !== undefined && state.user && passwordFingerprint(state.user.password_hash) !== message.password_fingerprint) {
+        throw new ServiceError('invalid_credentials', 'The password changed while signing in; sign in again.');
+      }
       return openSession(state, message, context);
 
     case 'authenticate': {
@@ -317,6 +322,9 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       }
       // A challenge opened by an admin impersonation opens an impersonation session.
       const impersonation = (state.impersonation_challenges ?? []).find(([id, , expires]) => id === message.challenge_id && expires > now);
+      // Any other is a login's: its token carries the fingerprint of the password it checked, which must still be
+      // this account's. A token without one (an impersonation's no longer listed) is no login challenge at all.
+      if (!impersonation && message.password_fingerprint !== passwordFingerprint(user.password_hash)) return { state, reply: { ok: false } };
       // SSO enforcement switched on after the password step still applies; impersonation is not gated
       // (docs/api/organizations.md). Refused before the code is judged: nothing is used up.
       if (message.sso_required_by && !impersonation) throw ssoRequiredError(message.sso_required_by.name);

@@ -154,7 +154,7 @@ export class Accounts {
     const done = settled(
       await this.askFlow<LoginDone>(flow, { op: 'password-checked', verified, sso_required_by, session: this.sessionRequest(refresh.hash, client) }),
     );
-    if (done.requires_2fa) return { requires_2fa: true, two_factor_token: await this.twoFactorChallenge(done.user_id) };
+    if (done.requires_2fa) return { requires_2fa: true, two_factor_token: await this.twoFactorChallenge(done.user_id, done.password_fingerprint) };
     return { requires_2fa: false, ...(await this.tokenBody(done.user.id, done.session_id, refresh.secret, done.user)) };
   }
 
@@ -199,9 +199,9 @@ export class Accounts {
     return this.tokenBody(user_id, opened.session_id, refresh.secret, opened.user);
   }
 
-  /** The token for the second login step of a user with two-factor enabled. */
-  twoFactorChallenge(user_id: string): Promise<string> {
-    return this.services.tokens.signTwoFactorChallenge(user_id, randomId('chl_'), TWO_FACTOR_CHALLENGE_TTL_SECONDS);
+  /** The token for the second login step of a user with two-factor enabled, bound to the password the first step checked. */
+  twoFactorChallenge(user_id: string, password_fingerprint: string): Promise<string> {
+    return this.services.tokens.signTwoFactorChallenge(user_id, randomId('chl_'), TWO_FACTOR_CHALLENGE_TTL_SECONDS, password_fingerprint);
   }
 
   /**
@@ -218,6 +218,7 @@ export class Accounts {
     const opened = await this.checkCode<{ ok: true; session_id: string; user: PublicUser }>(challenge.user_id, client.ip_address, {
       op: '2fa-login',
       challenge_id: challenge.challenge_id,
+      password_fingerprint: challenge.password_fingerprint,
       presented: presentedCode(code),
       sso_required_by,
       ...this.sessionRequest(refresh.hash, client),

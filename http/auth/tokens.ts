@@ -76,9 +76,10 @@ export class TokenService {
    * proves the password step for `ttl_seconds`; `jti` names the challenge so the
    * user actor can count wrong codes and refuse a second use.
    */
-  async signTwoFactorChallenge(user_id: string, challenge_id: string, ttl_seconds: number): Promise<string> {
+  async signTwoFactorChallenge(user_id: string, challenge_id: string, ttl_seconds: number, password_fingerprint: string | null = null): Promise<string> {
     const now_s = Math.floor(this.now() / 1000);
-    return new SignJWT({})
+    // `pwf`: the fingerprint of the password the login checked (actors/accounts/password-fingerprint.ts); none for an impersonation's.
+    return new SignJWT(password_fingerprint === null ? {} : { pwf: password_fingerprint })
       .setProtectedHeader({ alg: ALGORITHM, kid: this.kid, typ: '2fa+jwt' })
       .setSubject(user_id)
       .setJti(challenge_id)
@@ -88,7 +89,7 @@ export class TokenService {
       .sign(this.signKey);
   }
 
-  async verifyTwoFactorChallenge(token: string): Promise<{ user_id: string; challenge_id: string }> {
+  async verifyTwoFactorChallenge(token: string): Promise<{ user_id: string; challenge_id: string; password_fingerprint: string | null }> {
     try {
       const { payload } = await jwtVerify(token, this.verifyKey, {
         issuer: this.issuer,
@@ -97,7 +98,7 @@ export class TokenService {
         currentDate: new Date(this.now()),
       });
       if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string') throw new Error('missing claims');
-      return { user_id: payload.sub, challenge_id: payload.jti };
+      return { user_id: payload.sub, challenge_id: payload.jti, password_fingerprint: typeof payload.pwf === 'string' ? payload.pwf : null };
     } catch {
       throw new ServiceError('invalid_credentials', 'The two-factor token is invalid or expired.');
     }

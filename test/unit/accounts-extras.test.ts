@@ -9,6 +9,7 @@ import {
 } from '../../actors/accounts/user-state.js';
 import { base32Decode, totp } from '../../actors/accounts/totp.js';
 import { codeOf, fixedContext } from '../helpers/step.js';
+import { passwordFingerprint } from '../../actors/accounts/password-fingerprint.js';
 
 /** Pure step tests: impersonation on the user (the login throttle: accounts-login-throttle.test.ts). */
 const T0 = Date.UTC(2026, 0, 1);
@@ -48,12 +49,13 @@ describe('user: impersonation', () => {
     const setup = send(fresh(), { op: '2fa-setup', secret_b32: SECRET, backup_hashes: [] }, T0).state;
     const enabled = send(setup, { op: '2fa-verify-setup', code: code(T0) }, T0).state;
     const at = T0 + 60_000;
-    const login = (state: UserState, challenge_id: string, sso_required_by: { name: string | null } | null) =>
+    const login = (state: UserState, challenge_id: string, sso_required_by: { name: string | null } | null, password_fingerprint: string | null = passwordFingerprint('x')) =>
       send(state, {
         op: '2fa-login',
         challenge_id,
         presented: { code: code(at), code_hash: 'none' },
         sso_required_by,
+        password_fingerprint,
         refresh_hash: 'r',
         ttl_seconds: 3600,
         ip_address: '',
@@ -73,9 +75,29 @@ describe('user: impersonation', () => {
 
     const challenged = impersonate(enabled, T0);
     const { challenge_id } = challenged.reply as { challenge_id: string };
-    const impersonated = login(challenged.state, challenge_id, { name: 'Strict Org' });
+    const impersonated = login(challenged.state, challenge_id, { name: 'Strict Org' }, null);
     expect(impersonated.reply).toMatchObject({ ok: true });
     const session = impersonated.state.sessions[(impersonated.reply as { session_id: string }).session_id];
     expect(session.impersonated_by).toBe('usr_admin');
+  });
+
+  it('a sign-in completes only while the password is the one its password step checked', () => {
+    const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
+    const code = (at: number) => totp(base32Decode(SECRET)!, at);
+    const setup = send(fresh(), { op: '2fa-setup', secret_b32: SECRET, backup_hashes: [] }, T0).state;
+    const enabled = send(setup, { op: '2fa-verify-setup', code: code(T0) }, T0).state;
+    const at = T0 + 60_000;
+    const session = { refresh_hash: 'r', ttl_seconds: 3600, ip_address: '', user_agent: '' };
+    const changed = send(enabled, { op: 'password-change', password_hash: 'y', keep_session_id: 'none' }, at).state;
+    // A login that checked the old password: neither its session nor its two-factor challenge opens.
+    expect(codeOf(() => send(changed, { op: 'open-session', ...session, password_fingerprint: passwordFingerprint('x') }, at))).toBe('invalid_credentials');
+    const stale = send(changed, { op: '2fa-login', challenge_id: 'chl_old', presented: { code: code(at), code_hash: 'none' }, password_fingerprint: passwordFingerprint('x'), ...session }, at);
+    expect(stale.reply).toEqual({ ok: false });
+    // A challenge token without a fingerprint (an impersonation's, no longer listed) is no login challenge.
+    const bare = send(changed, { op: '2fa-login', challenge_id: 'chl_bare', presented: { code: code(at), code_hash: 'none' }, password_fingerprint: null, ...session }, at);
+    expect(bare.reply).toEqual({ ok: false });
+    // The new password's opens.
+    expect(send(changed, { op: 'open-session', ...session, password_fingerprint: passwordFingerprint('y') }, at).reply).toMatchObject({ session_id: expect.any(String) });
+    expect(send(changed, { op: '2fa-login', challenge_id: 'chl_new', presented: { code: code(at), code_hash: 'none' }, password_fingerprint: passwordFingerprint('y'), ...session }, at).reply).toMatchObject({ ok: true });
   });
 });

@@ -156,7 +156,7 @@ describe('admin user ops', () => {
     expect(codeOf(() => send(state, { op: 'admin-delete' }))).toBe('not_found');
     expect(codeOf(() => send(state, { op: 'list-sessions' }))).toBe('not_found');
     const late2fa = send(state, {
-      op: '2fa-login', challenge_id: 'chl_1', presented: { code: '123456', code_hash: 'x' },
+      op: '2fa-login', challenge_id: 'chl_1', presented: { code: '123456', code_hash: 'x' }, password_fingerprint: null,
       refresh_hash: 'h', ttl_seconds: 60, ip_address: '', user_agent: '',
     });
     expect(late2fa.reply).toEqual({ ok: false });
