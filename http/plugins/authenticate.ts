@@ -231,7 +231,9 @@ function sessionPrincipal(session: SessionPrincipal, claims: AccessClaims): Prin
   return {
     user_id: session.user_id,
     session_id: session.session_id,
-    role: session.role,
+    // An impersonation acts as a user, never as an admin: admins cannot be impersonated, and a target made admin
+    // since must not lend the impersonating admin a second admin identity (docs/api/admin.md).
+    role: session.impersonated_by ? 'user' : session.role,
     org_id: null,
     tenant: session.user_id,
     credential: 'access_token',

@@ -294,6 +294,7 @@ export function adminRoutes(app: FastifyInstance, services: AppServices): void {
     if (admin.session_id === '' || admin.credential !== 'access_token') {
       throw new ServiceError('forbidden', 'Impersonation needs an interactive session, not an API key.');
     }
+    if (admin.impersonated_by) throw new ServiceError('impersonation_forbidden', 'An impersonation session cannot impersonate in turn.');
     // The user actor refuses another admin or a banned user, and opens a session or a two-factor challenge.
     const started = await accounts.impersonate(id, admin.user_id, clientOf(request));
     if (started.requires_2fa) return { requires_2fa: true as const, two_factor_token: started.two_factor_token, user: userView(started.user) };

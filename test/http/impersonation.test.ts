@@ -50,6 +50,21 @@ describe('impersonation', () => {
     expect(sessions.filter((s) => s.impersonated_by === null)).toHaveLength(1); // the user's own session
   });
 
+  it('an impersonation acts as a user even when its target is made an admin since: no admin routes, no impersonation in turn', async () => {
+    const user = await t.newUser('promoted');
+    const other = await t.newUser('bystander');
+    const res = await impersonate(user.user_id);
+    expect(res.status, res.text).toBe(200);
+    const patched = await t.request('PATCH', `/admin/auth/users/${user.user_id}`, { token: adminToken, body: { role: 'admin' } });
+    expect(patched.status, patched.text).toBe(200);
+    const as = res.body.access_token as string;
+    expectError(await t.request('GET', '/admin/auth/users', { token: as }), 403, 'forbidden');
+    expectError(await t.request('POST', `/admin/auth/users/${other.user_id}/ban`, { token: as, body: { reason: 'x' } }), 403, 'forbidden');
+    expectError(await impersonate(other.user_id, as), 403, 'forbidden');
+    // Its own reads still work, as the user's.
+    expect((await t.request('GET', '/api/v1/auth/me', { token: as })).body.id).toBe(user.user_id);
+  });
+
   it('an impersonation session ends after an hour, refreshes included', async () => {
     const user = await t.newUser('imp');
     const res = await impersonate(user.user_id);
