@@ -138,7 +138,16 @@ export type UserMessage =
    * `password_fingerprint` (a password login's): the session opens only while the password is still the one the
    * login checked (actors/accounts/password-fingerprint.ts).
    */
-  | { op: 'open-session'; refresh_hash: string; ttl_seconds: number; ip_address: string; user_agent: string; password_fingerprint?: string }
+  | {
+      op: 'open-session';
+      refresh_hash: string;
+      ttl_seconds: number;
+      ip_address: string;
+      user_agent: string;
+      password_fingerprint?: string;
+      /** A CLI login's: the session that approved it, which must still be live (actors/cli-login/state.ts). */
+      approving_session_id?: string;
+    }
   | { op: 'authenticate'; session_id: string }
   /**
    * Rotates the session's refresh token. With `client` (the edge's refresh), a

@@ -207,6 +207,12 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
       if (message.password_fingerprint !== undefined && state.user && passwordFingerprint(state.user.password_hash) !== message.password_fingerprint) {
         throw new ServiceError('invalid_credentials', 'The password changed while signing in; sign in again.');
       }
+      if (message.approving_session_id !== undefined) {
+        const approving = Object.hasOwn(state.sessions, message.approving_session_id) ? state.sessions[message.approving_session_id] : undefined;
+        if (!approving || !isSessionLive(approving, now)) {
+          throw new ServiceError('conflict', 'The session that approved this login has ended (signed out, password changed or reset, or banned): start a new CLI login.');
+        }
+      }
       return openSession(state, message, context);
 
     case 'authenticate': {

@@ -12,7 +12,8 @@ export type CliStatus = 'pending' | 'completed' | 'delivered';
 
 export type CliMessage =
   | { op: 'create'; id: string; poll_hash: string; user_code: string }
-  | { op: 'complete'; user_id: string }
+  /** `session_id`: the approving session; the CLI's session opens only while it is still live. */
+  | { op: 'complete'; user_id: string; session_id: string }
   /**
    * With `session` (what opening one needs: the hash of the edge's refresh
    * secret, its lifetime, the client), a completed login opens the user's

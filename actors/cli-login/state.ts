@@ -20,6 +20,11 @@ export interface CliSession {
   expires_at_ms: number;
   status: CliStatus;
   user_id: string | null;
+  /**
+   * The session that approved the login. The CLI's session opens only while it is live: a password change or
+   * reset, a ban, or signing out of it between the approval and the poll cancels the approval.
+   */
+  approved_by_session?: string | null;
   last_poll_ms: number | null;
   /** The poll waiting for the session the user actor is opening (absent: none). */
   delivering?: string | null;
@@ -62,7 +67,7 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
     case 'complete': {
       const session = liveSession(state, now);
       if (session.status !== 'pending') throw new ServiceError('conflict', 'This CLI login session was already completed.');
-      return { state: { session: { ...session, status: 'completed', user_id: message.user_id } }, reply: { user_code: session.user_code } };
+      return { state: { session: { ...session, status: 'completed', user_id: message.user_id, approved_by_session: message.session_id } }, reply: { user_code: session.user_code } };
     }
     case 'poll': {
       const session = liveSession(state, now);
@@ -79,7 +84,7 @@ export function stepCli(state: CliState, message: CliMessage | AlarmMessage, con
       // Single delivery: the user id leaves once, then the session is spent.
       if (message.session) {
         // The user actor opens the session (it refuses a banned user) and answers here; the poll waits for it.
-        const open: UserMessage = { op: 'open-session', ...message.session };
+        const open: UserMessage = { op: 'open-session', ...message.session, ...(session.approved_by_session ? { approving_session_id: session.approved_by_session } : {}) };
         const reply_to = { kind: context.kind, key: context.key, flow_id: context.key, step: 'open-session' };
         return {
           state: { session: { ...session, status: 'delivered', last_poll_ms: now, delivering: context.request_id } },

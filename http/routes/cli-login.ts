@@ -106,7 +106,7 @@ export function cliLoginRoutes(app: FastifyInstance, services: AppServices): voi
   }, async (request, reply) => {
     // The CLI receives an ordinary session: an impersonation may not approve one.
     const principal = refuseImpersonation(request);
-    await ask(request.params.id, { op: 'complete', user_id: principal.user_id });
+    await ask(request.params.id, { op: 'complete', user_id: principal.user_id, session_id: principal.session_id });
     return reply.code(204).send();
   });
 

@@ -59,6 +59,19 @@ describe('CLI login', () => {
     expectError(await poll(id, poll_token), 409, 'conflict');
   });
 
+  it('an approval whose session has ended since (signed out, password changed) delivers no tokens', async () => {
+    const user = await t.newUser('cliend');
+    const created = await create();
+    const { id, poll_token } = created.body;
+    expect((await complete(id, user.token)).status).toBe(204);
+    // The approving session signs out (as a password change or a ban would end it).
+    expect((await t.request('POST', '/api/v1/auth/logout', { token: user.token })).status).toBeLessThan(300);
+    clock().advance(5000);
+    const refused = await poll(id, poll_token);
+    expectError(refused, 409, 'conflict');
+    expect(refused.body.message).toContain('start a new CLI login');
+  });
+
   it('a wrong poll token or an unknown id is 404; complete needs a bearer', async () => {
     const user = await t.newUser('cli');
     const { id, poll_token } = (await create()).body;

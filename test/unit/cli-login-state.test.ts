@@ -24,8 +24,8 @@ describe('CLI login session', () => {
     state = pending.state;
     expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, T0 + 1000))).toBe('rate_limited');
     expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'wrong' }, T0 + 1000))).toBe('not_found');
-    state = run(state, { op: 'complete', user_id: 'usr_1' }, T0 + 2000).state;
-    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_2' }, T0 + 2000))).toBe('conflict');
+    state = run(state, { op: 'complete', user_id: 'usr_1', session_id: 'ses_1' }, T0 + 2000).state;
+    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_2', session_id: 'ses_1' }, T0 + 2000))).toBe('conflict');
     const later = T0 + CLI_POLL_INTERVAL_S * 1000;
     const delivered = run(state, { op: 'poll', poll_hash: 'ph' }, later);
     expect(delivered.reply).toEqual({ status: 'completed', user_id: 'usr_1' });
@@ -35,7 +35,7 @@ describe('CLI login session', () => {
   it('expired sessions are unknown before and after the alarm', () => {
     const state = created().state;
     const end = T0 + CLI_SESSION_TTL_MS;
-    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_1' }, end))).toBe('not_found');
+    expect(codeOf(() => run(state, { op: 'complete', user_id: 'usr_1', session_id: 'ses_1' }, end))).toBe('not_found');
     expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, end))).toBe('not_found');
     expect(run(state, { op: 'info' }, end - 1).reply).toEqual({ id: 'cli_1', user_code: 'ABCD-EFGH', status: 'pending', expires_at_ms: end });
     expect(codeOf(() => run(state, { op: 'info' }, end))).toBe('not_found');
@@ -43,12 +43,12 @@ describe('CLI login session', () => {
   });
 
   it('a poll that brings its session request opens the session through the user actor and answers when it is open', () => {
-    let state = run(created().state, { op: 'complete', user_id: 'usr_1' }, T0).state;
+    let state = run(created().state, { op: 'complete', user_id: 'usr_1', session_id: 'ses_1' }, T0).state;
     const session = { refresh_hash: 'rh', ttl_seconds: 3600, ip_address: '::1', user_agent: 'cli' };
     const polled = stepCli(state, { op: 'poll', poll_hash: 'ph', session }, { ...fixedContext(T0 + 1, 'cli-login', 'cli_1'), request_id: 'req_1' });
     expect(polled.defer).toBe(true);
     const reply_to = { kind: 'cli-login', key: 'cli_1', flow_id: 'cli_1', step: 'open-session' };
-    expect(polled.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'flow-call', call: { op: 'open-session', ...session }, reply_to } }]);
+    expect(polled.sends).toEqual([{ kind: 'user', key: 'usr_1', message: { op: 'flow-call', call: { op: 'open-session', ...session, approving_session_id: 'ses_1' }, reply_to } }]);
     state = polled.state;
     // Delivered once: another poll is refused even while the session is opening.
     expect(codeOf(() => run(state, { op: 'poll', poll_hash: 'ph' }, T0 + CLI_POLL_INTERVAL_S * 1000 + 1))).toBe('conflict');

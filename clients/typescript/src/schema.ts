@@ -1379,7 +1379,10 @@ export interface paths {
          *       `POST /api/v1/auth/2fa/verify` (same body and rules as a normal second login
          *       step, valid 5 minutes); the session opened there records `impersonated_by`.
          *       The user actor remembers which challenges an impersonation opened (the last
-         *       10, until they expire), so a normal login of the same user is not marked.
+         *       10, until they expire), so a normal login of the same user is not marked. An
+         *       impersonation's challenge token is not a login's (a login's names the
+         *       password its first step checked): one that has left that list fails (401),
+         *       it never opens an ordinary, unmarked session.
          *
          *     `POST /api/v1/auth/login` with a password: after the password is checked (a wrong
          *     password is still the plain 401 `invalid_credentials`, so the policy reveals
@@ -1620,6 +1623,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -2300,6 +2307,11 @@ export interface paths {
          *     - **Every session of the user ends**, refresh tokens included, at once on every
          *       node (as for a change). The user signs in again with the new password; no
          *       tokens are returned.
+         *     - A sign-in is bound to the password its password step checked: one still
+         *       under way when the password changes or is reset (its session not yet open,
+         *       or its two-factor step not yet done) is refused with 401
+         *       `invalid_credentials`, so no login that began with the old password ends
+         *       with a session (a change works the same way).
          *     - **The e-mail address counts as verified** if it was not: opening the link
          *       proves control of the address (a pending verification link is dropped).
          *     - **Login locks are lifted** for the account from anywhere and from the
@@ -2573,6 +2585,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -3483,6 +3499,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -4379,6 +4399,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -4739,6 +4763,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -5172,6 +5200,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -5753,6 +5785,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -5913,6 +5949,10 @@ export interface paths {
          *     - Completed: 200 `{status: "complete", user, access_token, refresh_token,
          *       token_type: "Bearer", expires_in}`: a new ordinary session of the approving
          *       user. The tokens are delivered exactly once; a later poll: 409 `conflict`.
+         *     - The approval holds only while the session that gave it is live: if it has
+         *       ended since (signed out, the password changed or reset, the user banned),
+         *       the poll answers 409 `conflict` ("start a new CLI login") and no session
+         *       opens, so signing out everywhere also cancels pending approvals.
          *     - A wrong `poll_token`, an unknown or an expired session: 404 `not_found` (the
          *       same answer, so an id alone reveals nothing).
          *     - Polling again sooner than `interval` seconds after the previous poll: 429
@@ -6964,7 +7004,10 @@ export interface paths {
          *       `POST /api/v1/auth/2fa/verify` (same body and rules as a normal second login
          *       step, valid 5 minutes); the session opened there records `impersonated_by`.
          *       The user actor remembers which challenges an impersonation opened (the last
-         *       10, until they expire), so a normal login of the same user is not marked.
+         *       10, until they expire), so a normal login of the same user is not marked. An
+         *       impersonation's challenge token is not a login's (a login's names the
+         *       password its first step checked): one that has left that list fails (401),
+         *       it never opens an ordinary, unmarked session.
          *
          *     Decisions:
          *     - An impersonation session lasts at most 1 hour from its creation; refreshing
@@ -6975,6 +7018,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
@@ -7210,7 +7257,10 @@ export interface paths {
          *       `POST /api/v1/auth/2fa/verify` (same body and rules as a normal second login
          *       step, valid 5 minutes); the session opened there records `impersonated_by`.
          *       The user actor remembers which challenges an impersonation opened (the last
-         *       10, until they expire), so a normal login of the same user is not marked.
+         *       10, until they expire), so a normal login of the same user is not marked. An
+         *       impersonation's challenge token is not a login's (a login's names the
+         *       password its first step checked): one that has left that list fails (401),
+         *       it never opens an ordinary, unmarked session.
          *
          *     *From docs/api/admin.md. The area's model, rules and decisions: the **admin** section's description.*
          */
@@ -12205,6 +12255,10 @@ export interface paths {
          *       interactive admin session is required). Unknown or deleted user: 404 `not_found`.
          *     - The impersonated session is an ordinary session otherwise: the user's own
          *       logout, the admin session DELETE, a ban or a delete end it.
+         *     - **It acts as a user.** Its role is `user` whatever the target's is now: a
+         *       target made an admin after the impersonation began lends the admin no
+         *       second admin identity (no admin routes: 403 `forbidden`), and an
+         *       impersonation session cannot impersonate in turn.
          *     - **It lives only while its admin is an admin.** Every request with an
          *       impersonation token also checks that the impersonating admin still exists,
          *       is not banned and still has the role `admin`; otherwise 401 `unauthorized`,
