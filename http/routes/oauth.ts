@@ -272,12 +272,14 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
 
   app.post<{ Body: Static<typeof CompleteBody> }>('/oauth/authorize/complete', {
     onRequest: authenticate,
+    // redirect_to carries the authorization code, a credential: an Idempotency-Key replay must not store or repeat it.
+    config: { secretResponse: true },
     schema: {
       tags: ['oauth'],
       summary: 'The logged-in user approves a pending authorization request: returns redirect_to with code, state and iss.',
       security: bearerSecurity,
       body: CompleteBody,
-      response: { 200: Type.Object({ redirect_to: Type.String() }), ...errorResponses(...bearerErrors, 403) },
+      response: { 200: Type.Object({ redirect_to: Type.String() }), ...errorResponses(...bearerErrors, 403, 409) },
     },
   }, async (request) => {
     // The code opens an ordinary session: an impersonation may not approve one.

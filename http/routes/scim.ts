@@ -150,7 +150,9 @@ const PatchBody = Type.Object(
 
 const ScimIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 const ListQuery = Type.Object({
-  filter: Type.Optional(Type.String({ maxLength: 1000 })),
+  // The filter parser bounds it (FILTER_LENGTH_MAX, 1,000 characters) and answers scimType invalidFilter, as
+  // RFC 7644 wants for a filter it refuses; this outer bound only keeps the request small.
+  filter: Type.Optional(Type.String({ maxLength: 8192 })),
   startIndex: Type.Optional(Type.Integer({ description: '1-based; values below 1 are treated as 1.' })),
   count: Type.Optional(Type.Integer({ description: `Default ${SCIM_COUNT_DEFAULT}, at most ${SCIM_COUNT_MAX}; 0 (or less) returns only totalResults.` })),
 });

@@ -99,9 +99,14 @@ describe('OAuth 2.0 end to end with oauth4webapi', () => {
     const user = await t.newUser('oauth');
     const login = await t.request('POST', '/api/v1/auth/login', { body: { login: user.email, password: user.password } });
     expect(login.status).toBe(200);
-    const done = await t.request('POST', '/oauth/authorize/complete', { token: login.body.access_token, body: { login_state: step.login_state } });
+    const idem = { 'idempotency-key': `complete-${step.login_state.slice(-12)}` };
+    const done = await t.request('POST', '/oauth/authorize/complete', { token: login.body.access_token, body: { login_state: step.login_state }, headers: idem });
     expect(done.status).toBe(200);
     expect(done.body.redirect_to.startsWith(`${REDIRECT}?`)).toBe(true);
+    // The code is a credential: a replay under the same Idempotency-Key says the request ran, and repeats no code.
+    const replay = await t.request('POST', '/oauth/authorize/complete', { token: login.body.access_token, body: { login_state: step.login_state }, headers: idem });
+    expect(replay.status, replay.text).toBe(409);
+    expect(replay.body.code).toBe('idempotency_replay_withheld');
 
     const params = oauth.validateAuthResponse(as, client, new URL(done.body.redirect_to), 'xyz');
     const tokens = await oauth.processAuthorizationCodeResponse(
