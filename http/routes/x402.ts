@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError, randomId } from '../../runtime/index.js';
 import {
+  AMOUNT_ATOMIC_MAX,
   DESCRIPTION_LENGTH_MAX,
   PATH_LENGTH_MAX,
   SETTLE_MODES,
@@ -517,7 +518,7 @@ export function x402Routes(app: FastifyInstance, services: AppServices): void {
   }, async (request, reply) => {
     const principal = refuseImpersonation(request);
     const amount_atomic = amountOf(request.body.amount_usd, 'body.amount_usd', true);
-    let credit: { principal: string; transaction: string; source: string };
+    let credit: { principal: string; transaction: string; source: string; paid?: boolean };
     if (principal.role === 'admin') {
       const named = request.body.principal === undefined ? principal.tenant : principalFrom(request.body.principal);
       if (named === undefined) {
@@ -529,16 +530,23 @@ export function x402Routes(app: FastifyInstance, services: AppServices): void {
       credit = { principal: named, transaction: `admin:${randomId()}`, source: `admin ${principal.user_id}` };
     } else {
       if (request.body.principal !== undefined && request.body.principal !== principal.tenant) throw new ServiceError('forbidden', 'Only a platform admin may credit another principal.');
+      // The balance's maximum is checked before the payment is settled: once settled, the money is the payer's
+      // credit whatever happens (the credit below is `paid`), so a top-up past the maximum must be refused here.
+      const current = await services.actors.ask<BalanceView>(X402_BALANCE_KIND, x402BalanceKey(principal.tenant), { op: 'get' }, { readOnly: true });
+      if (current.balance_atomic + amount_atomic > AMOUNT_ATOMIC_MAX) {
+        throw new ServiceError('x402_balance_limit_reached', 'The balance would exceed its maximum of 1,000,000,000 USD; nothing was paid.');
+      }
       const priced: PricedResource = { amount_atomic, resource: `${publicBase(request)}/api/v1/x402/topup`, description: `Top-up of ${formatUsd(amount_atomic)} USD`, method: 'POST', discoverable: false };
       const settlement = await settleProof(edge, headerOf(request, 'payment-signature') ?? headerOf(request, 'x-payment'), priced);
       if (!settlement.ok) return sendPaymentRequired(edge, reply, priced, settlement.error);
-      credit = { principal: principal.tenant, transaction: settlement.transaction, source: `x402 ${settlement.payer}` };
+      credit = { principal: principal.tenant, transaction: settlement.transaction, source: `x402 ${settlement.payer}`, paid: true };
     }
     const answer = await services.actors.ask<CreditReply>(X402_BALANCE_KIND, x402BalanceKey(credit.principal), {
       op: 'credit',
       transaction: credit.transaction,
       amount_atomic,
       source: credit.source,
+      paid: credit.paid,
     });
     return { ...balanceShape(answer.balance_atomic), credited_usd: formatUsd(answer.duplicate ? 0 : answer.credited_atomic), transaction: answer.transaction };
   });
@@ -576,7 +584,8 @@ export function x402Routes(app: FastifyInstance, services: AppServices): void {
     const settlement = await settleProof(edge, headerOf(request, 'payment-signature') ?? headerOf(request, 'x-payment'), priced);
     if (!settlement.ok) return sendPaymentRequired(edge, reply, priced, settlement.error);
     const payer = x402PayerPrincipal(settlement.network, settlement.payer);
-    await services.actors.ask<CreditReply>(X402_BALANCE_KIND, x402BalanceKey(payer), { op: 'credit', transaction: settlement.transaction, amount_atomic, source: `x402 ${settlement.payer}` });
+    // Paid: credited whatever the balance's maximum (the money was taken; refusing now would lose it).
+    await services.actors.ask<CreditReply>(X402_BALANCE_KIND, x402BalanceKey(payer), { op: 'credit', transaction: settlement.transaction, amount_atomic, source: `x402 ${settlement.payer}`, paid: true });
     const session = await signX402Session(services, { principal: payer });
     return { expires_in: session.expires_in, principal: payer, token: session.token, token_type: 'Bearer' };
   });

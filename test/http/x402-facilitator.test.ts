@@ -238,6 +238,17 @@ describe('paying once for a session and a balance', () => {
     expect(refused.status).toBe(402);
     expect((await t.request('GET', '/api/v1/x402/balance', { token: buyer.token })).body.balance_usd).toBe('0.5');
   });
+
+  it('a top-up past the balance maximum is refused before the payment is settled: nothing is paid', async () => {
+    const whale = await t.newUser('whale');
+    expect((await t.request('POST', '/api/v1/x402/topup', { token: admin, body: { amount_usd: '999999999.8', principal: whale.user_id } })).status).toBe(200);
+    facilitator.calls = [];
+    const refused = await t.request('POST', '/api/v1/x402/topup', { token: whale.token, body: { amount_usd: '0.5' }, headers: { 'x-payment': proofV1({ value: '500000' }) } });
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body.code).toBe('x402_balance_limit_reached');
+    expect(operations()).toEqual([]);
+    expect((await t.request('GET', '/api/v1/x402/balance', { token: whale.token })).body.balance_usd).toBe('999999999.8');
+  });
 });
 
 it('preflight reaches the facilitator', async () => {

@@ -108,6 +108,8 @@ describe('x402 balance actor', () => {
     expect(codeOf(() => stepBalance(world.state, { op: 'charge', charge_id: 'x', amount_atomic: -1, settle: 'hold' }, fixedContext(0)))).toBe('BAD_REQUEST');
     expect(codeOf(() => stepBalance(world.state, { op: 'credit', transaction: 'big', amount_atomic: 1_000_000_000_000_000, source: '' }, fixedContext(0)))).toBe('x402_balance_limit_reached');
     expect(world.state.balance_atomic).toBe(500);
+    // A paid credit (the payment already settled) is never refused for the maximum: the money is not lost.
+    expect(stepBalance(world.state, { op: 'credit', transaction: 'paid-big', amount_atomic: 1_000_000_000_000_000, source: '', paid: true }, fixedContext(0)).reply).toMatchObject({ balance_atomic: 1_000_000_000_000_500 });
   });
 
   it('under any interleaving of many callers, the balance never goes negative and equals credits minus unrefunded charges', () => {

@@ -4880,6 +4880,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
@@ -27053,7 +27062,11 @@ export interface paths {
          *       than the caller's own tenant: 403 `forbidden`. An impersonation session
          *       cannot top up (403 `impersonation_forbidden`).
          *     - Amount 0, more than 6 decimals, or a balance that would pass 1,000,000,000 USD
-         *       (409 `x402_balance_limit_reached`) are refused.
+         *       (409 `x402_balance_limit_reached`) are refused. The maximum is checked
+         *       before the proof is settled, so a refused top-up takes no money. A payment
+         *       once settled is always credited: a top-up that raced another past the
+         *       maximum, or a payment session's credit, goes through above it rather than
+         *       lose what was paid.
          *
          *     *From docs/api/x402.md. The area's model, rules and decisions: the **x402** section's description.*
          */
