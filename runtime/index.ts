@@ -21,6 +21,7 @@ export { ManualClock, SystemClock, type Clock, type TimerHandle } from './clock.
 export { errorCodes, isServiceError, ServiceError, type ErrorCode } from './errors.js';
 export { randomId } from './ids.js';
 export { limits, type Limits } from './limits.js';
+export { serialisedBytes } from './serialised-bytes.js';
 export { MinHeap } from './min-heap.js';
 export { silentLogger, type RuntimeLogger, type RuntimeObserver } from './observer.js';
 export { embeddedPartitionCount, EMBEDDED_PARTITIONS_DEFAULT, PartitionCountMismatch, PARTITIONS_MAX, refuseOtherLayout } from './partition-count.js';

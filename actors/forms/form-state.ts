@@ -1,4 +1,4 @@
-import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult, serialisedBytes } from '../../runtime/index.js';
 import { flowCall, type FlowAnswer } from '../flow-call.js';
 import { WEBHOOK_KIND, type WebhookMessage } from '../webhooks/messages.js';
 import { JOB_QUEUE_KIND, JOB_WEBHOOK_EVENTS, jobIdFor, jobQueueKey, type QueueMessage } from '../jobs/messages.js';
@@ -128,10 +128,6 @@ function unsafeMessage(found: UnsafePattern): string {
   return `${JSON.stringify(found.pattern)}${where} is not one RE2 reads (lookaround, a backreference, or a repetition bound over 1000), so it would run on JavaScript's backtracking engine, where it may backtrack catastrophically (a repetition inside a repetition, more than ${PATTERN_REPETITIONS_MAX} quantifiers, or syntax the checker cannot read); rewrite it without nested quantifiers, or in the syntax RE2 reads (then it runs in linear time)`;
 }
 
-/** A JSON value's size as the 64 KiB bounds count it: UTF-8 bytes of its serialisation, not characters. */
-function serialisedBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value));
-}
 
 /** The definition with a PATCH applied: lists replace, groups merge key by key (messages.ts, FormSettingsPatch). */
 export function withSettings(def: FormDefinition, patch: FormSettingsPatch): FormDefinition {

@@ -1,4 +1,4 @@
-import { isAlarm, isServiceError, ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { isAlarm, isServiceError, ServiceError, type ActorSend, type AlarmMessage, type RecordWrite, type TurnContext, type TurnResult, serialisedBytes } from '../../runtime/index.js';
 import { GeoIndex, isValidPoint, RADIUS_METERS_MAX, snapToCell, type GeoPoint } from './geo.js';
 import {
   activities,
@@ -514,7 +514,7 @@ function checkMetadata(config: PresenceContextConfig, metadata: Record<string, u
       throw badRequest(unknown.map((key) => ({ field: `body.metadata.${key}`, message: `is not an allowed key (allowed: ${allowed.join(', ')})` })));
     }
   }
-  if (JSON.stringify(metadata).length > presenceLimits.metadata_bytes_max) {
+  if (serialisedBytes(metadata) > presenceLimits.metadata_bytes_max) {
     throw badRequest([{ field: 'body.metadata', message: `must serialise to at most ${presenceLimits.metadata_bytes_max} bytes` }]);
   }
 }

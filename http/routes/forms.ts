@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join, relative } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { serialisedBytes, ServiceError } from '../../runtime/index.js';
 import {
   FORM_INDEX_KIND,
   FORM_KIND,
@@ -260,7 +260,7 @@ function hooksOf(hooks: NonNullable<NonNullable<SettingsBodyType['execution']>['
         url = null;
       }
       if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) refuse(`${field}.target.url`, 'must be an http or https URL');
-      if (JSON.stringify(hook.payload_template ?? null).length > 16 * 1024) refuse(`${field}.payload_template`, 'must serialise to at most 16384 bytes');
+      if (serialisedBytes(hook.payload_template ?? null) > 16 * 1024) refuse(`${field}.payload_template`, 'must serialise to at most 16384 bytes');
       return { kind: 'job', queue: hook.queue, payload_template: hook.payload_template ?? null, target: { url: hook.target.url, secret: hook.target.secret, headers: hook.target.headers ?? {} }, attempt_timeout_ms };
     }
     if (hook.kind === 'webhook') {

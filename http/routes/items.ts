@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, serialisedBytes } from '../../runtime/index.js';
 import {
   ITEM_CATALOG_KIND,
   ITEM_CONTAINER_KIND,
@@ -310,7 +310,7 @@ function definitionInput(body: Static<typeof DefinitionPutBody> & { definition_i
 
 function blueprintBody(body: Static<typeof BlueprintBodySchema>): BlueprintBody {
   const context_requirements = body.context_requirements ?? null;
-  if (JSON.stringify(context_requirements).length > CONTEXT_BYTES_MAX) {
+  if (serialisedBytes(context_requirements) > CONTEXT_BYTES_MAX) {
     throw new ServiceError('BAD_REQUEST', `context_requirements must serialise to at most ${CONTEXT_BYTES_MAX} bytes.`, {
       details: [{ field: 'body.context_requirements', message: 'is too large' }],
     });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { randomId, ServiceError } from '../../runtime/index.js';
+import { randomId, ServiceError, serialisedBytes } from '../../runtime/index.js';
 import {
   JOB_DIRECTORY_KIND,
   JOB_PRIORITIES,
@@ -320,7 +320,7 @@ function jobRequest(body: Static<typeof JobBody>, user_id: string, now_ms: numbe
   const events = [...new Set(body.webhook.events ?? [...JOB_WEBHOOK_EVENTS])];
   const unknown = events.filter((event) => !(JOB_WEBHOOK_EVENTS as readonly string[]).includes(event));
   if (unknown.length > 0 || events.length === 0) throw badRequest(`${field}.webhook.events`, `may name only ${JOB_WEBHOOK_EVENTS.join(', ')}`);
-  if (body.payload !== undefined && JSON.stringify(body.payload).length > policy.payload_bytes_max) throw badRequest(`${field}.payload`, `must serialise to at most ${policy.payload_bytes_max} bytes`);
+  if (body.payload !== undefined && serialisedBytes(body.payload) > policy.payload_bytes_max) throw badRequest(`${field}.payload`, `must serialise to at most ${policy.payload_bytes_max} bytes`);
   const scheduled_at_ms = body.scheduled_at === undefined ? now_ms : body.scheduled_at * 1000;
   if (scheduled_at_ms > now_ms + policy.schedule_ahead_ms_max) throw badRequest(`${field}.scheduled_at`, 'must be at most a year ahead');
   return {

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { isServiceError, ServiceError } from '../../runtime/index.js';
+import { isServiceError, ServiceError, serialisedBytes } from '../../runtime/index.js';
 import {
   aggregations,
   LIVENESS_INDEX_KIND,
@@ -277,7 +277,7 @@ export function livenessRoutes(app: FastifyInstance, services: AppServices): voi
   }, async (request) => {
     const principal = requirePrincipal(request);
     const { entity_id, client_timestamp_ms, metadata, labels } = request.body;
-    if (metadata !== undefined && JSON.stringify(metadata).length > policy.metadata_bytes_max) {
+    if (metadata !== undefined && serialisedBytes(metadata) > policy.metadata_bytes_max) {
       throw badRequest('body.metadata', `must serialise to at most ${policy.metadata_bytes_max} bytes`);
     }
     return ask<HeartbeatAck>(principal.tenant, entity_id, {

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, serialisedBytes } from '../../runtime/index.js';
 import { LOCK_KIND, lockActorKey, lockKeyOf, lockNamespacePrefix, lockTenantPrefix, viewOfStoredLock, type LockHolder, type LockMessage, type LockView, type StoredLock } from '../../actors/locks/messages.js';
 import { snapshotGroups, snapshotsPage } from '../partition-scatter.js';
 import { bearerAuthentication, requirePrincipal } from '../plugins/authenticate.js';
@@ -189,7 +189,7 @@ export function lockRoutes(app: FastifyInstance, services: AppServices): void {
   }, async (request) => {
     const principal = requirePrincipal(request);
     const { owner_id, ttl_seconds = 30, metadata } = request.body;
-    if (metadata !== undefined && JSON.stringify(metadata).length > METADATA_BYTES_MAX) {
+    if (metadata !== undefined && serialisedBytes(metadata) > METADATA_BYTES_MAX) {
       throw new ServiceError('BAD_REQUEST', `metadata must serialise to at most ${METADATA_BYTES_MAX} bytes.`, {
         details: [{ field: 'body.metadata', message: 'is too large' }],
       });

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, serialisedBytes } from '../../runtime/index.js';
 import {
   MQ_DIRECTORY_KIND,
   MQ_QUEUE_KIND,
@@ -224,7 +224,7 @@ function checkAttributes(attributes: Attributes | undefined): Attributes {
 
 function checkFilterPolicy(policy: FilterPolicy | null | undefined): FilterPolicy | null {
   if (policy === undefined || policy === null) return null;
-  if (JSON.stringify(policy).length > mqLimits.filter_policy_bytes_max) throw badRequest('body.filter_policy', `is larger than ${mqLimits.filter_policy_bytes_max} bytes`);
+  if (serialisedBytes(policy) > mqLimits.filter_policy_bytes_max) throw badRequest('body.filter_policy', `is larger than ${mqLimits.filter_policy_bytes_max} bytes`);
   parseFilterPolicy(policy);
   return policy;
 }

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, serialisedBytes } from '../../runtime/index.js';
 import {
   TALENT_ANALYTICS_KIND,
   TALENT_CURVE_KIND,
@@ -276,7 +276,7 @@ function checkTreeBody(body: Static<typeof TreeBody>): TreeInput {
     throw new ServiceError('BAD_REQUEST', `tree_id ${body.tree_id} is reserved (a route under /api/v1/talent/).`, { details: [{ field: 'body.tree_id', message: 'is reserved' }] });
   }
   body.nodes.forEach((node, index) => {
-    if (node.grants !== undefined && JSON.stringify(node.grants).length > GRANTS_BYTES_MAX) {
+    if (node.grants !== undefined && serialisedBytes(node.grants) > GRANTS_BYTES_MAX) {
       throw new ServiceError('BAD_REQUEST', `body.nodes.${index}.grants must serialise to at most ${GRANTS_BYTES_MAX} bytes.`, { details: [{ field: `body.nodes.${index}.grants`, message: 'is too large' }] });
     }
   });

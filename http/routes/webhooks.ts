@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { randomId, ServiceError } from '../../runtime/index.js';
+import { randomId, ServiceError, serialisedBytes } from '../../runtime/index.js';
 import {
   LIST_FILTER_FIELDS,
   LIST_FILTER_OPERATORS,
@@ -445,7 +445,7 @@ export function webhookRoutes(app: FastifyInstance, services: AppServices): void
   }, async (request) => {
     const principal = requirePrincipal(request);
     const data = request.body.data;
-    if (data !== undefined && JSON.stringify(data).length > policy.test_data_bytes_max) throw badRequest('body.data', `must serialise to at most ${policy.test_data_bytes_max} bytes`);
+    if (data !== undefined && serialisedBytes(data) > policy.test_data_bytes_max) throw badRequest('body.data', `must serialise to at most ${policy.test_data_bytes_max} bytes`);
     return webhook(request.params.webhook_id, { op: 'test', caller: callerOf(principal), data: data ?? null, settings: settings() });
   });
 }

@@ -188,6 +188,8 @@ describe('acquire, status, extend, release', () => {
     const big = await acquire(key, { owner_id: 'a', metadata: 'x'.repeat(17 * 1024) });
     expectError(big, 400, 'BAD_REQUEST');
     expect(big.body.details).toEqual([expect.objectContaining({ field: 'body.metadata' })]);
+    // Counted in UTF-8 bytes: 6,000 euro signs are 6,002 characters serialised, but 18,002 bytes.
+    expectError(await acquire(key, { owner_id: 'a', metadata: '\u20ac'.repeat(6_000) }), 400, 'BAD_REQUEST');
     expect((await status(key)).body).toMatchObject({ is_locked: false, fence_token: 0 });
     expectError(await extend(key, { lock_id: 'x', owner_id: 'a', ttl_seconds: -1 }), 400, 'BAD_REQUEST');
     expectError(await release(key, { owner_id: 'a' }), 400, 'BAD_REQUEST');
