@@ -44,6 +44,8 @@ export interface ClientRecord extends ClientRegistration {
 export interface CodeRecord {
   user_id: string;
   redirect_uri: string;
+  /** False when the authorization request left redirect_uri out (absent in codes issued before: given). */
+  redirect_uri_given?: boolean;
   code_challenge: string;
   code_challenge_method: PkceMethod;
   scope: string[];
@@ -199,6 +201,7 @@ export function stepOAuthClient(
       const write = putCode(state, message.code_hash, {
         user_id: message.user_id,
         redirect_uri: message.redirect_uri,
+        redirect_uri_given: message.redirect_uri_given !== false,
         code_challenge: message.code_challenge,
         code_challenge_method: message.code_challenge_method,
         scope: [...message.scope],
@@ -225,9 +228,14 @@ export function stepOAuthClient(
         };
         return { state, reply };
       }
+      // A request missing what the code needs is malformed, not a wrong guess: the code stays for the retry.
+      if (message.redirect_uri === null && code.redirect_uri_given !== false) {
+        throw new ServiceError('oauth_invalid_request', 'redirect_uri is required: the authorization request named it.');
+      }
       // Any redemption attempt uses the code up, so a wrong verifier cannot be retried.
       const writes = [putCode(state, message.code_hash, { ...code, used: true })];
-      if (code.redirect_uri !== message.redirect_uri) {
+      // RFC 6749 §4.1.3: required, and identical, if the authorization request included it; if not, optional.
+      if (message.redirect_uri === null ? code.redirect_uri_given !== false : code.redirect_uri !== message.redirect_uri) {
         return { state, writes, reply: { ok: false, reason: 'invalid_grant', description: 'redirect_uri does not match the authorization request.' } satisfies RedeemReply };
       }
       if (!verifyPkce(message.code_verifier, code.code_challenge, code.code_challenge_method)) {

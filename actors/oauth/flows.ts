@@ -126,7 +126,7 @@ export function stepTokenRequest(state: OAuthClientState, message: TokenRequest,
     const redeemed = stepOAuthClient(state, {
       op: 'redeem-code',
       code_hash,
-      redirect_uri: required(message.redirect_uri, 'redirect_uri'),
+      redirect_uri: message.redirect_uri ?? null,
       code_verifier: required(message.code_verifier, 'code_verifier'),
     }, context);
     const reply = redeemed.reply as RedeemReply;

@@ -103,11 +103,14 @@ export type OAuthClientMessage =
       code_hash: string;
       user_id: string;
       redirect_uri: string;
+      /** The authorization request named it (else the client's only one was used): the token request must then name it too. */
+      redirect_uri_given?: boolean;
       code_challenge: string;
       code_challenge_method: PkceMethod;
       scope: string[];
     }
-  | { op: 'redeem-code'; code_hash: string; redirect_uri: string; code_verifier: string }
+  /** redirect_uri null: the token request left it out (allowed when the authorization request did too). */
+  | { op: 'redeem-code'; code_hash: string; redirect_uri: string | null; code_verifier: string }
   | { op: 'bind-session'; code_hash: string; session_id: string; user_id: string; scope: string[]; refresh_hash: string; session_refresh_hash: string }
   | {
       op: 'rotate-refresh';

@@ -192,6 +192,8 @@ export interface ClientAccessClaims {
 export interface OAuthLoginState {
   client_id: string;
   redirect_uri: string;
+  /** The authorization request named redirect_uri (false: the client's only one, by default): RFC 6749 §4.1.3 asks it back only then. */
+  redirect_uri_given: boolean;
   code_challenge: string;
   code_challenge_method: 'S256' | 'plain';
   scope: string[];
@@ -307,6 +309,8 @@ export class OAuthTokens {
       return {
         client_id: p.client_id,
         redirect_uri: p.redirect_uri,
+        // A login_state signed before the claim existed: as it was treated then, given.
+        redirect_uri_given: p.redirect_uri_given !== false,
         code_challenge: p.code_challenge,
         code_challenge_method: p.code_challenge_method,
         scope: p.scope.filter((s): s is string => typeof s === 'string'),

@@ -256,6 +256,7 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
     const pending: OAuthLoginState = {
       client_id: found.client_id,
       redirect_uri,
+      redirect_uri_given: q.redirect_uri !== undefined,
       code_challenge: q.code_challenge,
       code_challenge_method: method,
       scope: requested,
@@ -296,6 +297,7 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
         code_hash: hashSecret(code),
         user_id: principal.user_id,
         redirect_uri: pending.redirect_uri,
+        redirect_uri_given: pending.redirect_uri_given,
         code_challenge: pending.code_challenge,
         code_challenge_method: pending.code_challenge_method,
         scope: pending.scope,

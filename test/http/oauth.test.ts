@@ -259,6 +259,22 @@ describe('OAuth 2.0 errors', () => {
     }
   });
 
+  it('redirect_uri at the token endpoint: required (invalid_request, the code kept) when the authorization request named it, optional when it did not', async () => {
+    // codeFor names redirect_uri: leaving it out is a malformed request, and the code is still good after.
+    const named = await codeFor(client_id, user.token);
+    const missing = await form({ grant_type: 'authorization_code', client_id, code: named, code_verifier: VERIFIER });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toBe('invalid_request');
+    expect((await form({ grant_type: 'authorization_code', client_id, code: named, redirect_uri: REDIRECT, code_verifier: VERIFIER })).status).toBe(200);
+    // Left out at authorize (the client registered one): the exchange without it succeeds (RFC 6749 §4.1.3).
+    const start = await authorize({ response_type: 'code', client_id, code_challenge: s256Challenge(VERIFIER), code_challenge_method: 'S256' });
+    expect(start.status).toBe(200);
+    const done = await t.request('POST', '/oauth/authorize/complete', { token: user.token, body: { login_state: start.body.login_state } });
+    const code = new URL(done.body.redirect_to).searchParams.get('code')!;
+    const exchanged = await form({ grant_type: 'authorization_code', client_id, code, code_verifier: VERIFIER });
+    expect(exchanged.status, JSON.stringify(exchanged.body)).toBe(200);
+  });
+
   it('a wrong verifier, a wrong redirect_uri and a reused code are invalid_grant', async () => {
     const wrongVerifier = await form({ grant_type: 'authorization_code', client_id, code: await codeFor(client_id, user.token), redirect_uri: REDIRECT, code_verifier: 'b'.repeat(43) });
     expect(wrongVerifier.status).toBe(400);
