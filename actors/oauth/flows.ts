@@ -98,7 +98,7 @@ export function stepTokenRequest(state: OAuthClientState, message: TokenRequest,
     if (!scopeSubset(scope, allowed)) {
       throw refusal('oauth_invalid_scope', `The requested scope exceeds the scope registered for this client (user-only scopes: ${USER_ONLY_SCOPES.join(' ')}).`);
     }
-    return { state, reply: { grant: 'client_credentials', client_id: client.client_id, scope } satisfies TokenGrant };
+    return { state, reply: { grant: 'client_credentials', client_id: client.client_id, scope, owner_user_id: client.owner_user_id ?? null } satisfies TokenGrant };
   }
 
   if (state.grants.size >= PENDING_GRANTS_MAX) {

@@ -90,7 +90,8 @@ export interface TokenRequest {
 
 /** What the edge signs: a client token, or a user session's token (and the client's refresh token when `refresh`). */
 export type TokenGrant =
-  | { grant: 'client_credentials'; client_id: string; scope: string[] }
+  /** `owner_user_id`: the user who registered the client (null: an admin's client); the edge checks the account is still live. */
+  | { grant: 'client_credentials'; client_id: string; scope: string[]; owner_user_id: string | null }
   | { grant: 'authorization_code' | 'refresh_token'; client_id: string; user_id: string; session_id: string; scope: string[]; refresh: boolean };
 
 export type OAuthClientMessage =

@@ -14,6 +14,7 @@ import {
   type TokenGrant,
   type TokenRequest,
 } from '../../actors/oauth/messages.js';
+import { USER_KIND, type PublicUser } from '../../actors/accounts/messages.js';
 import { Accounts } from '../auth/accounts.js';
 import {
   CLIENT_ID_PATTERN,
@@ -138,6 +139,17 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
   const oauth = () => oauthTokens(services.tokens);
   const accounts = new Accounts(services);
   const client = <T>(client_id: string, message: unknown) => services.actors.ask<T>(OAUTH_CLIENT_KIND, client_id, message);
+
+  /** The account exists and is not banned (a read of the user actor). */
+  async function ownerIsLive(user_id: string): Promise<boolean> {
+    try {
+      const owner = await services.actors.ask<PublicUser>(USER_KIND, user_id, { op: 'get' }, { readOnly: true });
+      return !owner.banned;
+    } catch (error) {
+      if (error instanceof ServiceError && error.code === 'not_found') return false;
+      throw error;
+    }
+  }
 
   async function findClient(client_id: string | undefined): Promise<ClientView | null> {
     if (client_id === undefined || !CLIENT_ID_PATTERN.test(client_id)) return null;
@@ -433,6 +445,11 @@ export function oauthRoutes(app: FastifyInstance, services: AppServices): void {
         session: { ttl_seconds: services.config.refreshTokenTtlSeconds, ip_address: request.ip, user_agent: typeof agent === 'string' ? agent.slice(0, 512) : '' },
       } satisfies TokenRequest);
       if (granted.grant === 'client_credentials') {
+        // A client its owner registered works only while the owner's account does: banned, deleted or
+        // deprovisioned, it gets no new token (one already issued runs out within its lifetime).
+        if (granted.owner_user_id !== null && !(await ownerIsLive(granted.owner_user_id))) {
+          throw new ServiceError('oauth_invalid_client', 'The account that registered this client is banned or deleted.');
+        }
         const access = await oauth().signClientAccessToken(granted.client_id, granted.scope);
         return { access_token: access.token, token_type: 'Bearer', expires_in: access.expires_in, scope: granted.scope.join(' ') };
       }

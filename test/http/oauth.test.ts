@@ -182,6 +182,15 @@ describe('OAuth 2.0 end to end with oauth4webapi', () => {
       authorization: `Basic ${Buffer.from(`${registered.client_id}:${registered.client_secret as string}`).toString('base64')}`,
     });
     expect(userOnly.body.error).toBe('invalid_scope');
+
+    // The owner's account banned: the client gets no new token.
+    const admin = (await t.request('POST', '/api/v1/auth/login', { body: { login: ADMIN.adminEmail, password: ADMIN.adminPassword } })).body.access_token;
+    expect((await t.request('POST', `/admin/auth/users/${owner.user_id}/ban`, { token: admin, body: { reason: 'left' } })).status).toBe(200);
+    const afterBan = await form({ grant_type: 'client_credentials', scope: 'locks:write' }, {
+      authorization: `Basic ${Buffer.from(`${registered.client_id}:${registered.client_secret as string}`).toString('base64')}`,
+    });
+    expect(afterBan.status).toBe(401);
+    expect(afterBan.body.error).toBe('invalid_client');
   });
 
   it('client_secret_post for the code flow, and the method must match the registration', async () => {

@@ -81,7 +81,7 @@ describe('oauth token flow', () => {
 
   it('client_credentials: answered at once, within the registered scope minus user-only scopes; never for a public client', () => {
     const state = client(['client_credentials']);
-    expect(run(state, token({ grant_type: 'client_credentials' })).reply).toEqual({ grant: 'client_credentials', client_id: 'oc_1', scope: ['locks:read'] });
+    expect(run(state, token({ grant_type: 'client_credentials' })).reply).toEqual({ grant: 'client_credentials', client_id: 'oc_1', scope: ['locks:read'], owner_user_id: null });
     expect(codeOf(() => run(state, token({ grant_type: 'client_credentials', scope: ['auth:read'] })))).toBe('oauth_invalid_scope');
     const pub = client(['authorization_code', 'client_credentials'], null);
     expect(codeOf(() => run(pub, token({ auth_method: 'none', secret_hash: null, grant_type: 'client_credentials' })))).toBe('oauth_unauthorized_client');
