@@ -440,6 +440,26 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
     return reply.code(201).send({ message_id: sent.message_id });
   });
 
+  /**
+   * One long-poll receive on one queue, answered by `deadline`. The queue actor holds one receive for at most
+   * receive_wait_ms_max (the runtime bounds a deferred ask). A longer wait first waits, read-only, for a message
+   * to be there, then receives with what is left of it. If another consumer took that message first, the same
+   * receive is asked again with the time still left (the same operation on the same actor, not a chain), so an
+   * empty answer always means the time is up.
+   */
+  const receiveBy = async (key: string, deadline: number, options: { max_messages: number; visibility_timeout_seconds: number | undefined }): Promise<ReceivedMessage[]> => {
+    const clock = services.clock;
+    for (let remaining = deadline - clock.now(); remaining > mqLimits.receive_wait_ms_max; remaining = deadline - clock.now()) {
+      const wait_ms = Math.min(mqLimits.receive_wait_ms_max, remaining - mqLimits.receive_wait_ms_max);
+      const { available } = await services.actors.ask<{ available: boolean }>(MQ_QUEUE_KIND, key, { op: 'await-message', wait_ms } satisfies QueueMessage, { readOnly: true });
+      if (available) break;
+    }
+    const wait_ms = Math.max(0, Math.min(mqLimits.receive_wait_ms_max, deadline - clock.now()));
+    const messages = await services.actors.ask<ReceivedMessage[]>(MQ_QUEUE_KIND, key, { op: 'receive', wait_ms, ...options } satisfies QueueMessage);
+    if (messages.length > 0 || clock.now() >= deadline) return messages;
+    return receiveBy(key, deadline, options);
+  };
+
   app.post<{ Params: Static<typeof QueueParams>; Body: Static<typeof ReceiveBody> }>(`${base}/queues/:queue_name/receive`, {
     onRequest: authenticate,
     preValidation: emptyBodyIsObject,
@@ -453,23 +473,9 @@ export function mqRoutes(app: FastifyInstance, services: AppServices): void {
     const principal = requirePrincipal(request);
     const key = mqQueueKey(principal.tenant, request.params.queue_name);
     const { max_messages = 1, wait_time_seconds = 0, visibility_timeout_seconds } = request.body;
-    const clock = services.clock;
-    const deadline = clock.now() + wait_time_seconds * 1000;
-    // The queue actor holds one receive for at most receive_wait_ms_max (the
-    // runtime bounds a deferred ask). A longer wait first waits, read-only,
-    // for a message to be there, then receives with what is left of it; if
-    // another consumer took that message first, it waits on until the
-    // deadline, so an empty answer always means the time is up.
-    for (;;) {
-      for (let remaining = deadline - clock.now(); remaining > mqLimits.receive_wait_ms_max; remaining = deadline - clock.now()) {
-        const wait_ms = Math.min(mqLimits.receive_wait_ms_max, remaining - mqLimits.receive_wait_ms_max);
-        const { available } = await services.actors.ask<{ available: boolean }>(MQ_QUEUE_KIND, key, { op: 'await-message', wait_ms } satisfies QueueMessage, { readOnly: true });
-        if (available) break;
-      }
-      const wait_ms = Math.max(0, Math.min(mqLimits.receive_wait_ms_max, deadline - clock.now()));
-      const messages = await services.actors.ask<ReceivedMessage[]>(MQ_QUEUE_KIND, key, { op: 'receive', max_messages, wait_ms, visibility_timeout_seconds } satisfies QueueMessage);
-      if (messages.length > 0 || clock.now() >= deadline) return { messages: messages.map(receivedShape) };
-    }
+    const deadline = services.clock.now() + wait_time_seconds * 1000;
+    const messages = await receiveBy(key, deadline, { max_messages, visibility_timeout_seconds });
+    return { messages: messages.map(receivedShape) };
   });
 
   app.delete<{ Params: Static<typeof MessageParams> }>(`${base}/queues/:queue_name/messages/:receipt_handle`, {
