@@ -36,3 +36,14 @@ export async function usdBalance(t: TestNode, token: string): Promise<{ balance:
   expect(res.status, res.text).toBe(200);
   return res.body.balances.find((b: { currency: string }) => b.currency === 'USD') ?? { balance: 0, held: 0, available: 0 };
 }
+
+/** A new organization of two users, its owner and a member, each acting through an organization API key. */
+export async function orgOfTwo(t: TestNode, name: string): Promise<{ org_id: string; owner: User; member: User; ownerKey: string; memberKey: string }> {
+  const prefix = name.toLowerCase().replace(/[^a-z]/g, '').slice(0, 6) || 'org';
+  const owner = await t.newUser(`${prefix}own`);
+  const member = await t.newUser(`${prefix}mem`);
+  const org = await t.request('POST', '/api/v1/orgs', { token: owner.token, body: { name } });
+  expect(org.status, org.text).toBe(201);
+  await joinOrg(t, org.body.org_id, owner, member);
+  return { org_id: org.body.org_id, owner, member, ownerKey: await orgApiKey(t, org.body.org_id, owner, 'owner'), memberKey: await orgApiKey(t, org.body.org_id, member, 'member') };
+}

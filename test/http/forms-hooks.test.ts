@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
-import { joinOrg, orgApiKey } from '../helpers/org-tenant.js';
+import { orgOfTwo } from '../helpers/org-tenant.js';
 
 /** Execution hooks of forms over the real socket: fsm moves, webhook deliveries, retry, approval (docs/api/forms.md, "Execution hooks"). */
 let t: TestNode;
@@ -135,13 +135,7 @@ describe('hooks', () => {
 
 describe('fsm hooks and who may move the machine', () => {
   it("refuses a hook naming a machine the form's author may not move by hand, and moves with the author's authority", async () => {
-    const owner = await t.newUser('fsmown');
-    const member = await t.newUser('fsmmem');
-    const org = await t.request('POST', '/api/v1/orgs', { token: owner.token, body: { name: 'Fsm Org' } });
-    expect(org.status, org.text).toBe(201);
-    await joinOrg(t, org.body.org_id, owner, member);
-    const ownerKey = await orgApiKey(t, org.body.org_id, owner, 'owner');
-    const memberKey = await orgApiKey(t, org.body.org_id, member, 'member');
+    const { ownerKey, memberKey } = await orgOfTwo(t, 'Fsm Org');
     expect((await put('/state-machines/deal', { states: ['open', 'closed'], initial: 'open', transitions: [{ from: 'open', to: 'closed' }] }, ownerKey)).status).toBe(200);
     // The member may not move it by hand, nor through a form of theirs.
     expectError(await post('/state-machines/deal/move', { target_state: 'closed' }, memberKey), 403, 'forbidden');

@@ -7,7 +7,7 @@ import type { ManualClock } from '../../runtime/index.js';
 import { startTestNode, type TestNode, expectError } from '../helpers/node.js';
 import { settle, untilWithClock } from '../helpers/runtime.js';
 import { startReceiver, type ReceivedDelivery, type Receiver } from '../helpers/webhook-receiver.js';
-import { joinOrg, orgApiKey } from '../helpers/org-tenant.js';
+import { orgOfTwo } from '../helpers/org-tenant.js';
 
 /** Webhooks over the real socket, delivering to a local receiver (spec doc 1 §4.11, §6; docs/api/webhooks.md). */
 let t: TestNode;
@@ -167,13 +167,7 @@ describe('catalog and CRUD', () => {
   });
 
   it("answers an organization's webhook only in the organization: another member gets 403, its creator after leaving gets 404", async () => {
-    const owner = await t.newUser('whown');
-    const member = await t.newUser('whmem');
-    const org = await t.request('POST', '/api/v1/orgs', { token: owner.token, body: { name: 'Hooks Org' } });
-    expect(org.status, org.text).toBe(201);
-    await joinOrg(t, org.body.org_id, owner, member);
-    const ownerKey = await orgApiKey(t, org.body.org_id, owner, 'owner');
-    const memberKey = await orgApiKey(t, org.body.org_id, member, 'member');
+    const { org_id, owner, member, ownerKey, memberKey } = await orgOfTwo(t, 'Hooks Org');
     const ownerPath = `/org-owner-${++pathCounter}`;
     await create({ url: `${receiver.url}${ownerPath}`, events: ['test.webhook'], headers: { Authorization: 'Bearer OWNER' } }, ownerKey);
     const mine = await create({ url: `${receiver.url}/org-member-${pathCounter}`, events: ['test.webhook'] }, memberKey);
@@ -182,7 +176,7 @@ describe('catalog and CRUD', () => {
     expectError(await get(mine.id, member.token), 404, 'not_found');
     expect((await get(mine.id, memberKey)).status).toBe(200);
     // Removed from the organization, the member keeps no hold on the webhook made there.
-    expect((await t.request('DELETE', `/api/v1/orgs/${org.body.org_id}/members/${member.user_id}`, { token: owner.token })).status).toBe(200);
+    expect((await t.request('DELETE', `/api/v1/orgs/${org_id}/members/${member.user_id}`, { token: owner.token })).status).toBe(200);
     expectError(await t.request('PATCH', `/api/v1/webhooks/${mine.id}`, { token: member.token, body: { url: `${receiver.url}/stolen` } }), 404, 'not_found');
     expectError(await t.request('POST', `/api/v1/webhooks/${mine.id}/test`, { token: member.token, body: { data: { forged: true } } }), 404, 'not_found');
     await new Promise((resolve) => setTimeout(resolve, 200));
