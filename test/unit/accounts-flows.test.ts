@@ -6,6 +6,7 @@ import type { Credentials, DirectoryMessage, FlowAnswer, LoginFlowMessage, Login
 import { initialUserState, stepUser, type UserState } from '../../actors/accounts/user-state.js';
 import type { ActorSend, ErrorCode, TurnContext, TurnResult } from '../../runtime/index.js';
 import { fixedContext } from '../helpers/step.js';
+import { passwordFingerprint } from '../../actors/accounts/password-fingerprint.js';
 
 /** Pure step tests of the login flow (actors/accounts/flows.ts) and the throttle's queue of waiting flows. */
 const T0 = Date.UTC(2026, 0, 1);
@@ -61,7 +62,8 @@ describe('login flow: password', () => {
     expect(checked.defer).toBe(true);
     // The account's count is cleared, the address gets its place back; the session is asked of the user actor.
     expect(throttleOps(checked)).toEqual([['pair:usr_1|10.0.0.1', 'reset'], ['acct:usr_1', 'release'], ['ip:10.0.0.1', 'release']]);
-    expect(to(checked.sends, 'user')[0].message).toEqual(call('open-session', { op: 'open-session', ...session }));
+    // Bound to the password the login checked (a change or reset meanwhile refuses it in the user actor).
+    expect(to(checked.sends, 'user')[0].message).toEqual(call('open-session', { op: 'open-session', ...session, password_fingerprint: passwordFingerprint('scrypt$hash') }));
     const opened = flow(checked.state, answer('open-session', { session_id: 'ses_1', user: { id: 'usr_1' } }));
     expect(opened.replies).toEqual([{ request_id: 'req_2', reply: { ok: true, value: { requires_2fa: false, session_id: 'ses_1', user: { id: 'usr_1' } } } }]);
     expect(opened.state).toBeNull();
@@ -106,7 +108,7 @@ describe('login flow: password', () => {
   it('two-factor users get requires_2fa and no session', () => {
     const begun = begunLogin('usr_1', { ...credentials, two_factor_enabled: true });
     const checked = flow(begun.state, { op: 'password-checked', verified: true, sso_required_by: null, session }, 'r');
-    expect(checked.reply).toEqual({ ok: true, value: { requires_2fa: true, user_id: 'usr_1' } });
+    expect(checked.reply).toEqual({ ok: true, value: { requires_2fa: true, user_id: 'usr_1', password_fingerprint: passwordFingerprint('scrypt$hash') } });
     expect(to(checked.sends, 'user')).toEqual([]);
   });
 
