@@ -16,12 +16,13 @@ afterAll(() => t.destroy());
 
 const base = '/api/v1/ecs/gap/coordinator';
 
-async function tick() {
-  const before = (await t.request('GET', base, { token })).body.tick;
+/** Moves the clock one tick of `index` (a coordinator path) and waits for it. */
+async function tick(index = base) {
+  const before = (await t.request('GET', index, { token })).body.tick;
   (t.clock as ManualClock).advance(50);
   for (let polls = 0; polls < 300; polls++) {
     await settle();
-    if ((await t.request('GET', base, { token })).body.tick > before) return;
+    if ((await t.request('GET', index, { token })).body.tick > before) return;
   }
   throw new Error('no tick');
 }
@@ -77,15 +78,7 @@ describe('ECS resume past the ring', () => {
 
 describe('ECS resume without a race against the live stream', () => {
   const index = '/api/v1/ecs/race/coordinator';
-  async function tickRace() {
-    const before = (await t.request('GET', index, { token })).body.tick;
-    (t.clock as ManualClock).advance(50);
-    for (let polls = 0; polls < 300; polls++) {
-      await settle();
-      if ((await t.request('GET', index, { token })).body.tick > before) return;
-    }
-    throw new Error('no tick');
-  }
+  const tickRace = () => tick(index);
   function connect(query = '') {
     const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}${index}/ws?token=${encodeURIComponent(token)}${query}`);
     const messages: any[] = [];
