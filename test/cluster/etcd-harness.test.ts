@@ -62,8 +62,10 @@ describe('test cluster harness', () => {
     await n2.kill('SIGKILL');
     expect(n2.alive).toBe(false);
     expect(n2.running).toBe(false);
-    // The survivor takes every partition once n2's lease expires.
-    const settled = await waitClusterSettled(cluster, 20_000);
+    // The survivor takes every partition once n2's lease expires. Usually within 5 s; the bound is generous
+    // because this checks the harness, not recovery time (test/cluster/faults.test.ts measures that), and a
+    // loaded 2-core machine once took past 20 s here.
+    const settled = await waitClusterSettled(cluster, 45_000);
     expect(settled.leaders).toEqual(['n1', 'n1', 'n1', 'n1']);
 
     await n2.restart();
@@ -83,7 +85,7 @@ describe('test cluster harness', () => {
     await n1.kill('SIGTERM');
     expect((await n1.waitExit(60_000)).code).toBe(0);
     expect(n1.alive).toBe(false);
-  }, 120_000);
+  }, 180_000);
 
   it('stop kills every node and etcd and removes the temp dirs', async () => {
     const dirs = [cluster.etcd.dataDir, ...cluster.nodes.map((n) => n.dataDir)];
