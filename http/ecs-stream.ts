@@ -71,18 +71,32 @@ function errorMessage(code: string, message: string, extra: object = {}): string
   return JSON.stringify({ type: 'error', code, message, ...extra });
 }
 
-/** The tick of a well-formed `resume` message, or undefined for anything else (left to onClientMessage). */
-function resumeTickOf(text: string | null, bytes: number): number | undefined {
-  if (text === null || bytes > CLIENT_MESSAGE_BYTES_MAX) return undefined;
+type ClientMessage = { type: 'ping' } | { type: 'resume'; tick: number } | { type: 'snapshot' } | { type: 'malformed'; message: string };
+
+/** A client's frame read as the protocol's messages (docs/api/ecs.md, "Client to server"), or why it is malformed. */
+function readClientMessage(text: string | null, bytes: number): ClientMessage {
+  const malformed = (message: string): ClientMessage => ({ type: 'malformed', message });
+  if (text === null) return malformed('Binary messages are not accepted; send JSON text.');
+  if (bytes > CLIENT_MESSAGE_BYTES_MAX) return malformed(`A client message may be at most ${CLIENT_MESSAGE_BYTES_MAX} bytes.`);
   let message: unknown;
   try {
     message = JSON.parse(text);
   } catch {
-    return undefined;
+    return malformed('The message is not valid JSON.');
   }
-  if (typeof message !== 'object' || message === null || (message as { type?: unknown }).type !== 'resume') return undefined;
-  const tick = (message as { tick?: unknown }).tick;
-  return typeof tick === 'number' && Number.isSafeInteger(tick) && tick >= 0 ? tick : undefined;
+  const type = typeof message === 'object' && message !== null ? (message as { type?: unknown }).type : undefined;
+  switch (type) {
+    case 'ping':
+    case 'snapshot':
+      return { type };
+    case 'resume': {
+      const tick = (message as { tick?: unknown }).tick;
+      if (typeof tick !== 'number' || !Number.isSafeInteger(tick) || tick < 0) return malformed('resume needs tick, a non-negative integer: the last tick you applied.');
+      return { type, tick };
+    }
+    default:
+      return malformed('Unknown message type; expected resume, snapshot or ping.');
+  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
@@ -139,8 +153,11 @@ export class EcsStreams {
     // the stream there: hello names that tick and the replay follows it, so no live tick goes out first.
     let resume = resumeFrom;
     if (resume === undefined && early.length > 0) {
-      resume = resumeTickOf(early[0].text, early[0].bytes);
-      if (resume !== undefined) early.shift();
+      const first = readClientMessage(early[0].text, early[0].bytes);
+      if (first.type === 'resume') {
+        resume = first.tick;
+        early.shift();
+      }
     }
     let aheadOf: number | undefined;
     if (resume !== undefined) {
@@ -307,32 +324,16 @@ export class EcsStreams {
   }
 
   private onClientMessage(subscriber: Subscriber, text: string | null, bytes: number): void {
-    if (text === null) {
-      this.send(subscriber, errorMessage('malformed_message', 'Binary messages are not accepted; send JSON text.'));
-      return;
-    }
-    if (bytes > CLIENT_MESSAGE_BYTES_MAX) {
-      this.send(subscriber, errorMessage('malformed_message', `A client message may be at most ${CLIENT_MESSAGE_BYTES_MAX} bytes.`));
-      return;
-    }
-    let message: unknown;
-    try {
-      message = JSON.parse(text);
-    } catch {
-      this.send(subscriber, errorMessage('malformed_message', 'The message is not valid JSON.'));
-      return;
-    }
-    const type = typeof message === 'object' && message !== null ? (message as { type?: unknown }).type : undefined;
-    switch (type) {
+    const message = readClientMessage(text, bytes);
+    switch (message.type) {
+      case 'malformed':
+        this.send(subscriber, errorMessage('malformed_message', message.message));
+        return;
       case 'ping':
         this.send(subscriber, JSON.stringify({ type: 'pong', tick: subscriber.cursor }));
         return;
       case 'resume': {
-        const tick = (message as { tick?: unknown }).tick;
-        if (typeof tick !== 'number' || !Number.isSafeInteger(tick) || tick < 0) {
-          this.send(subscriber, errorMessage('malformed_message', 'resume needs tick, a non-negative integer: the last tick you applied.'));
-          return;
-        }
+        const { tick } = message;
         this.whenIdle(subscriber, () => {
           if (tick > subscriber.feed.lastTick) {
             this.sendResumeAhead(subscriber, tick);
@@ -350,8 +351,6 @@ export class EcsStreams {
       case 'snapshot':
         this.whenIdle(subscriber, () => void this.catchUp(subscriber, true));
         return;
-      default:
-        this.send(subscriber, errorMessage('malformed_message', 'Unknown message type; expected resume, snapshot or ping.'));
     }
   }
 
