@@ -43,8 +43,11 @@ export function normalizeTemplate(path: string): string {
  * path); a static segment covers only the same text; a final `*` covers the rest.
  */
 export function templateMatches(rule: string, path: string): boolean {
-  const ruleSegments = segmentsOf(rule);
-  const pathSegments = segmentsOf(path);
+  return segmentsMatch(segmentsOf(rule), segmentsOf(path));
+}
+
+/** A rule's segments against a path's: a `:param` covers one segment but a wildcard, static text only itself, a final `*` the rest. */
+function segmentsMatch(ruleSegments: readonly Segment[], pathSegments: readonly Segment[]): boolean {
   for (let index = 0; index < ruleSegments.length; index++) {
     const segment = ruleSegments[index];
     if (segment.kind === 'wildcard') return true;
@@ -100,21 +103,12 @@ export function concreteSegments(path: string): string[] {
 
 /** templateMatches for a concrete path's segments (routedSegments, concreteSegments): each is text, matched as text. */
 export function templateMatchesSegments(rule: string, path: readonly string[]): boolean {
-  const ruleSegments = segmentsOf(rule);
-  for (let index = 0; index < ruleSegments.length; index++) {
-    const segment = ruleSegments[index];
-    if (segment.kind === 'wildcard') return true;
-    const other = path[index];
-    if (other === undefined) return false;
-    if (segment.kind === 'static' && other !== segment.text) return false;
-  }
-  return ruleSegments.length === path.length;
+  return segmentsMatch(segmentsOf(rule), path.map((text): Segment => ({ kind: 'static', text })));
 }
 
 /** serviceOf for a concrete path's segments. */
 export function serviceOfSegments(path: readonly string[]): string {
-  const start = path[0] === 'api' && path[1] !== undefined && /^v[0-9]+$/.test(path[1]) ? 2 : 0;
-  return (path[start] ?? '').toLowerCase();
+  return serviceSegment(path).toLowerCase();
 }
 
 /**
@@ -139,8 +133,12 @@ export function compareSpecificity(a: string, b: string): number {
  * `distributed-state`, `/x402/catalog` -> `x402`); '' for `/`.
  */
 export function serviceOf(path: string): string {
-  const parts = path.split('/').filter((part) => part !== '');
-  const start = parts[0] === 'api' && parts[1] !== undefined && /^v[0-9]+$/.test(parts[1]) ? 2 : 0;
-  const first = parts[start] ?? '';
+  const first = serviceSegment(path.split('/').filter((part) => part !== ''));
   return first.startsWith(':') || first === '*' ? '' : first.toLowerCase();
+}
+
+/** The first segment after the `/api/v<N>` version prefix when there is one ('' when none). */
+function serviceSegment(parts: readonly string[]): string {
+  const start = parts[0] === 'api' && parts[1] !== undefined && /^v[0-9]+$/.test(parts[1]) ? 2 : 0;
+  return parts[start] ?? '';
 }
