@@ -22,6 +22,7 @@ export { errorCodes, isServiceError, ServiceError, type ErrorCode } from './erro
 export { randomId } from './ids.js';
 export { limits, type Limits } from './limits.js';
 export { serialisedBytes } from './serialised-bytes.js';
+export { ownEntry } from './own-entry.js';
 export { MinHeap } from './min-heap.js';
 export { silentLogger, type RuntimeLogger, type RuntimeObserver } from './observer.js';
 export { embeddedPartitionCount, EMBEDDED_PARTITIONS_DEFAULT, PartitionCountMismatch, PARTITIONS_MAX, refuseOtherLayout } from './partition-count.js';

@@ -1,4 +1,4 @@
-import { ServiceError, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { ServiceError, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult, ownEntry } from '../../runtime/index.js';
 import { sameHash } from '../same-hash.js';
 import { passwordFingerprint } from './password-fingerprint.js';
 import { answerFlowCall, flowCall, type FlowError } from '../flow-call.js';
@@ -208,7 +208,7 @@ export function stepUser(state: UserState, message: UserMessage | AlarmMessage, 
         throw new ServiceError('invalid_credentials', 'The password changed while signing in; sign in again.');
       }
       if (message.approving_session_id !== undefined) {
-        const approving = Object.hasOwn(state.sessions, message.approving_session_id) ? state.sessions[message.approving_session_id] : undefined;
+        const approving = ownEntry(state.sessions, message.approving_session_id);
         if (!approving || !isSessionLive(approving, now)) {
           throw new ServiceError('conflict', 'The session that approved this login has ended (signed out, password changed or reset, or banned): start a new CLI login.');
         }

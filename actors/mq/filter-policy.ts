@@ -1,4 +1,4 @@
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, ownEntry } from '../../runtime/index.js';
 
 /**
  * SNS-style subscription filter policies over message attributes, pure.
@@ -164,7 +164,7 @@ export function matchesCondition(condition: Condition, value: Scalar | undefined
 export function matchesFilterPolicy(policy: ParsedPolicy | null, attributes: Record<string, Scalar>): boolean {
   if (!policy) return true;
   return policy.every(([name, conditions]) => {
-    const value = Object.hasOwn(attributes, name) ? attributes[name] : undefined;
+    const value = ownEntry(attributes, name);
     return conditions.some((condition) => matchesCondition(condition, value));
   });
 }

@@ -1,5 +1,6 @@
 import type { AlarmMessage, TurnContext, TurnResult } from '../../runtime/index.js';
 import type { SubjectContextEntry, SubjectIndexState, SubjectMessage } from './messages.js';
+import { ownEntry } from '../../runtime/index.js';
 
 /**
  * The subject index: one small actor per (tenant, subject id) that knows
@@ -28,7 +29,7 @@ export function stepSubjectIndex(
       return { state, reply: state };
     case 'seen': {
       // Own entries only: a context id such as `constructor` has none before its first report.
-      const previous = Object.hasOwn(state.contexts, message.context_id) ? state.contexts[message.context_id] : undefined;
+      const previous = ownEntry(state.contexts, message.context_id);
       let entry: SubjectContextEntry;
       if (previous && previous.reported_ms > message.reported_ms) {
         // An older report arriving late: it can only move last_seen forward.

@@ -1,4 +1,4 @@
-import { isServiceError, ServiceError, type ActorSend, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { isServiceError, ServiceError, type ActorSend, type AlarmMessage, type DeferredReply, type TurnContext, type TurnResult, ownEntry } from '../../runtime/index.js';
 import { flowCall, type FlowAnswer, type FlowError } from '../flow-call.js';
 import { addCosts, allocate, emptyAllocation, exclusiveSelections, highestTierUnlocked, migrate, nodeStatuses, respec, snapshotOf, type Allocation } from './allocation.js';
 import { levelForXp, pointsForLevels, XP_TOTAL_MAX } from './curves.js';
@@ -95,14 +95,6 @@ export function treeStateView(entry: UserTreeEntry, balances: Record<string, num
     user_id,
   };
   return { nodes: nodeStatuses(tree, allocation.ranks, balances), state, tree_id: tree.tree_id, tree_version: tree.version };
-}
-
-/**
- * The record's own entry under a client's id: ids such as `constructor` or
- * `toString` name no entry, not Object.prototype's functions.
- */
-function ownEntry<T>(record: Record<string, T>, key: string): T | undefined {
-  return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 const fingerprintOf = (curve_id: string, amount: number) => `${curve_id}:${amount}`;

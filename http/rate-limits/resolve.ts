@@ -1,6 +1,7 @@
 import { canonicalEndpoint, NO_SUPPORT_TIER, type Limit, type RateLimitCaller, type RuleSetView } from '../../actors/rate-limits/messages.js';
 import type { Principal } from '../auth/principal.js';
 import { leaseRef, type LeaseRef } from './limiter.js';
+import { ownEntry } from '../../runtime/index.js';
 
 /**
  * Which limit applies to a request, pure: the most specific rule wins,
@@ -30,24 +31,20 @@ export function moduleOf(canonical: string): string {
   return segments[0]!;
 }
 
-/** An own entry of a rule map (never an inherited property such as `constructor`). */
-function own<T>(map: Record<string, T>, key: string): T | undefined {
-  return Object.hasOwn(map, key) ? map[key] : undefined;
-}
 
 export function resolveLimit(rules: RuleSetView, fallbackDefault: Limit, canonical: string, user_id: string | null): AppliedLimit | 'bypass' {
-  const user = user_id === null ? undefined : own(rules.users, user_id);
+  const user = user_id === null ? undefined : ownEntry(rules.users, user_id);
   if (user?.bypass) return 'bypass';
-  const custom = user ? own(user.custom_limits, canonical) : undefined;
+  const custom = user ? ownEntry(user.custom_limits, canonical) : undefined;
   if (custom) return { scope: `custom:${canonical}`, policy: 'custom', limit: custom };
   if (user && user.tier !== NO_SUPPORT_TIER) {
-    const tier = own(rules.support_tiers, user.tier);
+    const tier = ownEntry(rules.support_tiers, user.tier);
     if (tier) return { scope: `tier:${user.tier}`, policy: 'tier', limit: tier };
   }
-  const endpoint = own(rules.endpoints, canonical);
+  const endpoint = ownEntry(rules.endpoints, canonical);
   if (endpoint) return { scope: `endpoint:${canonical}`, policy: 'endpoint', limit: endpoint };
   const module = moduleOf(canonical);
-  const moduleTier = module === '' ? undefined : own(rules.modules, module);
+  const moduleTier = module === '' ? undefined : ownEntry(rules.modules, module);
   if (moduleTier) return { scope: `module:${module}`, policy: 'module', limit: moduleTier };
   return { scope: 'default', policy: 'default', limit: rules.default_tier ?? fallbackDefault };
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { ServiceError, type ActorClient } from '../../runtime/index.js';
+import { ServiceError, type ActorClient, ownEntry } from '../../runtime/index.js';
 import { IDENTITY_LINKS_KIND, type IdentityLinksMessage, type LinkRecord } from '../../actors/linked-accounts/messages.js';
 import { exchangeCodeForIdentity } from '../auth/oauth-providers.js';
 import { bearerAuthentication, refuseImpersonation, requirePrincipal } from '../plugins/authenticate.js';
@@ -64,7 +64,7 @@ export function linkedAccountRoutes(app: FastifyInstance, services: AppServices)
   }, async (request) => {
     const principal = refuseImpersonation(request);
     const { provider: name, code, redirect_uri, code_verifier } = request.body;
-    const provider = Object.hasOwn(services.config.oauthProviders, name) ? services.config.oauthProviders[name] : undefined;
+    const provider = ownEntry(services.config.oauthProviders, name);
     if (!provider) {
       throw new ServiceError('BAD_REQUEST', `Unknown provider ${name}.`, {
         details: [{ field: 'body.provider', message: `must be one of: ${Object.keys(services.config.oauthProviders).join(', ') || '(none configured)'}` }],

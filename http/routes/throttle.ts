@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ServiceError } from '../../runtime/index.js';
+import { ServiceError, ownEntry } from '../../runtime/index.js';
 import {
   planRule,
   subjectProblem,
@@ -197,7 +197,7 @@ function costOf(plan: PlanView, body: Static<typeof CheckBody>): number {
   if (body.cost !== undefined) return body.cost;
   if (body.action === undefined) return 1;
   // Own keys only: `toString` or `constructor` is no action, not Object.prototype's function.
-  const action = Object.hasOwn(plan.actions, body.action) ? plan.actions[body.action] : undefined;
+  const action = ownEntry(plan.actions, body.action);
   if (!action) {
     const known = Object.keys(plan.actions);
     const message = `is not an action of this plan (${known.length > 0 ? known.join(', ') : 'it has none'})`;
