@@ -1,4 +1,5 @@
 import { COMPONENTS_BYTES_MAX, ENTITIES_PER_INDEX_MAX, type Components, type EntityChange, type EntityMutation, type MutationResult } from './messages.js';
+import { serialisedBytes } from '../../runtime/index.js';
 
 /**
  * The mutation and version rules, pure: one mutation against the entity it
@@ -37,9 +38,6 @@ export function mergeComponents(base: Components, patch: Components): Components
   return merged;
 }
 
-export function componentsBytes(components: Components): number {
-  return Buffer.byteLength(JSON.stringify(components));
-}
 
 /** `existing`: the entity now (undefined when absent); `liveEntities`: how many the index holds. */
 export function applyMutation(mutation: EntityMutation, existing: Entity | undefined, liveEntities: number): MutationOutcome {
@@ -50,7 +48,7 @@ export function applyMutation(mutation: EntityMutation, existing: Entity | undef
       if (mutation.expected_version !== undefined && mutation.expected_version !== 0) return failed(mutation, 0, 'version_conflict');
       if (liveEntities >= ENTITIES_PER_INDEX_MAX) return failed(mutation, 0, 'index_full');
       const components = mergeComponents({}, mutation.components ?? {});
-      if (componentsBytes(components) > COMPONENTS_BYTES_MAX) return failed(mutation, 0, 'components_too_large');
+      if (serialisedBytes(components) > COMPONENTS_BYTES_MAX) return failed(mutation, 0, 'components_too_large');
       const entity = { version: 1, components };
       return succeeded(mutation, 0, { entity_id: mutation.entity_id, op: 'upsert', version: 1, components }, entity);
     }
@@ -59,7 +57,7 @@ export function applyMutation(mutation: EntityMutation, existing: Entity | undef
       if (mutation.expected_version === undefined) return failed(mutation, current_version, 'version_required');
       if (mutation.expected_version !== existing.version) return failed(mutation, current_version, 'version_conflict');
       const components = mergeComponents(existing.components, mutation.components ?? {});
-      if (componentsBytes(components) > COMPONENTS_BYTES_MAX) return failed(mutation, current_version, 'components_too_large');
+      if (serialisedBytes(components) > COMPONENTS_BYTES_MAX) return failed(mutation, current_version, 'components_too_large');
       const entity = { version: existing.version + 1, components };
       return succeeded(mutation, current_version, { entity_id: mutation.entity_id, op: 'upsert', version: entity.version, components }, entity);
     }

@@ -1,4 +1,4 @@
-import { isAlarm, ServiceError, type AlarmMessage, type DeferredReply, type RecordWrite, type TurnContext, type TurnResult } from '../../runtime/index.js';
+import { isAlarm, ServiceError, type AlarmMessage, type DeferredReply, type RecordWrite, type TurnContext, type TurnResult, serialisedBytes } from '../../runtime/index.js';
 import {
   CONNECTION_REPORT_TTL_MS,
   MUTATIONS_PER_BATCH_MAX,
@@ -130,7 +130,7 @@ function onTick(state: IndexState, alarm: AlarmMessage, context: TurnContext): R
   if (!meta.running) return { state };
   const tick = meta.tick + 1;
   const changes = [...state.pending.values()];
-  const record: TickRecord = { tick, at_ms: context.now, changes, bytes: changes.length === 0 ? 2 : Buffer.byteLength(JSON.stringify(changes)) };
+  const record: TickRecord = { tick, at_ms: context.now, changes, bytes: changes.length === 0 ? 2 : serialisedBytes(changes) };
   const writes: RecordWrite[] = [{ subkey: tickKey(tick), value: record }];
   for (const entity_id of state.pending.keys()) writes.push({ subkey: pendingKey(entity_id), value: undefined });
   state.pending.clear();

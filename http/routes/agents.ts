@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { isServiceError, randomId, ServiceError } from '../../runtime/index.js';
+import { isServiceError, randomId, ServiceError, serialisedBytes } from '../../runtime/index.js';
 import { ORGANIZATION_KIND } from '../../actors/organizations/messages.js';
 import {
   AGENT_DIRECTORY_KIND,
@@ -142,7 +142,7 @@ function checkPayloads(fields: Fields): void {
       throw new ServiceError('invalid_toml', `${field} is not valid TOML${where}: ${problem.message}`, { details: [problem] });
     }
   }
-  if (fields.procedures !== undefined && Buffer.byteLength(JSON.stringify(fields.procedures)) > policy.procedures_bytes_max) {
+  if (fields.procedures !== undefined && serialisedBytes(fields.procedures) > policy.procedures_bytes_max) {
     throw badRequest('body.procedures', `must serialise to at most ${policy.procedures_bytes_max} bytes`);
   }
   if (fields.profile_url) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { isServiceError, randomId, ServiceError, type ActorClient } from '../../runtime/index.js';
+import { isServiceError, randomId, ServiceError, type ActorClient, serialisedBytes } from '../../runtime/index.js';
 import { USER_KIND, type PublicUser } from '../../actors/accounts/messages.js';
 import {
   INVITATION_INDEX_KIND,
@@ -229,7 +229,7 @@ function paging(query: { page?: number; page_size?: number }) {
 }
 
 function checkMetadata(metadata: unknown): void {
-  if (metadata !== undefined && Buffer.byteLength(JSON.stringify(metadata)) > METADATA_BYTES_MAX) {
+  if (metadata !== undefined && serialisedBytes(metadata) > METADATA_BYTES_MAX) {
     throw new ServiceError('BAD_REQUEST', 'metadata is too large.', { details: [{ field: 'metadata', message: `At most ${METADATA_BYTES_MAX} bytes of JSON.` }] });
   }
 }
