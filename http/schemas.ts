@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { formatIsoUtc } from './iso-format.js';
 
 /** Schemas shared by every area: the error body, Message, pagination. */
 export const ErrorBody = Type.Object(
@@ -39,7 +40,8 @@ export const bearerSecurity = [{ bearerAuth: [] as string[] }];
  * The strings isoTime made last, by the low 8 bits of their epoch-ms: under
  * load many responses carry the same millisecond (at 20,000 acquisitions a
  * second, twenty share each expiry instant), and `new Date(ms).toISOString()`
- * was 1.8% of the lock write path's JavaScript time.
+ * was 1.8% of the lock write path's JavaScript time. A miss is formatted in
+ * arithmetic (http/iso-format.ts), not by V8's snprintf.
  */
 const recentEpochMs = new Float64Array(256).fill(Number.NaN);
 const recentIso: string[] = new Array<string>(256).fill('');
@@ -50,7 +52,7 @@ export function isoTime(epoch_ms: number | null | undefined): string | null {
   const slot = epoch_ms & 255;
   if (recentEpochMs[slot] === epoch_ms) return recentIso[slot];
   // Throws RangeError for a time Date cannot hold, as before; nothing is stored then.
-  const iso = new Date(epoch_ms).toISOString();
+  const iso = formatIsoUtc(epoch_ms);
   recentEpochMs[slot] = epoch_ms;
   recentIso[slot] = iso;
   return iso;
