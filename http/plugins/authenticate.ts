@@ -12,6 +12,7 @@ import { cachedSession, checkSession } from '../auth/session-check.js';
 import { API_KEY_REJECTED, checkApiKey } from '../auth/api-key-check.js';
 import { authenticateX402Session, isX402SessionToken } from '../x402-session.js';
 import { routeUrlOf } from '../route-config.js';
+import { bearerTokenOf } from '../auth/bearer-token.js';
 
 /**
  * The onRequest hook of every B route. Checks the bearer token's signature
@@ -203,17 +204,6 @@ export function bearerAuthentication(services: AppServices): BearerAuthenticatio
     if (session.impersonated_by) await requireLiveAdmin(services, session.impersonated_by);
     request.principal = sessionPrincipal(session, claims);
   }
-}
-
-/** The bearer token of the request, or a 401. */
-function bearerTokenOf(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  if (typeof header !== 'string' || !/^Bearer\s+\S/i.test(header)) {
-    throw new ServiceError('unauthorized', 'Missing bearer token: send Authorization: Bearer <token>.');
-  }
-  const token = header.slice(header.indexOf(' ') + 1).trim();
-  if (token.length > 4096) throw new ServiceError('unauthorized', 'The access token is invalid or expired.');
-  return token;
 }
 
 /**
