@@ -98,9 +98,9 @@ async function setUp() {
   return { bench, tokens, sessionCache, hook: bearerAuthentication(services), user_id: user.id, session_id: session.session_id, api_key: key.key };
 }
 
-/** A request as the hook sees it on GET ROUTE with this bearer. */
+/** A request as the hook sees it on GET ROUTE with this bearer, on a connection of its own (a keep-alive client's, sending it again). */
 function requestWith(bearer: string): FastifyRequest {
-  return { headers: { authorization: `Bearer ${bearer}` }, routeOptions: { url: ROUTE }, url: ROUTE, method: 'GET' } as unknown as FastifyRequest;
+  return { headers: { authorization: `Bearer ${bearer}` }, raw: { socket: {} }, routeOptions: { url: ROUTE }, url: ROUTE, method: 'GET' } as unknown as FastifyRequest;
 }
 
 export async function run(): Promise<BenchRow[]> {

@@ -25,7 +25,8 @@ const lastBearerOf = new WeakMap<object, LastBearer>();
 /** The bearer token of the request, or a 401. */
 export function bearerTokenOf(request: FastifyRequest): string {
   const header = request.headers.authorization;
-  const socket = request.raw.socket as object | null | undefined;
+  // A request made by hand (a bench, inject) may have no socket: then nothing is remembered.
+  const socket = (request.raw as { socket?: object | null } | undefined)?.socket;
   const last = socket ? lastBearerOf.get(socket) : undefined;
   if (last !== undefined && last.header === header) return last.token;
   if (typeof header !== 'string' || !/^Bearer\s+\S/i.test(header)) {

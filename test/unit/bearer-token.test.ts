@@ -13,6 +13,7 @@ describe('bearerTokenOf', () => {
     expect(bearerTokenOf(requestOn(socket, 'bearer  ddd.eee.fff '))).toBe('ddd.eee.fff');
     expect(bearerTokenOf(requestOn({}, 'Bearer aaa.bbb.ccc'))).toBe('aaa.bbb.ccc');
     expect(bearerTokenOf(requestOn(null, 'Bearer ggg'))).toBe('ggg');
+    expect(bearerTokenOf({ headers: { authorization: 'Bearer hhh' } } as unknown as FastifyRequest)).toBe('hhh');
   });
 
   it('refuses a missing, malformed or over-long header after a good one on the same connection', () => {
