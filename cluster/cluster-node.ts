@@ -22,6 +22,8 @@ export interface ClusterNodeOptions {
   actorsInMemoryMax?: number;
   dataDir: string;
   durability: 'sync' | 'commit';
+  /** LMDB_MAP_SIZE_GB (runtime/store-lmdb.ts); default 64. */
+  lmdbMapSizeGb?: number;
   httpUrl: string;
   /** Interface the gRPC server binds (the HTTP HOST). */
   bindHost: string;
@@ -526,6 +528,6 @@ export function productionPorts(options: ClusterNodeOptions): ClusterPorts {
     clock: new SystemClusterClock(),
     coordination: EtcdCoordination.connect(options.cluster.etcdEndpoints),
     transport: new GrpcTransport(options.cluster.nodeId, options.logger, options.cluster.leaseTtlSeconds),
-    store: new LmdbStore({ path: options.dataDir, sync: options.durability === 'sync' }),
+    store: new LmdbStore({ path: options.dataDir, sync: options.durability === 'sync', mapSizeGb: options.lmdbMapSizeGb }),
   };
 }

@@ -2,6 +2,7 @@ import { REGISTRATIONS_PER_ADDRESS_MAX } from '../actors/accounts/messages.js';
 import { base64KeyFrom } from './node-key-file.js';
 import { limits } from '../runtime/limits.js';
 import { PARTITIONS_MAX } from '../runtime/partition-count.js';
+import { LMDB_MAP_SIZE_GB_DEFAULT } from '../runtime/store-lmdb.js';
 import { gcPretenuringFrom, gcThreadsFrom, semiSpaceMbFrom, type GcPretenuring, type GcThreads } from './node-flags.js';
 import type { ClusterConfig } from '../cluster/config.js';
 import { parseOAuthProviders, type OAuthProviders } from './auth/oauth-providers.js';
@@ -55,6 +56,8 @@ export interface NodeConfig {
   bodyLimitBytes: number;
   /** `sync` (fsync before reply, default) or `commit` (visible, survives a process crash). */
   durability: 'sync' | 'commit';
+  /** LMDB_MAP_SIZE_GB: the most the data file may grow to (runtime/store-lmdb.ts). */
+  lmdbMapSizeGb: number;
   issuer: string;
   /** Liveness: an entity is alive while now < last heartbeat + this. */
   livenessGraceSeconds: number;
@@ -299,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): NodeConfig {
     refreshTokenTtlSeconds: intFrom(env, 'REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 60, 365 * 86_400),
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     durability,
+    lmdbMapSizeGb: intFrom(env, 'LMDB_MAP_SIZE_GB', LMDB_MAP_SIZE_GB_DEFAULT, 1, 4096),
     issuer: env.TOKEN_ISSUER || 'platform-service',
     livenessGraceSeconds: intFrom(env, 'LIVENESS_GRACE_SECONDS', 30, 1, 86_400),
     publicBaseUrl: publicBaseUrlFrom(env.PUBLIC_BASE_URL),

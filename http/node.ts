@@ -47,7 +47,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
   // Only the node's user reads what a data directory it creates holds (LMDB's files are 0644 inside it).
   mkdirSync(options.config.dataDir, { recursive: true, mode: 0o700 });
   // Embedded: the store is opened first, as it knows its partition count. A cluster keeps its count in etcd.
-  const embeddedStore = options.config.cluster ? undefined : new LmdbStore({ path: options.config.dataDir, sync: options.config.durability === 'sync' });
+  const embeddedStore = options.config.cluster ? undefined : new LmdbStore({ path: options.config.dataDir, sync: options.config.durability === 'sync', mapSizeGb: options.config.lmdbMapSizeGb });
   const config: ResolvedNodeConfig = {
     ...options.config,
     partitions: embeddedStore ? await partitionCountOrClose(embeddedStore, options.config.partitions) : (options.config.partitions ?? CLUSTER_PARTITIONS_DEFAULT),
@@ -79,6 +79,7 @@ export async function startNode(options: StartNodeOptions): Promise<RunningNode>
       actorsInMemoryMax: config.actorsInMemoryMax,
       dataDir: config.dataDir,
       durability: config.durability,
+      lmdbMapSizeGb: config.lmdbMapSizeGb,
       httpUrl: `http://${config.cluster.advertiseHost}:${config.port}`,
       bindHost: config.host,
       clock,

@@ -16,7 +16,12 @@ export interface LmdbStoreOptions {
    * a power loss). Used by nothing but explicit opt-in (env DURABILITY=commit).
    */
   sync?: boolean;
+  /** The most the data file may grow to, in GiB (default 64). LMDB maps lazily: address space, not RAM. */
+  mapSizeGb?: number;
 }
+
+/** The default map: room for large actors. */
+export const LMDB_MAP_SIZE_GB_DEFAULT = 64;
 
 /**
  * One LMDB environment per node. lmdb-js queues the writes of many commit()
@@ -44,7 +49,7 @@ export class LmdbStore implements Store {
       maxSharedStructures: SHARED_STRUCTURES_MAX,
       shouldShareStructure: isSharedShape,
       // Room for large actors; LMDB maps lazily, so this is address space, not RAM.
-      mapSize: 64 * 1024 ** 3,
+      mapSize: (options.mapSizeGb ?? LMDB_MAP_SIZE_GB_DEFAULT) * 1024 ** 3,
     };
     this.db = open(lmdbOptions);
   }
