@@ -32,9 +32,10 @@ const runOne = join(benchDir, 'support', 'run-one.js');
 /**
  * Files that need more than the default 300 s on this 2-core machine, so that
  * a full run does not kill them: the 100-node simulation took 433 s
- * (2026-11-28), the write-path peers file 260 s with its clusters' warm-up.
+ * (2026-11-28), the write-path peers file 260 s with its clusters' warm-up,
+ * the instruction count (BENCH_INSTRUCTIONS=1) about 10 minutes under valgrind.
  */
-const LONG_FILES: Record<string, number> = { 'cluster-scale': 900, 'write-path-peers': 450 };
+const LONG_FILES: Record<string, number> = { 'cluster-scale': 900, 'write-path-peers': 450, 'write-path-instructions': 2400 };
 /** The write-path files' run time grows with their rounds (BENCH_WRITE_PATH_ROUNDS, default 3): so does their bound. */
 const ROUNDS_FILES = new Set(['write-path', 'write-path-peers']);
 function fileTimeout_ms(area: string): number {
