@@ -15,9 +15,13 @@ import type { BenchRow } from './types.js';
  * the durable-put floor and the project's lock, each run under callgrind,
  * the same fresh-key load as write-path.bench.ts (50 connections), counters
  * zeroed after a warm-up and read after the measured load. Instructions per
- * request do not move with the machine's speed the way rates do (two runs of
- * one build agreed within 2% on 2026-11-30, when the rates of one run spread
- * by a factor of two), so a change of a few percent shows.
+ * request do not move with the machine's speed the way rates do, but what
+ * runs on time rather than per request (the garbage collector, timers,
+ * commit batches) still moves them: runs of one build gave 201,430 and
+ * 239,317 on the event loop (2026-11-30), when the rates of one run spread
+ * by a factor of two. A change of a few percent shows in callgrind's
+ * per-function counts, not in these totals (docs/performance.md,
+ * "Instructions counted, not sampled").
  *
  * Off unless BENCH_INSTRUCTIONS=1: it needs valgrind, and takes about ten
  * minutes (valgrind runs a node about 50 times slower, and V8 needs minutes
