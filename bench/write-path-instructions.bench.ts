@@ -3,9 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { serverNodeArgs } from '../http/node-flags.js';
 import { startUnderCallgrind, valgrindAvailable, type CallgrindServer } from './support/callgrind-server.js';
-import { projectEnv, register } from './support/project-servers.js';
+import { projectEnv, projectServerScript, register, SCHEMAS_COMPILED } from './support/project-servers.js';
 import { progress, runScenarios } from './support/scenarios.js';
 import { runLoadInChild, type WritePathTarget } from './support/write-path-load.js';
 import type { BenchRow } from './types.js';
@@ -42,11 +41,9 @@ const MEASURE_S = Number(process.env.BENCH_INSTRUCTIONS_SECONDS ?? 60);
 const BODY = JSON.stringify({ owner_id: 'owner-12345', ttl_seconds: 30 });
 /** Under valgrind, start-up and the background compilation of the route schemas take minutes. */
 const READY_TIMEOUT_MS = 15 * 60_000;
-const SCHEMAS_COMPILED = '"msg":"route schemas compiled"';
 
 const distDir = dirname(dirname(fileURLToPath(import.meta.url)));
 const putScript = join(distDir, 'bench', 'support', 'durable-put-server.js');
-const projectScript = join(distDir, 'http', 'server.js');
 
 interface Counted {
   requests: number;
@@ -72,7 +69,7 @@ async function countFreshLoad(server: CallgrindServer, target: WritePathTarget, 
 
 async function floorCount(): Promise<Counted> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-instructions-put-'));
-  const server = await startUnderCallgrind(putScript, { DATA_DIR: dataDir }, [], '/', READY_TIMEOUT_MS);
+  const server = await startUnderCallgrind(putScript, { DATA_DIR: dataDir }, '/', READY_TIMEOUT_MS);
   try {
     return await countFreshLoad(server, 'put', '', FLOOR_WARM_S);
   } finally {
@@ -83,8 +80,9 @@ async function floorCount(): Promise<Counted> {
 
 async function projectCount(): Promise<Counted> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-instructions-project-'));
-  const env = { ...projectEnv, LOG_LEVEL: 'info', DATA_DIR: dataDir, LMDB_MAP_SIZE_GB: '2', HOST: '127.0.0.1' };
-  const server = await startUnderCallgrind(projectScript, env, serverNodeArgs(), '/health/ready', READY_TIMEOUT_MS);
+  const env = { ...projectEnv, LOG_LEVEL: 'info', DATA_DIR: dataDir, LMDB_MAP_SIZE_GB: '2' };
+  // startServerProcess gives the project's node its V8 flags, as `npm start` does.
+  const server = await startUnderCallgrind(projectServerScript, env, '/health/ready', READY_TIMEOUT_MS);
   try {
     const token = await register(server.url);
     // As write-path.bench.ts: measured once the node has compiled its route schemas.

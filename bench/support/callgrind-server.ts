@@ -1,9 +1,9 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from './server-process.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 /**
  * A server process run under `valgrind --tool=callgrind`, which counts the
@@ -21,7 +21,7 @@ import { freePort } from './server-process.js';
  */
 export interface CallgrindServer {
   url: string;
-  /** Everything the process wrote to stdout and stderr so far. */
+  /** Everything the process wrote to stdout so far. */
   output(): string;
   /** Zeroes every thread's counters. */
   zero(): void;
@@ -41,75 +41,47 @@ export function valgrindAvailable(): boolean {
   }
 }
 
-export async function startUnderCallgrind(script: string, env: Record<string, string>, nodeArgs: string[], readyPath: string, readyTimeout_ms: number): Promise<CallgrindServer> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+export async function startUnderCallgrind(script: string, env: Record<string, string>, readyPath: string, readyTimeout_ms: number): Promise<CallgrindServer> {
   const outDir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
   const prefix = `--vgdb-prefix=${join(outDir, 'vgdb')}`;
-  const child = spawn(
+  const launcher = [
     'valgrind',
-    [
-      '--tool=callgrind',
-      '--vgdb=yes',
-      prefix,
-      // V8 writes machine code and runs it: every write outside a file mapping may be code.
-      '--smc-check=all-non-file',
-      '--separate-threads=yes',
-      '--dump-instr=no',
-      `--callgrind-out-file=${join(outDir, 'cg.%p')}`,
-      process.execPath,
-      ...nodeArgs,
-      script,
-    ],
-    { env: { ...process.env, ...env, ...VGDB_ENV, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+    '--tool=callgrind',
+    '--vgdb=yes',
+    prefix,
+    // V8 writes machine code and runs it: every write outside a file mapping may be code.
+    '--smc-check=all-non-file',
+    '--separate-threads=yes',
+    '--dump-instr=no',
+    `--callgrind-out-file=${join(outDir, 'cg.%p')}`,
+  ];
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  let exited = false;
-  const exit = new Promise<void>((resolve) => child.on('exit', () => ((exited = true), resolve())));
-  const control = (...args: string[]) => execFileSync('callgrind_control', [prefix, ...args, String(child.pid)], { env: { ...process.env, ...VGDB_ENV }, stdio: 'ignore' });
+  let server: ServerProcess;
+  try {
+    server = await startServerProcess(script, { ...env, ...VGDB_ENV }, {
+      launcher,
+      readyPath,
+      startTimeout_ms: readyTimeout_ms,
+      poll_ms: 1000,
+      onStdout: (chunk) => (output += chunk.toString('utf8')),
+    });
+  } catch (error) {
+    rmSync(outDir, { recursive: true, force: true });
+    throw error;
+  }
+  const pid = server.child.pid!;
+  const control = (...args: string[]) => execFileSync('callgrind_control', [prefix, ...args, String(pid)], { env: { ...process.env, ...VGDB_ENV }, stdio: 'ignore' });
   let dumps = 0;
 
-  const stop = async () => {
-    if (!exited) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      await exit;
-      clearTimeout(timer);
-    }
-    rmSync(outDir, { recursive: true, force: true });
-  };
-
-  const deadline_ms = Date.now() + readyTimeout_ms;
-  for (;;) {
-    if (exited) {
-      await stop();
-      throw new Error(`${script} under callgrind exited before it was ready: ${output.slice(-1500)}`);
-    }
-    try {
-      const response = await fetch(url + readyPath);
-      await response.arrayBuffer();
-      if (response.status === 200) break;
-    } catch {
-      // Not listening yet.
-    }
-    if (Date.now() > deadline_ms) {
-      await stop();
-      throw new Error(`${script} under callgrind was not ready within ${readyTimeout_ms} ms`);
-    }
-    await sleep(1000);
-  }
-
   return {
-    url,
+    url: server.url,
     output: () => output,
     zero: () => control('--zero'),
     async dump() {
       dumps++;
       control('--dump');
       // One file per thread: cg.<pid>.<dump>-<thread>, thread 01 the event loop.
-      const pattern = new RegExp(`^cg\\.${child.pid}\\.${dumps}-(\\d+)$`);
+      const pattern = new RegExp(`^cg\\.${pid}\\.${dumps}-(\\d+)$`);
       // The threads' files are written one after another: read them once their number holds for a second.
       let seen = -1;
       for (let waited = 0; waited < 30; waited++) {
@@ -124,13 +96,16 @@ export async function startUnderCallgrind(script: string, env: Record<string, st
           const total = /^(?:summary|totals): (\d+)/m.exec(text);
           return { thread: Number(pattern.exec(name)![1]), instructions: total ? Number(total[1]) : undefined };
         });
-        if (counts.length > 0 && counts.every((c) => c.instructions !== undefined)) {
+        if (counts.every((c) => c.instructions !== undefined)) {
           return counts.sort((a, b) => a.thread - b.thread).map((c) => c.instructions!);
         }
         await sleep(1000);
       }
-      throw new Error(`callgrind wrote no complete dump ${dumps} (${existsSync(outDir) ? readdirSync(outDir).join(', ') : 'no directory'})`);
+      throw new Error(`callgrind wrote no complete dump ${dumps} (${readdirSync(outDir).join(', ')})`);
     },
-    stop,
+    async stop() {
+      await server.stop(60_000);
+      rmSync(outDir, { recursive: true, force: true });
+    },
   };
 }

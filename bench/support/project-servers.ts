@@ -39,7 +39,7 @@ export async function register(url: string): Promise<string> {
 }
 
 /** The line a node logs (at info) once its route schemas are compiled (http/server.ts, http/lazy-schemas.ts). */
-const SCHEMAS_COMPILED = '"msg":"route schemas compiled"';
+export const SCHEMAS_COMPILED = '"msg":"route schemas compiled"';
 const SCHEMAS_COMPILED_WAIT_MS = 60_000;
 
 /**

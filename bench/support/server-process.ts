@@ -31,6 +31,8 @@ export async function startServerProcess(
     poll_ms?: number;
     /** Sees the child's stdout from its first byte (it still goes to our stderr too). */
     onStdout?: (chunk: Buffer) => void;
+    /** A command that runs node, and its arguments before node's (e.g. valgrind: bench/support/callgrind-server.ts). */
+    launcher?: string[];
   } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
@@ -43,7 +45,9 @@ export async function startServerProcess(
   // The project's node starts with the V8 flags `npm start` gives it (http/node-flags.ts); the floors with Node's defaults.
   const own = /[\\/]http[\\/]server\.js$/.test(script) ? serverNodeArgs() : [];
   const spawned_ms = performance.now();
-  const child = spawn(process.execPath, [...profile, ...own, ...(options.nodeArgs ?? []), script], {
+  const nodeCommand = [process.execPath, ...profile, ...own, ...(options.nodeArgs ?? []), script];
+  const [command, ...args] = [...(options.launcher ?? []), ...nodeCommand];
+  const child = spawn(command!, args, {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
